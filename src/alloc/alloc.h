@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * alloc.h - the block allocation layer of smrfs.
+ *
+ * The layers above ask for space with a hint ("near X", "contiguous") and a
+ * stream (metadata, hot data, cold data, relocation) and never assume where it
+ * lands; only the allocator knows the device. Each module is one file with one
+ * const ops table (smr_zoned_ops, smr_rot_ops, smr_flash_ops), chosen at
+ * mkfs/mount by device type through smr_alloc_select().
+ *
+ * The managed range. The allocator owns [data_start, capacity) of the device;
+ * everything below data_start (superblocks, checkpoint zones) belongs to the
+ * caller. On a zoned device data_start is a zone boundary.
+ *
+ * Write order. Extents handed out from one stream of a zoned allocator lie at
+ * the zones' allocation pointers, which run ahead of the device's write
+ * pointers: the caller must write them in the order they were handed out,
+ * each in full, before the stream is used again by anyone else. smr_alloc_write()
+ * does allocate-and-write under the stream's lock for callers that do not
+ * batch; a caller that batches (the COW commit) holds the stream for itself.
+ * A write that fails must be reported with smr_alloc_write_failed().
+ *
+ * Freeing is deferred. smr_alloc_free() marks an extent dead in the *next*
+ * checkpoint: the space is not handed out again (rotational, flash) and its
+ * zone is not reset (zoned) until smr_alloc_committed() says that checkpoint
+ * is durable, because the previous checkpoint still references it.
+ *
+ * Persistence. smr_alloc_commit() writes the allocator's state (self-describing
+ * checksummed blocks through the metadata stream) and returns a reference that
+ * the caller stores in its checkpoint, atomically with its trees; the next
+ * smr_alloc_open() is given that reference. The state is sized by zones or by
+ * free extents, never by files, so mount time does not grow with the data.
+ *
+ * Locking. Each handle has one mutex, taken by the smr_alloc_* wrappers around
+ * every op; ops are called with it held and must not call back into the
+ * wrappers. smr_alloc_write() additionally holds the stream's lock across the
+ * device write (lock order: stream lock, then the handle's mutex).
+ */
+#ifndef SMR_ALLOC_ALLOC_H
+#define SMR_ALLOC_ALLOC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dev/dev.h"
+
+struct smr_alloc;
+
+enum smr_stream {
+	SMR_STREAM_META = 0,  /* B-tree nodes, checkpoints' satellites */
+	SMR_STREAM_HOT = 1,   /* data likely to be overwritten soon */
+	SMR_STREAM_COLD = 2,  /* data likely to stay */
+	SMR_STREAM_RELOC = 3, /* what the cleaner moves */
+	SMR_STREAM_NR
+};
+
+const char *smr_stream_str(enum smr_stream s);
+
+/* A run of bytes on the device. off and len are multiples of the block
+ * size. */
+struct smr_extent {
+	uint64_t off;
+	uint64_t len;
+};
+
+/* Zeroed = no preference. */
+struct smr_alloc_hint {
+	uint64_t near;   /* a device offset to allocate at or after, 0 = none */
+	bool contiguous; /* prefer one extent to nearness */
+};
+
+/*
+ * Space, in bytes, of the managed range:
+ *   capacity == used + free + reclaimable + reserved
+ * used:        live bytes (referenced by the trees after the next commit)
+ * free:        can be handed out to data streams now
+ * reclaimable: dead bytes that come back after a commit (pending frees) or
+ *              after cleaning (dead bytes in zones not yet reset, and the
+ *              unwritable tail of finished zones)
+ * reserved:    kept for metadata and the cleaner; data streams cannot have it
+ */
+struct smr_space {
+	uint64_t capacity;
+	uint64_t used;
+	uint64_t free;
+	uint64_t reclaimable;
+	uint64_t reserved;
+};
+
+/* Counters since the filesystem was made (persisted with the state). */
+struct smr_alloc_stats {
+	uint64_t bytes_allocated[SMR_STREAM_NR];
+	uint64_t bytes_freed;
+	uint64_t nr_allocs;
+	uint64_t zones_reset;
+	uint64_t zones_finished;
+};
+
+enum smr_gc_policy {
+	SMR_GC_GREEDY = 0,       /* fewest live bytes */
+	SMR_GC_COST_BENEFIT = 1, /* (1 - u) * age / (1 + u), Sprite LFS */
+};
+
+/* Where a persisted allocator state lies; stored in the caller's checkpoint.
+ * A zeroed ref means "no state yet" (fresh filesystem). */
+struct smr_alloc_ref {
+	uint64_t off;  /* first block */
+	uint64_t len;  /* bytes */
+	uint64_t csum; /* checksum of the whole state, checked at open */
+	uint64_t gen;  /* generation it was written in */
+};
+
+/*
+ * struct smr_alloc_ops - one allocator module.
+ *
+ * Every op is called with a->lock held. Errors are negative errnos. Ops
+ * marked "may be NULL" have the default given.
+ */
+struct smr_alloc_ops {
+	/* Module name, as in -o alloc=NAME and in the superblock. */
+	const char *name;
+
+	/*
+	 * Can this module serve @info, and how well? Returns a positive score
+	 * (higher is better; the best module for a device kind scores 100),
+	 * or 0 if it cannot, with the reason written to @why (e.g. "host-managed
+	 * zoned device: random writes are refused"). Called without a->lock
+	 * (there is no handle yet). Must not be NULL.
+	 */
+	int (*probe)(const struct smr_dev_info *info, char *why, size_t whylen);
+
+	/*
+	 * Set up a->priv. @ref NULL: a fresh filesystem (mkfs), everything in
+	 * the managed range is free (a zoned module resets nothing: the caller
+	 * has reset the zones). Otherwise read the state @ref points to and
+	 * reconcile it with the device: a zoned module trusts the device's
+	 * write pointers (data written after the last checkpoint is dead and
+	 * a write pointer never goes back). Errors: -ENOMEM, -EIO,
+	 * -SMR_EFSCORRUPTED / -SMR_EFSBADCRC for a bad state, -EINVAL when the
+	 * state does not match the device. Must not be NULL.
+	 */
+	int (*init)(struct smr_alloc *a, const struct smr_alloc_ref *ref);
+
+	/* Free a->priv. Persists nothing. Must not be NULL. */
+	void (*fini)(struct smr_alloc *a);
+
+	/*
+	 * Hand out up to @len bytes (a multiple of the block size) for @stream
+	 * as at most @max_ext extents in @ext, honouring @hint where it can.
+	 * Returns the number of extents filled (>= 1); their total may be
+	 * less than @len (the caller asks again for the rest). -ENOSPC when
+	 * nothing is left for this stream (data streams cannot use the
+	 * reserve), -EINVAL for a bad length. Must not be NULL.
+	 */
+	int (*alloc)(struct smr_alloc *a, uint64_t len,
+		     const struct smr_alloc_hint *hint, enum smr_stream stream,
+		     struct smr_extent *ext, unsigned int max_ext);
+
+	/*
+	 * @len bytes at @off are no longer referenced as of the next commit.
+	 * -EINVAL if the range was not allocated (a double free). Must not be
+	 * NULL.
+	 */
+	int (*free)(struct smr_alloc *a, uint64_t off, uint64_t len);
+
+	/*
+	 * A write to an extent handed out by alloc failed: bring the module's
+	 * view of that zone back in line with the device (a zoned module
+	 * re-reads the write pointer and may finish the zone). May be NULL
+	 * (nothing to do).
+	 */
+	void (*write_failed)(struct smr_alloc *a, uint64_t off, uint64_t len);
+
+	/*
+	 * Persist the state as of now, counting every pending free as done,
+	 * in generation @gen, through the metadata stream; fill *@ref. The
+	 * previous state's blocks become a pending free. Must not be NULL.
+	 */
+	int (*commit)(struct smr_alloc *a, uint64_t gen,
+		      struct smr_alloc_ref *ref);
+
+	/*
+	 * The checkpoint holding the last commit's ref is durable: pending
+	 * frees become free; a zoned module may now reset zones left with no
+	 * live byte. May be NULL.
+	 */
+	int (*committed)(struct smr_alloc *a);
+
+	/* Fill *@sp. Must not be NULL. */
+	void (*space)(struct smr_alloc *a, struct smr_space *sp);
+
+	/*
+	 * Pick a zone to clean by @policy: one that holds dead bytes, is not
+	 * open for writing and not reserved. Returns 0 with *@zno set,
+	 * -ENOENT if no zone is worth cleaning. May be NULL (the module does
+	 * not need cleaning: the default answers -EOPNOTSUPP).
+	 */
+	int (*gc_pick)(struct smr_alloc *a, enum smr_gc_policy policy,
+		       uint32_t *zno);
+
+	/* Live bytes in zone @zno (for the cleaner and fsck). May be NULL
+	 * (non-zoned modules: -EOPNOTSUPP). */
+	int64_t (*zone_live)(struct smr_alloc *a, uint32_t zno);
+
+	/* Fill *@st. May be NULL (all zero). */
+	void (*stats)(struct smr_alloc *a, struct smr_alloc_stats *st);
+};
+
+extern const struct smr_alloc_ops smr_zoned_ops;
+extern const struct smr_alloc_ops smr_rot_ops;
+extern const struct smr_alloc_ops smr_flash_ops;
+
+/* The handle. Fields are read-only for users; ops may use all of them. */
+struct smr_alloc {
+	const struct smr_alloc_ops *ops;
+	struct smr_dev *dev;
+	const struct smr_dev_info *info; /* smr_dev_info(dev) */
+	uint64_t data_start;             /* managed range: [data_start, capacity) */
+	uint8_t fs_uuid[16];             /* stamped into the state's blocks */
+	pthread_mutex_t lock;            /* protects everything the ops touch */
+	pthread_mutex_t stream_lock[SMR_STREAM_NR]; /* see "Write order" */
+	void *priv;                      /* the module's; protected by lock */
+};
+
+/* The registry of modules, in the order of preference for ties. */
+extern const struct smr_alloc_ops *const smr_alloc_modules[];
+const struct smr_alloc_ops *smr_alloc_find(const char *name);
+
+/*
+ * Choose the module for a device: @name NULL picks the best-scoring module
+ * (zoned device -> zoned, rotational -> rotational, anything else -> flash);
+ * a name forces that module. Returns 0 with *@ops set and a sentence saying
+ * why in @why; -ENOENT for an unknown name; -EINVAL when the module cannot
+ * serve the device (@why says why).
+ */
+int smr_alloc_select(const struct smr_dev_info *info, const char *name,
+		     const struct smr_alloc_ops **ops, char *why, size_t whylen);
+
+/*
+ * Open an allocator over @dev managing [data_start, capacity). @ref as for
+ * ops->init. Returns 0 with a handle in *@ap, or the init's error.
+ */
+int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		   uint64_t data_start, const uint8_t fs_uuid[16],
+		   const struct smr_alloc_ref *ref, struct smr_alloc **ap);
+void smr_alloc_close(struct smr_alloc *a);
+
+/* Wrappers that take a->lock around the op. */
+int smr_alloc_extent(struct smr_alloc *a, uint64_t len,
+		     const struct smr_alloc_hint *hint, enum smr_stream stream,
+		     struct smr_extent *ext, unsigned int max_ext);
+int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len);
+void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len);
+int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
+		     struct smr_alloc_ref *ref);
+int smr_alloc_committed(struct smr_alloc *a);
+void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp);
+int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
+		      uint32_t *zno);
+int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno);
+void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
+
+/*
+ * Allocate space for @len bytes of @buf in @stream and write them there,
+ * holding the stream's lock so that writes land in allocation order. On
+ * success returns the number of extents (<= @max_ext) that now hold the
+ * data, in order; if the data needs more than @max_ext extents, -ENOSPC is
+ * not returned but only the bytes that fit are written: the caller checks
+ * the extents' total. On a write error the space is reported with
+ * write_failed and the error is returned; nothing was allocated.
+ */
+int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
+		    const struct smr_alloc_hint *hint, enum smr_stream stream,
+		    struct smr_extent *ext, unsigned int max_ext);
+
+#endif /* SMR_ALLOC_ALLOC_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* blk.c - checksums and the common verifier of self-describing blocks. */
+#include "format/blk.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+uint64_t smr_hash64(const void *buf, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(buf, len, seed);
+}
+
+uint64_t smr_blk_csum(const void *blk, size_t len)
+{
+	static const uint8_t zero[8];
+	const size_t at = offsetof(struct smr_blk_hdr, csum);
+	XXH3_state_t st;
+
+	/* Hash around the csum field rather than copying the block. */
+	XXH3_64bits_reset(&st);
+	XXH3_64bits_update(&st, blk, at);
+	XXH3_64bits_update(&st, zero, sizeof(zero));
+	XXH3_64bits_update(&st, (const uint8_t *)blk + at + 8, len - at - 8);
+	return XXH3_64bits_digest(&st);
+}
+
+void smr_blk_hdr_init(void *blk, const struct smr_blk_ops *ops, size_t len,
+		      uint64_t addr, uint64_t gen, uint64_t owner,
+		      const uint8_t uuid[16], uint16_t level)
+{
+	struct smr_blk_hdr *h = blk;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = htole32(ops->magic);
+	h->len = htole32((uint32_t)len);
+	h->addr = htole64(addr);
+	h->gen = htole64(gen);
+	h->owner = htole64(owner);
+	memcpy(h->uuid, uuid, sizeof(h->uuid));
+	h->level = htole16(level);
+}
+
+int smr_blk_seal(void *blk, size_t len, const struct smr_blk_ops *ops)
+{
+	struct smr_blk_hdr *h = blk;
+	uint64_t addr = le64toh(h->addr);
+	int rc;
+
+	if (le32toh(h->magic) != ops->magic || le32toh(h->len) != len)
+		return smr_corrupt(addr, "sealing a block with a bad header");
+	if (ops->verify) {
+		rc = ops->verify(blk, len, addr);
+		if (rc)
+			return rc;
+	}
+	h->csum = htole64(smr_blk_csum(blk, len));
+	return 0;
+}
+
+static int smr_blk_fail(const struct smr_blk_ops *ops, uint64_t addr,
+			const char *what, int rc, const char *func, int line)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "%s: %s", ops->name, what);
+	smr_corrupt_at(addr, why, func, line);
+	return rc;
+}
+
+#define BLK_FAIL(what, rc) \
+	smr_blk_fail(ops, exp->addr, (what), (rc), __func__, __LINE__)
+
+int smr_blk_verify(const void *blk, size_t len, const struct smr_blk_ops *ops,
+		   const struct smr_blk_expect *exp)
+{
+	const struct smr_blk_hdr *h = blk;
+
+	if (len < sizeof(*h))
+		return BLK_FAIL("block shorter than its header",
+				-SMR_EFSCORRUPTED);
+	if (le32toh(h->magic) != ops->magic)
+		return BLK_FAIL("bad magic", -SMR_EFSCORRUPTED);
+	if (le32toh(h->len) != len)
+		return BLK_FAIL("bad length", -SMR_EFSCORRUPTED);
+	if (le64toh(h->csum) != smr_blk_csum(blk, len))
+		return BLK_FAIL("checksum mismatch", -SMR_EFSBADCRC);
+	if (le64toh(h->addr) != exp->addr)
+		return BLK_FAIL("misdirected: address in header differs",
+				-SMR_EFSCORRUPTED);
+	if (exp->uuid && memcmp(h->uuid, exp->uuid, sizeof(h->uuid)))
+		return BLK_FAIL("block of another filesystem",
+				-SMR_EFSCORRUPTED);
+	if (exp->gen && le64toh(h->gen) != exp->gen)
+		return BLK_FAIL("stale: generation differs from the reference",
+				-SMR_EFSCORRUPTED);
+	if (exp->owner && le64toh(h->owner) != exp->owner)
+		return BLK_FAIL("wrong owner", -SMR_EFSCORRUPTED);
+	if (h->reserved)
+		return BLK_FAIL("reserved bytes not zero", -SMR_EFSCORRUPTED);
+	return ops->verify ? ops->verify(blk, len, exp->addr) : 0;
+}

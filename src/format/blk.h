@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * blk.h - checksums and verification of self-describing blocks.
+ *
+ * Every metadata block type has a struct smr_blk_ops with its magic and a
+ * structural verifier. smr_blk_verify() runs the common checks (magic, length,
+ * checksum, address, UUID, and the expected generation and owner when the
+ * caller knows them) and then the type's verifier; it runs on every read.
+ * smr_blk_seal() fills the header's checksum and runs the verifier before
+ * every write, so a bug never reaches the disk as a valid-looking block.
+ */
+#ifndef SMR_FORMAT_BLK_H
+#define SMR_FORMAT_BLK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/ondisk.h"
+#include "util/smr.h"
+
+struct smr_blk_ops {
+	const char *name; /* "btree node", "checkpoint", ... */
+	uint32_t magic;
+	/*
+	 * Structural checks of a block whose header already verified. Returns
+	 * 0, or the result of smr_corrupt(addr, "what is wrong").
+	 */
+	int (*verify)(const void *blk, size_t len, uint64_t addr);
+};
+
+/* What the reader expects; zero for "any" in gen and owner. */
+struct smr_blk_expect {
+	uint64_t addr;
+	uint64_t gen;
+	uint64_t owner;
+	const uint8_t *uuid; /* 16 bytes; NULL = any */
+};
+
+/* XXH3-64 of @len bytes at @blk with the header's csum field taken as 0. */
+uint64_t smr_blk_csum(const void *blk, size_t len);
+
+/* Fill the common header; the checksum is left for smr_blk_seal(). */
+void smr_blk_hdr_init(void *blk, const struct smr_blk_ops *ops, size_t len,
+		      uint64_t addr, uint64_t gen, uint64_t owner,
+		      const uint8_t uuid[16], uint16_t level);
+
+/* Run the verifier, then stamp the checksum. 0 or -SMR_EFSCORRUPTED. */
+int smr_blk_seal(void *blk, size_t len, const struct smr_blk_ops *ops);
+
+/*
+ * Check a block just read: magic, length, checksum, identity, then the
+ * type's verifier. Returns 0, -SMR_EFSBADCRC for a checksum mismatch, or
+ * -SMR_EFSCORRUPTED for anything else; each failure is logged with the
+ * block's address and the check that failed.
+ */
+int smr_blk_verify(const void *blk, size_t len, const struct smr_blk_ops *ops,
+		   const struct smr_blk_expect *exp);
+
+/* Plain XXH3-64 of a buffer with a seed, for data extents and blobs. */
+uint64_t smr_hash64(const void *buf, size_t len, uint64_t seed);
+
+#endif /* SMR_FORMAT_BLK_H */

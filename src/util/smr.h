@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * smr.h - definitions shared by every layer of smrfs: error codes, logging,
+ * small helpers. Nothing here knows about devices or the on-disk format.
+ *
+ * Error convention (all layers): a function returns 0 or a positive count on
+ * success and a negative errno on failure. Never -1 with errno set. The FUSE
+ * adapter is the one place where a negative errno becomes FUSE's positive one.
+ */
+#ifndef SMR_SMR_H
+#define SMR_SMR_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A structure on disk is inconsistent (a failed verifier, a bad pointer). */
+#define SMR_EFSCORRUPTED EUCLEAN
+/* A checksum did not match. */
+#define SMR_EFSBADCRC EBADMSG
+
+#define SMR_KIB (1024ULL)
+#define SMR_MIB (1024ULL * 1024)
+#define SMR_GIB (1024ULL * 1024 * 1024)
+#define SMR_TIB (1024ULL * 1024 * 1024 * 1024)
+
+#define SMR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define SMR_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SMR_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SMR_DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define SMR_ROUND_UP(n, a) (SMR_DIV_ROUND_UP(n, a) * (a))
+#define SMR_ROUND_DOWN(n, a) ((n) / (a) * (a))
+#define SMR_IS_POW2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)
+
+#define smr_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define smr_likely(x) __builtin_expect(!!(x), 1)
+#define smr_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ------------------------------------------------------------------------
+ * Logging
+ *
+ * Every message goes through smr_log(). By default it goes to stderr with a
+ * "smrfs: " prefix; a program may redirect it (the daemon sends it to syslog
+ * once it detaches) with smr_log_set_sink(). The level threshold defaults to
+ * SMR_LOG_INFO; SMR_LOG_DEBUG messages appear only after
+ * smr_log_set_level(SMR_LOG_DEBUG).
+ * ------------------------------------------------------------------------ */
+enum smr_log_level {
+	SMR_LOG_ERR = 3,
+	SMR_LOG_WARN = 4,
+	SMR_LOG_NOTICE = 5,
+	SMR_LOG_INFO = 6,
+	SMR_LOG_DEBUG = 7,
+};
+
+typedef void (*smr_log_sink_fn)(enum smr_log_level level, const char *msg);
+
+void smr_log(enum smr_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void smr_vlog(enum smr_log_level level, const char *fmt, va_list ap);
+void smr_log_set_level(enum smr_log_level level);
+/* NULL restores the default stderr sink. */
+void smr_log_set_sink(smr_log_sink_fn sink);
+
+#define smr_err(...) smr_log(SMR_LOG_ERR, __VA_ARGS__)
+#define smr_warn(...) smr_log(SMR_LOG_WARN, __VA_ARGS__)
+#define smr_info(...) smr_log(SMR_LOG_INFO, __VA_ARGS__)
+#define smr_debug(...) smr_log(SMR_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * Report a corruption found at @where (a device byte offset, or UINT64_MAX if
+ * none) with the function and line that found it; returns -SMR_EFSCORRUPTED so
+ * that callers can write `return smr_corrupt(off, "bad level");`.
+ */
+#define smr_corrupt(where, why) \
+	smr_corrupt_at((where), (why), __func__, __LINE__)
+int smr_corrupt_at(uint64_t where, const char *why, const char *func, int line);
+
+/* ------------------------------------------------------------------------
+ * Sizes
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Parse a size such as "4096", "256M", "1.5G" or "2T" (K/M/G/T/P, binary
+ * multiples, optional "iB"/"B" suffix, case-insensitive) into bytes.
+ * Returns 0, or -EINVAL for a malformed string, -ERANGE on overflow.
+ */
+int smr_parse_size(const char *s, uint64_t *bytes);
+
+/* Format @bytes for humans ("256 MiB", "1.50 GiB") into @buf; returns buf. */
+char *smr_format_size(uint64_t bytes, char *buf, size_t len);
+
+#endif /* SMR_SMR_H */

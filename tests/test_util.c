@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* test_util.c - size parsing and formatting; the block checksum helpers. */
+#include "testutil.h"
+
+#include <endian.h>
+#include <string.h>
+
+#include "format/blk.h"
+#include "util/smr.h"
+
+static void test_parse_size(void)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{ "0", 0, 0 },
+		{ "4096", 0, 4096 },
+		{ "4k", 0, 4096 },
+		{ "256M", 0, 256 * SMR_MIB },
+		{ "256MiB", 0, 256 * SMR_MIB },
+		{ "1.5G", 0, 1536 * SMR_MIB },
+		{ "2T", 0, 2 * SMR_TIB },
+		{ "20tb", 0, 20 * SMR_TIB },
+		{ "", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ "12X", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 },
+		{ "1.3k", -EINVAL, 0 }, /* not a whole number of bytes */
+		{ "M", -EINVAL, 0 },
+		{ "16P", 0, 16 * 1024 * SMR_TIB },
+		{ "16384P", -ERANGE, 0 },
+		{ "99999999999999999999", -ERANGE, 0 },
+	};
+
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(cases); i++) {
+		uint64_t v = 0;
+		int rc = smr_parse_size(cases[i].s, &v);
+
+		if (rc != cases[i].rc || (rc == 0 && v != cases[i].v))
+			fprintf(stderr, "parse \"%s\": rc %d value %llu\n",
+				cases[i].s, rc, (unsigned long long)v);
+		CU_ASSERT_EQUAL(rc, cases[i].rc);
+		if (rc == 0)
+			CU_ASSERT_EQUAL(v, cases[i].v);
+	}
+}
+
+static void test_format_size(void)
+{
+	char buf[32];
+
+	CU_ASSERT_STRING_EQUAL(smr_format_size(512, buf, sizeof(buf)), "512 B");
+	CU_ASSERT_STRING_EQUAL(smr_format_size(256 * SMR_MIB, buf, sizeof(buf)),
+			       "256 MiB");
+	CU_ASSERT_STRING_EQUAL(smr_format_size(1536 * SMR_MIB, buf, sizeof(buf)),
+			       "1.50 GiB");
+}
+
+static int verify_ok(const void *blk, size_t len, uint64_t addr)
+{
+	const uint8_t *b = blk;
+
+	(void)len;
+	return b[64] == 0xee ? smr_corrupt(addr, "payload byte 64 is 0xee") : 0;
+}
+
+static const struct smr_blk_ops test_ops = {
+	.name = "test block",
+	.magic = SMR_MAGIC('T', 'E', 'S', 'T'),
+	.verify = verify_ok,
+};
+
+static void test_blk_seal_verify(void)
+{
+	static const uint8_t uuid[16] = { 1, 2, 3, 4 };
+	static const uint8_t other[16] = { 9 };
+	uint8_t blk[4096];
+	struct smr_blk_expect exp = { .addr = 8192, .gen = 7, .owner = 5,
+				      .uuid = uuid };
+
+	memset(blk, 0x5a, sizeof(blk));
+	smr_blk_hdr_init(blk, &test_ops, sizeof(blk), 8192, 7, 5, uuid, 0);
+	SMR_ASSERT_OK(smr_blk_seal(blk, sizeof(blk), &test_ops));
+	SMR_ASSERT_OK(smr_blk_verify(blk, sizeof(blk), &test_ops, &exp));
+
+	/* Every single-byte flip outside the csum field is caught. */
+	for (size_t i = 0; i < sizeof(blk); i += 97) {
+		if (i >= 8 && i < 16)
+			continue;
+		blk[i] ^= 0x01;
+		CU_ASSERT_NOT_EQUAL(
+			smr_blk_verify(blk, sizeof(blk), &test_ops, &exp), 0);
+		blk[i] ^= 0x01;
+	}
+	/* Identity mismatches. */
+	exp.addr = 4096;
+	SMR_ASSERT_RC(smr_blk_verify(blk, sizeof(blk), &test_ops, &exp),
+		      -SMR_EFSCORRUPTED);
+	exp.addr = 8192;
+	exp.gen = 6;
+	SMR_ASSERT_RC(smr_blk_verify(blk, sizeof(blk), &test_ops, &exp),
+		      -SMR_EFSCORRUPTED);
+	exp.gen = 0;
+	exp.uuid = other;
+	SMR_ASSERT_RC(smr_blk_verify(blk, sizeof(blk), &test_ops, &exp),
+		      -SMR_EFSCORRUPTED);
+	exp.uuid = uuid;
+	/* A checksum mismatch is EBADMSG. */
+	blk[100] ^= 0xff;
+	SMR_ASSERT_RC(smr_blk_verify(blk, sizeof(blk), &test_ops, &exp),
+		      -SMR_EFSBADCRC);
+	blk[100] ^= 0xff;
+	/* The type verifier runs on read and refuses to seal. */
+	blk[64] = 0xee;
+	SMR_ASSERT_RC(smr_blk_seal(blk, sizeof(blk), &test_ops),
+		      -SMR_EFSCORRUPTED);
+}
+
+static const struct smr_test util_tests[] = {
+	{ "parse_size", test_parse_size },
+	{ "format_size", test_format_size },
+	{ NULL, NULL },
+};
+
+static const struct smr_test blk_tests[] = {
+	{ "blk_seal_verify", test_blk_seal_verify },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "util", util_tests },
+		{ "blk", blk_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(SMR_LOG_ERR + 0);
+	return smr_test_main(argc, argv, suites);
+}
