@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cow.h - the copy-on-write engine of smrfs: B+trees of keyed items,
+ * transactions, checkpoints, and the data-extent path of the layer above.
+ *
+ * This is the whole interface the namespace layer (src/namespace) sees: it
+ * never includes alloc.h or dev.h. Items are kept in B+trees keyed by
+ * (objid, type, offset), compared in that order as unsigned integers. Nodes
+ * are never overwritten: a change copies the path to the root; a commit writes
+ * the dirty nodes through the allocator's metadata stream, flushes, writes a
+ * checkpoint record naming the new roots and the allocator state, and flushes
+ * again. Mount (smr_cow_open) takes the newest checkpoint that verifies.
+ *
+ * Concurrency. One engine lock (a rwlock) protects the trees: lookups and
+ * iteration take it shared, changes exclusive, a commit exclusive while it
+ * freezes the running transaction. Every function here takes what it needs;
+ * callers hold no engine lock on entry.
+ *
+ * Transactions. There is one running transaction at a time; changes made
+ * between smr_txn_begin() and smr_txn_end() join it and become durable
+ * together at the next commit. Commits happen on smr_cow_commit() (fsync,
+ * sync; concurrent callers share one commit), on a timer (opts.commit_secs),
+ * when dirty metadata passes a bound, and at close. A transaction handle
+ * only marks that an operation is in progress, so that a commit never cuts
+ * one operation in half: the commit waits for open handles to end.
+ */
+#ifndef SMR_COW_COW_H
+#define SMR_COW_COW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/smr.h"
+
+struct smr_dev;
+struct smr_cow;
+struct smr_txn;
+
+/* The biggest value one item may hold, in bytes. Larger things (long
+ * symlink targets, big xattrs) are split over several items by the caller. */
+#define SMR_COW_MAX_ITEM 3072
+
+/* Trees the layer above may use. Other ids are the engine's own. */
+enum smr_tree_id {
+	SMR_TREE_FS = 1, /* the namespace: inodes, dirents, extents, xattrs */
+};
+
+struct smr_key {
+	uint64_t objid;
+	uint8_t type;
+	uint64_t offset;
+};
+
+/* <0, 0, >0 as a is before, equal to, after b. */
+int smr_key_cmp(const struct smr_key *a, const struct smr_key *b);
+
+/* ------------------------------------------------------------------------
+ * Format, open, close
+ * ------------------------------------------------------------------------ */
+
+/* Zeroed = defaults. */
+struct smr_format_opts {
+	const char *label;       /* up to 63 bytes; NULL = none */
+	const uint8_t *uuid;     /* 16 bytes; NULL = random */
+	const char *alloc;       /* allocator module; NULL = chosen by device */
+	bool dry_run;            /* compute the layout, write nothing */
+};
+
+/* What a formatted filesystem is; filled by smr_cow_format / smr_cow_info. */
+struct smr_cow_info {
+	uint8_t uuid[16];
+	char label[64];
+	char alloc[16];          /* allocator module name */
+	char alloc_why[160];     /* why it was chosen (format / open) */
+	uint32_t block_size;
+	uint32_t node_size;
+	uint64_t capacity;       /* device bytes */
+	uint64_t data_start;     /* first byte the allocator manages */
+	uint64_t gen;            /* generation of the newest checkpoint */
+	uint32_t format_major;
+	uint32_t format_minor;
+};
+
+/*
+ * Reset the device's zones and write a new, empty filesystem on it: the
+ * superblocks, the (empty) trees and a first checkpoint. The device must be
+ * open read-write. Fills *@info if not NULL. Errors: -EINVAL (device too
+ * small, bad label, allocator refuses the device: the reason is logged),
+ * -EIO, -ENOENT (unknown allocator).
+ */
+int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
+		   struct smr_cow_info *info);
+
+/* Zeroed = defaults. */
+struct smr_cow_opts {
+	bool read_only;
+	const char *alloc;     /* override the allocator recorded at mkfs */
+	size_t cache_bytes;    /* node cache bound; 0 = 64 MiB */
+	unsigned commit_secs;  /* timer commit; 0 = 5 s; the timer thread runs
+				* only when not read-only */
+};
+
+/*
+ * Open the filesystem on @dev: read the superblocks, take the newest valid
+ * checkpoint, open the allocator. Errors: -EINVAL not an smrfs device
+ * (no superblock magic), -SMR_EFSCORRUPTED / -SMR_EFSBADCRC damaged beyond
+ * the fallbacks, -EOPNOTSUPP an unknown incompatible feature, -EROFS an
+ * unknown read-only-compatible feature and !read_only, plus I/O errors.
+ * Every failure is logged with what was wrong.
+ */
+int smr_cow_open(struct smr_dev *dev, const struct smr_cow_opts *o,
+		 struct smr_cow **cp);
+
+/* Commit what is dirty (unless read-only), stop the timer, free. Returns the
+ * commit's error; @c is freed in every case. */
+int smr_cow_close(struct smr_cow *c);
+
+void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info);
+
+/* Read-only: opened so, or turned so after a failed metadata write. */
+bool smr_cow_is_read_only(struct smr_cow *c);
+
+/* ------------------------------------------------------------------------
+ * Transactions
+ * ------------------------------------------------------------------------ */
+
+/* Join the running transaction. -EROFS when read-only. */
+int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp);
+/* Leave it. The changes commit with the next commit. */
+void smr_txn_end(struct smr_txn *t);
+
+/* Make every change made so far durable. Concurrent callers share one
+ * commit. Returns 0 or the commit's error (after which the engine is
+ * read-only and the last good checkpoint stays the newest). */
+int smr_cow_commit(struct smr_cow *c);
+
+/* ------------------------------------------------------------------------
+ * Items. Values are copied in and out. Lookups need no transaction.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Find @key in @tree. On success copies up to *@len bytes of the value to
+ * @val (which may be NULL to ask only the size) and sets *@len to the
+ * value's full length. -ENOENT if absent.
+ */
+int smr_bt_lookup(struct smr_cow *c, uint32_t tree, const struct smr_key *key,
+		  void *val, size_t *len);
+
+/*
+ * First item with key >= @from (smr_bt_next) or last item with key <= @from
+ * (smr_bt_prev); *@found gets its key, @val/@len as for lookup. -ENOENT if
+ * there is none.
+ */
+int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len);
+int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len);
+
+/* Add an item: -EEXIST if the key is there, -E2BIG if @len > MAX_ITEM. */
+int smr_bt_insert(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len);
+/* Replace an item's value (its size may change): -ENOENT if absent. */
+int smr_bt_update(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len);
+/* Insert or replace. */
+int smr_bt_put(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+	       const void *val, size_t len);
+/* Remove an item: -ENOENT if absent. */
+int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key);
+
+/*
+ * Call @fn for each item with @from <= key <= @to, in key order, under the
+ * shared lock (so @fn must not change the tree). @fn returns 0 to go on,
+ * 1 to stop early, or a negative errno that is returned.
+ */
+typedef int (*smr_bt_iter_fn)(void *arg, const struct smr_key *key,
+			      const void *val, size_t len);
+int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		   const struct smr_key *to, smr_bt_iter_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------
+ * Data extents: file data lives outside the trees, in extents from the
+ * allocator's data streams; the trees hold only references to them.
+ * ------------------------------------------------------------------------ */
+
+enum smr_data_temp {
+	SMR_DATA_HOT = 0,
+	SMR_DATA_COLD = 1,
+};
+
+struct smr_data_extent {
+	uint64_t off; /* device byte offset */
+	uint64_t len; /* bytes, a multiple of the block size */
+};
+
+/* Buffers for data I/O: aligned for direct I/O, zero-filled. */
+void *smr_cow_buf_alloc(size_t len);
+void smr_cow_buf_free(void *buf);
+
+/*
+ * Write @len bytes (a multiple of the block size) of @buf (from
+ * smr_cow_buf_alloc) to new space near
+ * @near (0 = anywhere), as at most @max extents filled in @ext in order.
+ * Returns the number of extents; their lengths add up to @len. -ENOSPC when
+ * the data streams are out of space.
+ */
+int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
+		       uint64_t near, const void *buf, uint64_t len,
+		       struct smr_data_extent *ext, unsigned int max);
+/* Read @len bytes at device offset @off (within extents the caller owns). */
+int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len);
+/* The extent is no longer referenced once @t's transaction commits. */
+int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len);
+
+/* Space as statfs should report it, in bytes. */
+struct smr_cow_space {
+	uint64_t block_size;
+	uint64_t capacity;    /* managed by the allocator */
+	uint64_t used;
+	uint64_t free;        /* available to data now */
+	uint64_t reclaimable; /* comes back by commit or cleaning */
+	uint64_t reserved;    /* metadata and cleaner reserve */
+};
+void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp);
+
+#endif /* SMR_COW_COW_H */
