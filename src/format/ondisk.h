@@ -70,4 +70,6 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
 /* Owners of blocks that are not in a tree. */
 #define SMR_OWNER_ALLOC 0xfffffffffffffff0ULL /* allocator state */
 
+#include "format/ondisk_alloc.h"
+
 #endif /* SMR_FORMAT_ONDISK_H */
