@@ -71,5 +71,6 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
 #define SMR_OWNER_ALLOC 0xfffffffffffffff0ULL /* allocator state */
 
 #include "format/ondisk_alloc.h"
+#include "format/ondisk_ns.h"
 
 #endif /* SMR_FORMAT_ONDISK_H */
