@@ -133,6 +133,11 @@ struct smr_dev_opts {
 	 * is a zoned loop directory, a zoned block device is zbd, anything
 	 * else is a file). */
 	const char *backend;
+	/* Skip the layer's own zone rule checks on writes (write pointer,
+	 * capacity, open/active limits) and let the device refuse: for tests
+	 * of the zbd backend that must see the kernel's errors. The zone cache
+	 * is still updated after every success. */
+	bool unchecked;
 };
 
 /*
