@@ -41,6 +41,7 @@
 #include "util/smr.h"
 
 struct smr_dev;
+struct smr_zloop_params;
 
 /* Alignment of I/O buffers: enough for O_DIRECT on every backend. */
 #define SMR_DEV_BUF_ALIGN 4096
@@ -138,6 +139,9 @@ struct smr_dev_opts {
 	 * of the zbd backend that must see the kernel's errors. The zone cache
 	 * is still updated after every success. */
 	bool unchecked;
+	/* Zoned loop directories: when set, refuse (-EINVAL) a directory
+	 * created with other parameters (compared after defaults apply). */
+	const struct smr_zloop_params *zloop;
 };
 
 /*

@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dev_zloop.c - the "zloop" backend: a zoned loop directory in the layout of
+ * the Linux zloop driver (Documentation/admin-guide/blockdev/zoned_loop.rst).
+ *
+ * One file per zone: cnv-NNNNNN for the conventional zones at the start,
+ * always zone-size long, and seq-NNNNNN for the sequential ones, whose size is
+ * the write pointer. Reset truncates to 0, finish truncates to the zone size.
+ * The driver keeps no other state in the directory; we add one small text
+ * file, ZLOOP_PARAMS, holding the geometry and limits the directory was
+ * created with (the driver opens its zone files by name and never looks at
+ * other files, so the directory stays usable by it). Open and closed
+ * conditions are not visible in file sizes: after a reopen every zone that is
+ * neither empty nor full is closed, as the kernel driver reports it.
+ *
+ * The zone rules are enforced by dev.c; this file does the raw file I/O.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dev/dev_priv.h"
+
+#define ZLOOP_PARAMS "zloop.params"
+#define ZLOOP_MAX_ZONES (1U << 24)
+
+struct zloop {
+	int dirfd;             /* the directory, holds the flock */
+	uint32_t nr_zones;
+	uint32_t nr_cnv;
+	uint64_t zone_size;
+	uint64_t zone_cap;
+	uint32_t zone_shift;
+	int *fds;              /* one per zone */
+	unsigned long *dirty;  /* zones written since the last flush */
+};
+
+/* ------------------------------------------------------------------------
+ * Parameters
+ * ------------------------------------------------------------------------ */
+
+/* Apply the defaults of struct smr_zloop_params and check consistency. */
+static int params_normalise(const struct smr_zloop_params *in,
+			    struct smr_zloop_params *p)
+{
+	uint64_t nr;
+
+	*p = *in;
+	if (!p->zone_size)
+		p->zone_size = 256 * SMR_MIB;
+	if (!p->zone_cap)
+		p->zone_cap = p->zone_size;
+	if (!p->block_size)
+		p->block_size = 4096;
+	if (p->block_size != 512 && p->block_size != 4096)
+		return -EINVAL;
+	if (!SMR_IS_POW2(p->zone_size) || p->zone_size < p->block_size)
+		return -EINVAL;
+	if (p->zone_cap > p->zone_size || p->zone_cap % p->block_size)
+		return -EINVAL;
+	if (!p->capacity || p->capacity % p->zone_size)
+		return -EINVAL;
+	nr = p->capacity / p->zone_size;
+	if (nr > ZLOOP_MAX_ZONES || p->nr_cnv >= nr)
+		return -EINVAL;
+	if (p->max_open && p->max_active && p->max_open > p->max_active)
+		return -EINVAL;
+	return 0;
+}
+
+static bool params_equal(const struct smr_zloop_params *a,
+			 const struct smr_zloop_params *b)
+{
+	return a->capacity == b->capacity && a->zone_size == b->zone_size &&
+	       a->zone_cap == b->zone_cap && a->nr_cnv == b->nr_cnv &&
+	       a->max_open == b->max_open && a->max_active == b->max_active &&
+	       a->block_size == b->block_size;
+}
+
+static int params_write(int dirfd, const struct smr_zloop_params *p)
+{
+	char buf[1024];
+	int len, fd, rc = 0;
+
+	len = snprintf(buf, sizeof(buf),
+		       "# smrfs zoned loop directory: the zone files follow the "
+		       "layout of the Linux zloop driver.\n"
+		       "capacity=%llu\nzone_size=%llu\nzone_capacity=%llu\n"
+		       "conv_zones=%u\nmax_open=%u\nmax_active=%u\n"
+		       "block_size=%u\n",
+		       (unsigned long long)p->capacity,
+		       (unsigned long long)p->zone_size,
+		       (unsigned long long)p->zone_cap, p->nr_cnv, p->max_open,
+		       p->max_active, p->block_size);
+	fd = openat(dirfd, ZLOOP_PARAMS ".tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = smr_dev_pwrite_full(fd, buf, (size_t)len, 0);
+	if (!rc && fsync(fd))
+		rc = -errno;
+	close(fd);
+	if (!rc && renameat(dirfd, ZLOOP_PARAMS ".tmp", dirfd, ZLOOP_PARAMS))
+		rc = -errno;
+	if (rc)
+		unlinkat(dirfd, ZLOOP_PARAMS ".tmp", 0);
+	return rc;
+}
+
+/* Read the parameters file: 0, -ENOENT if missing, -EINVAL if malformed. */
+static int params_read(int dirfd, struct smr_zloop_params *p)
+{
+	char line[256];
+	unsigned int seen = 0;
+	FILE *f;
+	int fd, rc = 0;
+
+	memset(p, 0, sizeof(*p));
+	fd = openat(dirfd, ZLOOP_PARAMS, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char key[32];
+		unsigned long long v;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%31[a-z_]=%llu", key, &v) != 2) {
+			rc = -EINVAL;
+			break;
+		}
+		if (!strcmp(key, "capacity"))
+			p->capacity = v, seen |= 1;
+		else if (!strcmp(key, "zone_size"))
+			p->zone_size = v, seen |= 2;
+		else if (!strcmp(key, "zone_capacity"))
+			p->zone_cap = v, seen |= 4;
+		else if (!strcmp(key, "conv_zones") && v <= UINT32_MAX)
+			p->nr_cnv = (uint32_t)v, seen |= 8;
+		else if (!strcmp(key, "max_open") && v <= UINT32_MAX)
+			p->max_open = (uint32_t)v, seen |= 16;
+		else if (!strcmp(key, "max_active") && v <= UINT32_MAX)
+			p->max_active = (uint32_t)v, seen |= 32;
+		else if (!strcmp(key, "block_size") && v <= UINT32_MAX)
+			p->block_size = (uint32_t)v, seen |= 64;
+		else {
+			rc = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	if (!rc && seen != 127)
+		rc = -EINVAL;
+	return rc;
+}
+
+static void zone_name(char *buf, size_t len, uint32_t zno, bool cnv)
+{
+	snprintf(buf, len, "%s-%06u", cnv ? "cnv" : "seq", zno);
+}
+
+static bool zone_file_exists(int dirfd, uint32_t zno, bool cnv)
+{
+	char name[32];
+	struct stat st;
+
+	zone_name(name, sizeof(name), zno, cnv);
+	return fstatat(dirfd, name, &st, 0) == 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Creating a directory
+ * ------------------------------------------------------------------------ */
+
+int smr_zloop_create(const char *dir, const struct smr_zloop_params *in)
+{
+	struct smr_zloop_params p;
+	uint32_t nr, created = 0;
+	struct dirent *de;
+	DIR *d;
+	int dirfd, rc;
+
+	if (!dir || !in)
+		return -EINVAL;
+	rc = params_normalise(in, &p);
+	if (rc)
+		return rc;
+	nr = (uint32_t)(p.capacity / p.zone_size);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	rc = smr_dev_flock(dirfd, false);
+	if (rc)
+		goto out_close;
+
+	/* Refuse a directory that already holds a device. */
+	d = fdopendir(dup(dirfd));
+	if (!d) {
+		rc = -errno;
+		goto out_close;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ZLOOP_PARAMS) ||
+		    !strncmp(de->d_name, "cnv-", 4) ||
+		    !strncmp(de->d_name, "seq-", 4)) {
+			rc = -EEXIST;
+			break;
+		}
+	}
+	closedir(d);
+	if (rc)
+		goto out_close;
+
+	for (created = 0; created < nr; created++) {
+		bool cnv = created < p.nr_cnv;
+		char name[32];
+		int fd;
+
+		zone_name(name, sizeof(name), created, cnv);
+		fd = openat(dirfd, name,
+			    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			rc = -errno;
+			goto out_unlink;
+		}
+		/* Conventional zone files are always zone-size long (sparse). */
+		if (cnv && ftruncate(fd, (off_t)p.zone_size)) {
+			rc = -errno;
+			close(fd);
+			unlinkat(dirfd, name, 0);
+			goto out_unlink;
+		}
+		close(fd);
+	}
+	rc = params_write(dirfd, &p);
+	if (rc)
+		goto out_unlink;
+	if (fsync(dirfd))
+		rc = -errno;
+	close(dirfd);
+	return rc;
+
+out_unlink:
+	while (created-- > 0) {
+		char name[32];
+
+		zone_name(name, sizeof(name), created, created < p.nr_cnv);
+		unlinkat(dirfd, name, 0);
+	}
+out_close:
+	close(dirfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Backend operations
+ * ------------------------------------------------------------------------ */
+
+static struct zloop *zl_of(const struct smr_dev *dev)
+{
+	return smr_dev_priv(dev);
+}
+
+static uint32_t zl_zone(const struct zloop *zl, uint64_t off)
+{
+	return (uint32_t)(off >> zl->zone_shift);
+}
+
+static void zl_mark_dirty(struct zloop *zl, uint32_t zno)
+{
+	const unsigned int bits = 8 * sizeof(unsigned long);
+
+	__atomic_fetch_or(&zl->dirty[zno / bits], 1UL << (zno % bits),
+			  __ATOMIC_RELAXED);
+}
+
+static void zl_free(struct zloop *zl)
+{
+	if (!zl)
+		return;
+	if (zl->fds)
+		for (uint32_t i = 0; i < zl->nr_zones; i++)
+			if (zl->fds[i] >= 0)
+				close(zl->fds[i]);
+	free(zl->fds);
+	free(zl->dirty);
+	if (zl->dirfd >= 0)
+		close(zl->dirfd);
+	free(zl);
+}
+
+static void zl_close(struct smr_dev *dev)
+{
+	zl_free(zl_of(dev));
+}
+
+static int zl_read(struct smr_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct zloop *zl = zl_of(dev);
+	uint32_t zno = zl_zone(zl, off);
+
+	return smr_dev_pread_full(zl->fds[zno], buf, len,
+				  off - ((uint64_t)zno << zl->zone_shift));
+}
+
+static int zl_write(struct smr_dev *dev, const void *buf, size_t len,
+		    uint64_t off)
+{
+	struct zloop *zl = zl_of(dev);
+	uint32_t zno = zl_zone(zl, off);
+	uint64_t foff = off - ((uint64_t)zno << zl->zone_shift);
+	int rc;
+
+	zl_mark_dirty(zl, zno);
+	rc = smr_dev_pwrite_full(zl->fds[zno], buf, len, foff);
+	/* A sequential zone's size is its write pointer: cut off whatever
+	 * part of a failed write landed, so that the zone is as it was. */
+	if (rc && zno >= zl->nr_cnv && ftruncate(zl->fds[zno], (off_t)foff))
+		smr_warn("%s: zone %u: cannot undo a failed write",
+			 smr_dev_path(dev), zno);
+	return rc;
+}
+
+static int zl_flush(struct smr_dev *dev)
+{
+	const unsigned int bits = 8 * sizeof(unsigned long);
+	struct zloop *zl = zl_of(dev);
+	uint32_t words = SMR_DIV_ROUND_UP(zl->nr_zones, bits);
+	int rc = 0;
+
+	for (uint32_t w = 0; w < words; w++) {
+		unsigned long m = __atomic_exchange_n(&zl->dirty[w], 0UL,
+						      __ATOMIC_ACQ_REL);
+
+		while (m) {
+			uint32_t zno = w * bits + (uint32_t)__builtin_ctzl(m);
+
+			m &= m - 1;
+			if (fdatasync(zl->fds[zno]) && !rc) {
+				rc = -errno;
+				zl_mark_dirty(zl, zno);
+			}
+		}
+	}
+	return rc;
+}
+
+static int zl_report(struct smr_dev *dev, uint32_t first, uint32_t nr,
+		     struct smr_zone *zones)
+{
+	struct zloop *zl = zl_of(dev);
+	uint64_t bs = dev->info.block_size;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t zno = first + i;
+		struct smr_zone *z = &zones[i];
+		struct stat st;
+
+		if (zno >= zl->nr_zones)
+			return -EINVAL;
+		if (fstat(zl->fds[zno], &st))
+			return -errno;
+		z->no = zno;
+		z->start = (uint64_t)zno << zl->zone_shift;
+		z->len = zl->zone_size;
+		if (zno < zl->nr_cnv) {
+			if ((uint64_t)st.st_size != zl->zone_size) {
+				smr_err("%s: cnv-%06u: size %lld is not the zone size",
+					smr_dev_path(dev), zno,
+					(long long)st.st_size);
+				return -EINVAL;
+			}
+			z->cap = zl->zone_size;
+			z->wp = z->start;
+			z->type = SMR_ZONE_TYPE_CNV;
+			z->cond = SMR_ZONE_COND_NOT_WP;
+			continue;
+		}
+		z->cap = zl->zone_cap;
+		z->type = SMR_ZONE_TYPE_SEQ;
+		if ((uint64_t)st.st_size % bs ||
+		    ((uint64_t)st.st_size > zl->zone_cap &&
+		     (uint64_t)st.st_size != zl->zone_size)) {
+			smr_err("%s: seq-%06u: size %lld is not a write pointer",
+				smr_dev_path(dev), zno, (long long)st.st_size);
+			return -EINVAL;
+		}
+		if (st.st_size == 0) {
+			z->cond = SMR_ZONE_COND_EMPTY;
+			z->wp = z->start;
+		} else if ((uint64_t)st.st_size >= zl->zone_cap) {
+			/* Written to capacity, or finished (zone size). */
+			z->cond = SMR_ZONE_COND_FULL;
+			z->wp = z->start + zl->zone_cap;
+		} else {
+			z->cond = SMR_ZONE_COND_CLOSED;
+			z->wp = z->start + (uint64_t)st.st_size;
+		}
+	}
+	return 0;
+}
+
+static int zl_truncate(struct smr_dev *dev, uint32_t zno, uint64_t size)
+{
+	struct zloop *zl = zl_of(dev);
+
+	zl_mark_dirty(zl, zno);
+	return ftruncate(zl->fds[zno], (off_t)size) ? -errno : 0;
+}
+
+static int zl_reset(struct smr_dev *dev, uint32_t zno)
+{
+	return zl_truncate(dev, zno, 0);
+}
+
+static int zl_finish(struct smr_dev *dev, uint32_t zno)
+{
+	return zl_truncate(dev, zno, zl_of(dev)->zone_size);
+}
+
+static int zl_io_target(struct smr_dev *dev, uint64_t off, size_t len,
+			int *fd, uint64_t *file_off)
+{
+	struct zloop *zl = zl_of(dev);
+	uint32_t zno = zl_zone(zl, off);
+
+	(void)len;
+	*fd = zl->fds[zno];
+	*file_off = off - ((uint64_t)zno << zl->zone_shift);
+	/* Writes through io_uring also need flushing. */
+	zl_mark_dirty(zl, zno);
+	return 0;
+}
+
+static int zl_open(const char *path, const struct smr_dev_opts *opts,
+		   struct smr_dev **devp)
+{
+	struct smr_zloop_params p, want;
+	struct smr_dev_info info = { 0 };
+	struct zloop *zl;
+	int rc, oflags = opts->read_only ? O_RDONLY : O_RDWR;
+
+	zl = calloc(1, sizeof(*zl));
+	if (!zl)
+		return -ENOMEM;
+	zl->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (zl->dirfd < 0) {
+		rc = errno == ENOTDIR ? -EINVAL : -errno;
+		goto out_free;
+	}
+	if (!opts->shared) {
+		rc = smr_dev_flock(zl->dirfd, opts->read_only);
+		if (rc)
+			goto out_free;
+	}
+	rc = params_read(zl->dirfd, &p);
+	if (rc) {
+		smr_err("%s: not a zoned loop directory (%s: %s)", path,
+			ZLOOP_PARAMS, strerror(-rc));
+		rc = rc == -ENOENT || rc == -EINVAL ? -EINVAL : rc;
+		goto out_free;
+	}
+	if (params_normalise(&p, &p)) {
+		smr_err("%s: inconsistent %s", path, ZLOOP_PARAMS);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	if (opts->zloop) {
+		rc = params_normalise(opts->zloop, &want);
+		if (rc || !params_equal(&p, &want)) {
+			smr_err("%s: created with other zone parameters", path);
+			rc = -EINVAL;
+			goto out_free;
+		}
+	}
+	zl->zone_size = p.zone_size;
+	zl->zone_cap = p.zone_cap;
+	zl->zone_shift = (uint32_t)__builtin_ctzll(p.zone_size);
+	zl->nr_zones = (uint32_t)(p.capacity / p.zone_size);
+	zl->nr_cnv = p.nr_cnv;
+	zl->fds = malloc(zl->nr_zones * sizeof(int));
+	zl->dirty = calloc(SMR_DIV_ROUND_UP(zl->nr_zones, 8 * sizeof(long)),
+			   sizeof(long));
+	if (!zl->fds || !zl->dirty) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (uint32_t i = 0; i < zl->nr_zones; i++)
+		zl->fds[i] = -1;
+	for (uint32_t i = 0; i < zl->nr_zones; i++) {
+		bool cnv = i < zl->nr_cnv;
+		char name[32];
+
+		zone_name(name, sizeof(name), i, cnv);
+		zl->fds[i] = openat(zl->dirfd, name, oflags | O_CLOEXEC);
+		if (zl->fds[i] < 0) {
+			rc = -errno;
+			smr_err("%s: zone file %s: %s", path, name,
+				strerror(-rc));
+			if (rc == -ENOENT)
+				rc = -EINVAL;
+			goto out_free;
+		}
+		/* The other kind of file for this zone means the directory
+		 * was made with another number of conventional zones. */
+		if (zone_file_exists(zl->dirfd, i, !cnv)) {
+			smr_err("%s: zone %u has both a cnv and a seq file",
+				path, i);
+			rc = -EINVAL;
+			goto out_free;
+		}
+	}
+	if (zone_file_exists(zl->dirfd, zl->nr_zones, false) ||
+	    zone_file_exists(zl->dirfd, zl->nr_zones, true)) {
+		smr_err("%s: more zone files than the capacity holds", path);
+		rc = -EINVAL;
+		goto out_free;
+	}
+
+	info.kind = SMR_DEV_KIND_ZLOOP;
+	info.block_size = p.block_size;
+	info.capacity = p.capacity;
+	info.zoned = true;
+	info.read_only = opts->read_only;
+	info.nr_zones = zl->nr_zones;
+	info.max_open = p.max_open;
+	info.max_active = p.max_active;
+	rc = smr_dev_create(&smr_dev_zloop_ops, zl, &info, path, devp);
+	if (rc)
+		goto out_free;
+	return 0;
+
+out_free:
+	zl_free(zl);
+	return rc;
+}
+
+const struct smr_dev_backend_ops smr_dev_zloop_ops = {
+	.name = "zloop",
+	.open = zl_open,
+	.close = zl_close,
+	.read = zl_read,
+	.write = zl_write,
+	.flush = zl_flush,
+	.report_zones = zl_report,
+	.zone_reset = zl_reset,
+	.zone_finish = zl_finish,
+	.io_target = zl_io_target,
+};
