@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * file.c - file data: the extent map, reads with checksum verification,
+ * copy-on-write writes, truncate, fallocate, lseek, fsync.
+ *
+ * A file's data is a map of EXTENT items (file offset -> device extent),
+ * block-aligned and never overlapping; what no extent covers is a hole and
+ * reads as zeros. Data is never overwritten: a write goes to new space from
+ * the engine's hot data stream (near the device end of the extent before
+ * it), the extents it replaces are cut out of the map and freed, and a write
+ * that covers part of a block first reads the rest of the block
+ * (read-modify-write). Invariant: the bytes of the last block past the file
+ * size are zero (truncate zeroes them), so growing a file shows zeros.
+ *
+ * Every block carries an XXH3-64 checksum in its extent item, seeded with
+ * the inode number, the block's file offset and the inode generation, so a
+ * block of another file, another offset or a reused inode does not verify.
+ * A mismatch is -EIO and a log line, never wrong data.
+ */
+#include "namespace/ns_priv.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/blk.h"
+
+/* Largest offset + 1 a file may reach. */
+#define NS_MAX_FILE_END ((uint64_t)INT64_MAX)
+/* Extents one data write may come back as. */
+#define NS_WRITE_EXTS 16
+
+struct ns_ext {
+	uint64_t foff;
+	uint64_t dev;
+	uint64_t len;
+	uint64_t gen;
+	uint32_t n;
+	uint64_t csums[SMR_NS_EXTENT_MAX_BLOCKS];
+};
+
+union ns_ext_buf {
+	struct smr_ns_extent_d d;
+	uint8_t b[sizeof(struct smr_ns_extent_d) +
+		  8 * SMR_NS_EXTENT_MAX_BLOCKS];
+};
+
+static uint64_t ns_csum_seed(uint64_t ino, uint64_t foff, uint64_t gen)
+{
+	__le64 id[3] = { htole64(ino), htole64(foff), htole64(gen) };
+
+	return smr_hash64(id, sizeof(id), 0);
+}
+
+static uint64_t ns_block_csum(struct smr_ns *ns, const void *blk,
+			      uint64_t ino, uint64_t foff, uint64_t gen)
+{
+	return smr_hash64(blk, ns->bsize, ns_csum_seed(ino, foff, gen));
+}
+
+/* ========================================================================
+ * Extent items
+ * ======================================================================== */
+
+static int ns_ext_decode(struct smr_ns *ns, const struct smr_key *k,
+			 const union ns_ext_buf *v, size_t len,
+			 struct ns_ext *e)
+{
+	uint32_t n;
+
+	if (len < sizeof(v->d))
+		return smr_corrupt(UINT64_MAX, "extent item too short");
+	n = le32toh(v->d.nr_csums);
+	e->foff = k->offset;
+	e->dev = le64toh(v->d.dev_off);
+	e->len = le64toh(v->d.len);
+	e->gen = le64toh(v->d.gen);
+	e->n = n;
+	if (n == 0 || n > SMR_NS_EXTENT_MAX_BLOCKS ||
+	    len != sizeof(v->d) + 8 * (size_t)n ||
+	    e->len != (uint64_t)n * ns->bsize || e->foff % ns->bsize ||
+	    e->foff + e->len < e->foff)
+		return smr_corrupt(e->dev, "extent item inconsistent");
+	for (uint32_t i = 0; i < n; i++)
+		e->csums[i] = le64toh(v->d.csums[i]);
+	return 0;
+}
+
+static int ns_ext_put(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+		      const struct ns_ext *e)
+{
+	struct smr_key k = ns_key(ino, SMR_NS_T_EXTENT, e->foff);
+	union ns_ext_buf v;
+
+	memset(&v.d, 0, sizeof(v.d));
+	v.d.dev_off = htole64(e->dev);
+	v.d.len = htole64(e->len);
+	v.d.gen = htole64(e->gen);
+	v.d.nr_csums = htole32(e->n);
+	for (uint32_t i = 0; i < e->n; i++)
+		v.d.csums[i] = htole64(e->csums[i]);
+	return smr_bt_put(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + 8 * e->n);
+}
+
+/*
+ * The extent that covers @pos (returns 0), else the first one after it
+ * (returns 1), else -ENOENT.
+ */
+static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
+		       struct ns_ext *e)
+{
+	struct smr_key from = ns_key(ino, SMR_NS_T_EXTENT, pos), found;
+	union ns_ext_buf v;
+	size_t len = sizeof(v);
+	int rc;
+
+	rc = smr_bt_prev(ns->cow, SMR_TREE_FS, &from, &found, &v, &len);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && found.objid == ino && found.type == SMR_NS_T_EXTENT) {
+		rc = ns_ext_decode(ns, &found, &v, len, e);
+		if (rc)
+			return rc;
+		if (e->foff + e->len > pos)
+			return 0;
+	}
+	len = sizeof(v);
+	rc = smr_bt_next(ns->cow, SMR_TREE_FS, &from, &found, &v, &len);
+	if (rc)
+		return rc;
+	if (found.objid != ino || found.type != SMR_NS_T_EXTENT)
+		return -ENOENT;
+	rc = ns_ext_decode(ns, &found, &v, len, e);
+	return rc ? rc : 1;
+}
+
+/*
+ * Cut [@a, @b) (block-aligned) out of the map: extents inside go, extents
+ * across an end keep the part outside, and the device space of what was cut
+ * is freed when the transaction commits.
+ */
+static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
+			   struct ns_inode *ip, uint64_t a, uint64_t b)
+{
+	struct ns_ext *e, *piece;
+	uint64_t pos = a, bs = ns->bsize;
+	int rc = 0;
+
+	e = malloc(2 * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	piece = e + 1;
+	while (pos < b) {
+		uint64_t s, end, os, oe;
+		struct smr_key k;
+
+		rc = ns_ext_find(ns, ip->ino, pos, e);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0)
+			break;
+		s = e->foff;
+		end = s + e->len;
+		if (s >= b) {
+			rc = 0;
+			break;
+		}
+		os = SMR_MAX(s, a);
+		oe = SMR_MIN(end, b);
+		rc = smr_cow_data_free(t, e->dev + (os - s), oe - os);
+		if (rc)
+			break;
+		ip->bytes -= SMR_MIN(ip->bytes, oe - os);
+		if (end > b) {
+			uint32_t skip = (uint32_t)((b - s) / bs);
+
+			piece->foff = b;
+			piece->dev = e->dev + (b - s);
+			piece->len = end - b;
+			piece->gen = e->gen;
+			piece->n = e->n - skip;
+			memcpy(piece->csums, e->csums + skip,
+			       8 * (size_t)piece->n);
+			rc = ns_ext_put(ns, t, ip->ino, piece);
+			if (rc)
+				break;
+		}
+		if (s < a) {
+			e->len = a - s;
+			e->n = (uint32_t)(e->len / bs);
+			rc = ns_ext_put(ns, t, ip->ino, e);
+		} else {
+			k = ns_key(ip->ino, SMR_NS_T_EXTENT, s);
+			rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+		}
+		if (rc)
+			break;
+		pos = oe;
+	}
+	free(e);
+	return rc;
+}
+
+int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
+			       struct ns_inode *ip)
+{
+	return ns_punch_locked(ns, t, ip, 0,
+			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize));
+}
+
+/* ========================================================================
+ * Reading
+ * ======================================================================== */
+
+/* Read [@off, @off + @len) of the map into @buf: holes as zeros, every
+ * block verified. No size clamping. */
+static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
+			  uint64_t off, uint64_t len, uint8_t *buf)
+{
+	uint64_t pos = off, end = off + len, bs = ns->bsize;
+	struct ns_ext *e;
+	int rc = 0;
+
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	while (pos < end) {
+		uint64_t b0, b1, piece_end, nbytes;
+		uint8_t *dbuf;
+
+		rc = ns_ext_find(ns, ip->ino, pos, e);
+		if (rc < 0 && rc != -ENOENT)
+			break;
+		if (rc != 0) {
+			/* A hole up to the next extent or the end. */
+			piece_end = rc == 1 ? SMR_MIN(e->foff, end) : end;
+			memset(buf + (pos - off), 0, piece_end - pos);
+			pos = piece_end;
+			rc = 0;
+			continue;
+		}
+		piece_end = SMR_MIN(end, e->foff + e->len);
+		b0 = (pos - e->foff) / bs;
+		b1 = SMR_DIV_ROUND_UP(piece_end - e->foff, bs);
+		nbytes = (b1 - b0) * bs;
+		dbuf = smr_cow_buf_alloc(nbytes);
+		if (!dbuf) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = smr_cow_data_read(ns->cow, e->dev + b0 * bs, dbuf, nbytes);
+		if (rc) {
+			smr_err("inode %llu: reading file offset %llu: %d",
+				(unsigned long long)ip->ino,
+				(unsigned long long)(e->foff + b0 * bs), rc);
+			smr_cow_buf_free(dbuf);
+			break;
+		}
+		for (uint64_t i = b0; i < b1; i++) {
+			uint64_t foff = e->foff + i * bs;
+
+			if (ns_block_csum(ns, dbuf + (i - b0) * bs, ip->ino,
+					  foff, e->gen) == e->csums[i])
+				continue;
+			smr_err("inode %llu: data checksum mismatch at file offset %llu (device offset %llu)",
+				(unsigned long long)ip->ino,
+				(unsigned long long)foff,
+				(unsigned long long)(e->dev + i * bs));
+			rc = -EIO;
+			break;
+		}
+		if (!rc)
+			memcpy(buf + (pos - off),
+			       dbuf + (pos - e->foff - b0 * bs),
+			       piece_end - pos);
+		smr_cow_buf_free(dbuf);
+		if (rc)
+			break;
+		pos = piece_end;
+	}
+	free(e);
+	return rc;
+}
+
+ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
+		    size_t size, void *buf)
+{
+	struct ns_inode in;
+	ssize_t rc;
+	int err;
+
+	if (off > NS_MAX_FILE_END)
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	err = ns_inode_get(ns, ino, &in);
+	if (err)
+		goto out_err;
+	if (S_ISDIR(in.mode)) {
+		err = -EISDIR;
+		goto out_err;
+	}
+	if (!S_ISREG(in.mode)) {
+		err = -EINVAL;
+		goto out_err;
+	}
+	if (off >= in.size || size == 0) {
+		rc = 0;
+		goto out_touch;
+	}
+	size = (size_t)SMR_MIN((uint64_t)size, in.size - off);
+	err = ns_read_locked(ns, &in, off, size, buf);
+	if (err)
+		goto out_err;
+	rc = (ssize_t)size;
+out_touch:
+	ns_touch_atime_locked(ns, &in);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+out_err:
+	pthread_mutex_unlock(&ns->lock);
+	return err;
+}
+
+/* ========================================================================
+ * Writing
+ * ======================================================================== */
+
+/* Put @e in the map, merged into the extent before it when both are
+ * contiguous on the device and the result fits an item. */
+static int ns_ext_insert(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			 struct ns_ext *e, struct ns_ext *prev)
+{
+	if (e->foff >= ns->bsize &&
+	    ns_ext_find(ns, ino, e->foff - 1, prev) == 0 &&
+	    prev->foff + prev->len == e->foff &&
+	    prev->dev + prev->len == e->dev && prev->gen == e->gen &&
+	    prev->n + e->n <= SMR_NS_EXTENT_MAX_BLOCKS) {
+		memcpy(prev->csums + prev->n, e->csums, 8 * (size_t)e->n);
+		prev->n += e->n;
+		prev->len += e->len;
+		return ns_ext_put(ns, t, ino, prev);
+	}
+	return ns_ext_put(ns, t, ino, e);
+}
+
+/*
+ * Write one piece [@a, @a + @len) of whole blocks from @wbuf (an engine
+ * buffer) to new space and map it in place of what was there.
+ */
+static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
+			  struct ns_inode *ip, uint64_t a, const uint8_t *wbuf,
+			  uint64_t len, struct ns_ext *e)
+{
+	struct smr_data_extent dx[NS_WRITE_EXTS];
+	struct ns_ext *prev = e + 1;
+	uint64_t near = 0, bs = ns->bsize, foff = a;
+	int n, rc, mapped = 0;
+
+	if (a >= bs && ns_ext_find(ns, ip->ino, a - 1, prev) == 0)
+		near = prev->dev + prev->len;
+	n = smr_cow_data_write(ns->cow, SMR_DATA_HOT, near, wbuf, len, dx,
+			       NS_WRITE_EXTS);
+	if (n < 0)
+		return n;
+	rc = ns_punch_locked(ns, t, ip, a, a + len);
+	for (; !rc && mapped < n; mapped++) {
+		e->foff = foff;
+		e->dev = dx[mapped].off;
+		e->len = dx[mapped].len;
+		e->gen = ip->gen;
+		e->n = (uint32_t)(dx[mapped].len / bs);
+		for (uint32_t j = 0; j < e->n; j++)
+			e->csums[j] = ns_block_csum(ns,
+				wbuf + (foff - a) + (uint64_t)j * bs, ip->ino,
+				foff + (uint64_t)j * bs, ip->gen);
+		rc = ns_ext_insert(ns, t, ip->ino, e, prev);
+		if (rc)
+			break;
+		ip->bytes += dx[mapped].len;
+		foff += dx[mapped].len;
+	}
+	/* What the map does not reference goes back. */
+	for (int i = mapped; rc && i < n; i++)
+		smr_cow_data_free(t, dx[i].off, dx[i].len);
+	return rc;
+}
+
+/*
+ * Write @len bytes at @off (any alignment) into the map. Size and times are
+ * the caller's. Returns 0, or the error with nothing of the failing piece
+ * mapped (earlier pieces stay: *@done says how many bytes of @buf made it).
+ */
+static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
+			   struct ns_inode *ip, uint64_t off,
+			   const uint8_t *buf, uint64_t len, uint64_t *done)
+{
+	uint64_t bs = ns->bsize, maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs;
+	uint64_t pos = off, end = off + len;
+	struct ns_ext *e;
+	uint8_t *wbuf;
+	int rc = 0;
+
+	*done = 0;
+	e = malloc(2 * sizeof(*e));
+	wbuf = smr_cow_buf_alloc(maxp);
+	if (!e || !wbuf) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	while (pos < end) {
+		uint64_t a = SMR_ROUND_DOWN(pos, bs);
+		uint64_t b = SMR_MIN(SMR_ROUND_UP(end, bs), a + maxp);
+		uint64_t pend = SMR_MIN(end, b);
+
+		/* Read-modify-write the partial blocks at either end. */
+		if (pos != a) {
+			rc = ns_read_locked(ns, ip, a, bs, wbuf);
+			if (rc)
+				break;
+		}
+		if (pend != b && (b - bs != a || pos == a)) {
+			rc = ns_read_locked(ns, ip, b - bs, bs,
+					    wbuf + (b - bs - a));
+			if (rc)
+				break;
+		}
+		/* Past the size is zero (defensively: the invariant says so). */
+		if (ip->size < b) {
+			uint64_t z = SMR_MAX(ip->size, a);
+
+			memset(wbuf + (z - a), 0, b - z);
+		}
+		memcpy(wbuf + (pos - a), buf + (pos - off), pend - pos);
+		rc = ns_write_piece(ns, t, ip, a, wbuf, b - a, e);
+		if (rc)
+			break;
+		pos = pend;
+		*done = pos - off;
+	}
+out_free:
+	smr_cow_buf_free(wbuf);
+	free(e);
+	return rc;
+}
+
+ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		     uint64_t ino, uint64_t off, const void *buf, size_t size)
+{
+	struct ns_inode in;
+	struct smr_txn *t;
+	uint64_t done = 0;
+	int rc, rc2;
+
+	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
+		return -EFBIG;
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (rc)
+		goto out_unlock;
+	if (S_ISDIR(in.mode)) {
+		rc = -EISDIR;
+		goto out_unlock;
+	}
+	if (!S_ISREG(in.mode)) {
+		rc = -EINVAL;
+		goto out_unlock;
+	}
+	if (size == 0)
+		goto out_unlock;
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		goto out_unlock;
+	rc = ns_write_locked(ns, t, &in, off, buf, size, &done);
+	if (done) {
+		in.size = SMR_MAX(in.size, off + done);
+		in.mtime = in.ctime = ns_now();
+		if (cr->uid != 0) {
+			in.mode &= ~S_ISUID;
+			if (in.mode & S_IXGRP)
+				in.mode &= ~S_ISGID;
+		}
+	}
+	rc2 = ns_inode_put(ns, t, &in);
+	if (!rc)
+		rc = rc2;
+	smr_txn_end(t);
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	if (done && (rc == 0 || done < size))
+		return (ssize_t)done;
+	return rc;
+}
+
+/* ========================================================================
+ * Truncate, fallocate, lseek, fsync
+ * ======================================================================== */
+
+/* Zero [@from, @to) inside one block, if that block holds data. */
+static int ns_zero_partial(struct smr_ns *ns, struct smr_txn *t,
+			   struct ns_inode *ip, uint64_t from, uint64_t to)
+{
+	struct ns_ext e;
+	uint8_t *zeros;
+	uint64_t done;
+	int rc;
+
+	if (from >= to)
+		return 0;
+	rc = ns_ext_find(ns, ip->ino, from, &e);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc != 0)
+		return 0; /* a hole reads as zeros already */
+	zeros = calloc(1, to - from);
+	if (!zeros)
+		return -ENOMEM;
+	rc = ns_write_locked(ns, t, ip, from, zeros, to - from, &done);
+	free(zeros);
+	return rc;
+}
+
+int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
+		       struct ns_inode *ip, uint64_t size)
+{
+	uint64_t bs = ns->bsize, keep = SMR_ROUND_UP(size, bs);
+	int rc;
+
+	if (size < ip->size) {
+		rc = ns_punch_locked(ns, t, ip, keep,
+				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs));
+		if (!rc && size % bs)
+			rc = ns_zero_partial(ns, t, ip, size, keep);
+		if (rc)
+			return rc;
+	}
+	ip->size = size;
+	return 0;
+}
+
+int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
+		     uint64_t len)
+{
+	uint64_t bs = ns->bsize, end;
+	struct ns_inode in;
+	struct smr_txn *t;
+	int rc;
+
+	if (mode & ~(SMR_NS_FALLOC_KEEP_SIZE | SMR_NS_FALLOC_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & SMR_NS_FALLOC_PUNCH_HOLE) &&
+	    !(mode & SMR_NS_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (len == 0 || off > NS_MAX_FILE_END)
+		return -EINVAL;
+	if (len > NS_MAX_FILE_END - off)
+		return -EFBIG;
+	end = off + len;
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (rc)
+		goto out_unlock;
+	if (S_ISDIR(in.mode)) {
+		rc = -EISDIR;
+		goto out_unlock;
+	}
+	if (!S_ISREG(in.mode)) {
+		rc = -ENODEV;
+		goto out_unlock;
+	}
+	if (mode == SMR_NS_FALLOC_KEEP_SIZE ||
+	    (mode == 0 && end <= in.size))
+		goto out_unlock; /* nothing is reserved ahead of writes */
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		goto out_unlock;
+	if (mode == 0) {
+		in.size = end;
+	} else {
+		uint64_t pend = SMR_MIN(end, in.size);
+		uint64_t a = SMR_ROUND_UP(off, bs), b = SMR_ROUND_DOWN(pend, bs);
+
+		if (off >= pend)
+			goto out_times;
+		if (a > b) {
+			/* Inside one block. */
+			rc = ns_zero_partial(ns, t, &in, off, pend);
+		} else {
+			rc = ns_zero_partial(ns, t, &in, off, a);
+			if (!rc && a < b)
+				rc = ns_punch_locked(ns, t, &in, a, b);
+			if (!rc)
+				rc = ns_zero_partial(ns, t, &in, b, pend);
+		}
+		if (rc)
+			goto out_end;
+	}
+out_times:
+	in.mtime = in.ctime = ns_now();
+	rc = ns_inode_put(ns, t, &in);
+out_end:
+	smr_txn_end(t);
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int smr_ns_lseek(struct smr_ns *ns, uint64_t ino, uint64_t off, int whence,
+		 uint64_t *result)
+{
+	struct ns_inode in;
+	struct ns_ext e;
+	int rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (rc)
+		goto out;
+	if (S_ISDIR(in.mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (off >= in.size) {
+		rc = -ENXIO;
+		goto out;
+	}
+	if (whence == SEEK_DATA) {
+		rc = ns_ext_find(ns, ino, off, &e);
+		if (rc == 0) {
+			*result = off;
+		} else if (rc == 1 && e.foff < in.size) {
+			*result = e.foff;
+			rc = 0;
+		} else if (rc == 1 || rc == -ENOENT) {
+			rc = -ENXIO;
+		}
+		goto out;
+	}
+	for (;;) {
+		rc = ns_ext_find(ns, ino, off, &e);
+		if (rc < 0 && rc != -ENOENT)
+			goto out;
+		if (rc != 0)
+			break;
+		off = e.foff + e.len;
+		if (off >= in.size)
+			break;
+	}
+	*result = SMR_MIN(off, in.size);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync)
+{
+	/* One commit makes everything durable; the namespace lock is not
+	 * held across it (it waits only for running operations to end). */
+	(void)ino;
+	(void)datasync;
+	return smr_cow_commit(ns->cow);
+}

@@ -1,0 +1,727 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ns.c - the namespace handle, inodes and their attributes, references
+ * (lookups and opens) and orphans, statfs.
+ */
+#include "namespace/ns_priv.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format/blk.h"
+
+/* ========================================================================
+ * Small helpers
+ * ======================================================================== */
+
+int64_t ns_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ns_from_ts(&ts);
+}
+
+struct timespec ns_ts(int64_t t)
+{
+	struct timespec ts;
+
+	ts.tv_sec = t / 1000000000;
+	ts.tv_nsec = t % 1000000000;
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
+int64_t ns_from_ts(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+uint64_t ns_name_hash(const char *name, size_t len)
+{
+	return smr_hash64(name, len, SMR_NS_HASH_SEED);
+}
+
+bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid)
+{
+	if (cr->gid == gid)
+		return true;
+	for (unsigned int i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i] == gid)
+			return true;
+	return false;
+}
+
+bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip)
+{
+	if (cr->uid == 0)
+		return true;
+	if (cr->uid == ip->uid)
+		return ip->mode & S_IWUSR;
+	if (ns_cred_in_group(cr, ip->gid))
+		return ip->mode & S_IWGRP;
+	return ip->mode & S_IWOTH;
+}
+
+/* ========================================================================
+ * Inode items
+ * ======================================================================== */
+
+static void ns_inode_from_disk(struct ns_inode *ip, uint64_t ino,
+			       const struct smr_ns_inode_d *d)
+{
+	ip->ino = ino;
+	ip->mode = le32toh(d->mode);
+	ip->uid = le32toh(d->uid);
+	ip->gid = le32toh(d->gid);
+	ip->nlink = le32toh(d->nlink);
+	ip->size = le64toh(d->size);
+	ip->bytes = le64toh(d->bytes);
+	ip->atime = (int64_t)le64toh(d->atime);
+	ip->mtime = (int64_t)le64toh(d->mtime);
+	ip->ctime = (int64_t)le64toh(d->ctime);
+	ip->crtime = (int64_t)le64toh(d->crtime);
+	ip->rdev = le64toh(d->rdev);
+	ip->gen = le64toh(d->gen);
+	ip->flags = le64toh(d->flags);
+	ip->next_seq = le64toh(d->next_seq);
+	ip->parent = le64toh(d->parent);
+}
+
+static void ns_inode_to_disk(const struct ns_inode *ip,
+			     struct smr_ns_inode_d *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->mode = htole32(ip->mode);
+	d->uid = htole32(ip->uid);
+	d->gid = htole32(ip->gid);
+	d->nlink = htole32(ip->nlink);
+	d->size = htole64(ip->size);
+	d->bytes = htole64(ip->bytes);
+	d->atime = htole64((uint64_t)ip->atime);
+	d->mtime = htole64((uint64_t)ip->mtime);
+	d->ctime = htole64((uint64_t)ip->ctime);
+	d->crtime = htole64((uint64_t)ip->crtime);
+	d->rdev = htole64(ip->rdev);
+	d->gen = htole64(ip->gen);
+	d->flags = htole64(ip->flags);
+	d->next_seq = htole64(ip->next_seq);
+	d->parent = htole64(ip->parent);
+}
+
+int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
+{
+	struct smr_key k = ns_key(ino, SMR_NS_T_INODE, 0);
+	struct smr_ns_inode_d d;
+	size_t len = sizeof(d);
+	int rc;
+
+	if (ino == SMR_NS_META_OBJID)
+		return -ENOENT;
+	rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, &d, &len);
+	if (rc)
+		return rc;
+	if (len != sizeof(d))
+		return smr_corrupt(UINT64_MAX, "inode item of the wrong size");
+	ns_inode_from_disk(ip, ino, &d);
+	return 0;
+}
+
+int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
+		 const struct ns_inode *ip)
+{
+	struct smr_key k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
+	struct smr_ns_inode_d d;
+
+	ns_inode_to_disk(ip, &d);
+	return smr_bt_put(t, SMR_TREE_FS, &k, &d, sizeof(d));
+}
+
+void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
+		   struct smr_ns_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->ino = ip->ino;
+	attr->mode = ip->mode;
+	attr->uid = ip->uid;
+	attr->gid = ip->gid;
+	attr->nlink = ip->nlink;
+	attr->size = ip->size;
+	attr->blocks = ip->bytes / 512;
+	attr->blksize = ns->bsize;
+	attr->rdev = ip->rdev;
+	attr->gen = ip->gen;
+	attr->atime = ns_ts(ip->atime);
+	attr->mtime = ns_ts(ip->mtime);
+	attr->ctime = ns_ts(ip->ctime);
+	attr->crtime = ns_ts(ip->crtime);
+}
+
+int ns_meta_put(struct smr_ns *ns, struct smr_txn *t)
+{
+	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	struct smr_ns_meta_d d;
+
+	memset(&d, 0, sizeof(d));
+	d.version = htole32(SMR_NS_VERSION);
+	d.next_ino = htole64(ns->next_ino);
+	d.next_gen = htole64(ns->next_gen);
+	d.nr_inodes = htole64(ns->nr_inodes);
+	return smr_bt_put(t, SMR_TREE_FS, &k, &d, sizeof(d));
+}
+
+int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,
+		  uint8_t type)
+{
+	struct smr_key from = ns_key(objid, type, 0), found;
+	size_t len;
+	int rc;
+
+	for (;;) {
+		len = 0;
+		rc = smr_bt_next(ns->cow, SMR_TREE_FS, &from, &found, NULL,
+				 &len);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc)
+			return rc;
+		if (found.objid != objid || found.type != type)
+			return 0;
+		rc = smr_bt_delete(t, SMR_TREE_FS, &found);
+		if (rc)
+			return rc;
+		from = found;
+	}
+}
+
+int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
+			    const struct ns_inode *ip)
+{
+	struct ns_inode copy = *ip;
+	struct smr_key k;
+	int rc;
+
+	if (S_ISREG(ip->mode)) {
+		rc = ns_extents_free_all_locked(ns, t, &copy);
+		if (rc)
+			return rc;
+	}
+	rc = ns_xattr_free_all_locked(ns, t, ip->ino);
+	if (!rc)
+		rc = ns_delete_all(ns, t, ip->ino, SMR_NS_T_SYMLINK);
+	if (rc)
+		return rc;
+	k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
+	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	if (rc)
+		return rc;
+	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
+	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (ns->nr_inodes)
+		ns->nr_inodes--;
+	return ns_meta_put(ns, t);
+}
+
+/* ========================================================================
+ * References: kernel lookups and opens keep an unlinked inode alive
+ * ======================================================================== */
+
+struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create)
+{
+	struct ns_ref **head = &ns->refs[ino % NS_REF_BUCKETS], *r;
+
+	for (r = *head; r; r = r->next)
+		if (r->ino == ino)
+			return r;
+	if (!create)
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->ino = ino;
+	r->next = *head;
+	*head = r;
+	return r;
+}
+
+void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino)
+{
+	struct ns_ref **pp = &ns->refs[ino % NS_REF_BUCKETS], *r;
+
+	for (; (r = *pp); pp = &r->next) {
+		if (r->ino != ino)
+			continue;
+		if (r->nlookup || r->nopen)
+			return;
+		*pp = r->next;
+		free(r);
+		return;
+	}
+}
+
+void ns_lookup_ref(struct smr_ns *ns, uint64_t ino)
+{
+	struct ns_ref *r;
+
+	if (!ns->opts.track_lookups)
+		return;
+	r = ns_ref_find(ns, ino, true);
+	if (r)
+		r->nlookup++;
+	/* Out of memory: the inode may go at its last unlink while the
+	 * kernel still knows it; it then answers -ENOENT, never wrong data. */
+}
+
+static bool ns_has_refs(struct smr_ns *ns, uint64_t ino)
+{
+	struct ns_ref *r = ns_ref_find(ns, ino, false);
+
+	return r && (r->nlookup || r->nopen);
+}
+
+int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
+			     const struct ns_inode *ip)
+{
+	struct smr_key k;
+	int rc;
+
+	if (!ns_has_refs(ns, ip->ino))
+		return ns_inode_destroy_locked(ns, t, ip);
+	rc = ns_inode_put(ns, t, ip);
+	if (rc)
+		return rc;
+	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
+	return smr_bt_put(t, SMR_TREE_FS, &k, NULL, 0);
+}
+
+/* The last reference went: free the inode if it has no links. */
+static void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
+{
+	struct ns_inode in;
+	struct smr_txn *t;
+	int rc;
+
+	if (ns_has_refs(ns, ino))
+		return;
+	ns_ref_drop_if_unused(ns, ino);
+	if (ns_inode_get(ns, ino, &in) || in.nlink)
+		return;
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		return; /* read-only: reclaimed at the next read-write open */
+	rc = ns_inode_destroy_locked(ns, t, &in);
+	smr_txn_end(t);
+	if (rc)
+		smr_warn("inode %llu: freeing the unlinked inode failed: %d",
+			 (unsigned long long)ino, rc);
+}
+
+void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup)
+{
+	struct ns_ref *r;
+
+	pthread_mutex_lock(&ns->lock);
+	r = ns_ref_find(ns, ino, false);
+	if (r) {
+		r->nlookup = r->nlookup > nlookup ? r->nlookup - nlookup : 0;
+		ns_maybe_destroy_locked(ns, ino);
+	}
+	pthread_mutex_unlock(&ns->lock);
+}
+
+int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags)
+{
+	struct ns_inode in;
+	struct ns_ref *r;
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (rc)
+		goto out;
+	if (S_ISDIR(in.mode) && (flags & O_ACCMODE) != O_RDONLY) {
+		rc = -EISDIR;
+		goto out;
+	}
+	r = ns_ref_find(ns, ino, true);
+	if (!r) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	r->nopen++;
+out:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+void smr_ns_release(struct smr_ns *ns, uint64_t ino)
+{
+	struct ns_ref *r;
+
+	pthread_mutex_lock(&ns->lock);
+	r = ns_ref_find(ns, ino, false);
+	if (r && r->nopen) {
+		r->nopen--;
+		ns_maybe_destroy_locked(ns, ino);
+	}
+	pthread_mutex_unlock(&ns->lock);
+}
+
+/* ========================================================================
+ * Making, opening and closing the namespace
+ * ======================================================================== */
+
+static int ns_load_meta(struct smr_ns *ns)
+{
+	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	struct smr_ns_meta_d d;
+	size_t len = sizeof(d);
+	int rc;
+
+	rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, &d, &len);
+	if (rc == -ENOENT) {
+		smr_err("no namespace on this filesystem (mkfs did not finish)");
+		return -EINVAL;
+	}
+	if (rc)
+		return rc;
+	if (len != sizeof(d))
+		return smr_corrupt(UINT64_MAX, "namespace record of the wrong size");
+	if (le32toh(d.version) != SMR_NS_VERSION) {
+		smr_err("namespace version %u is not supported",
+			le32toh(d.version));
+		return -EOPNOTSUPP;
+	}
+	ns->next_ino = le64toh(d.next_ino);
+	ns->next_gen = le64toh(d.next_gen);
+	ns->nr_inodes = le64toh(d.nr_inodes);
+	if (ns->next_ino <= SMR_NS_ROOT_INO)
+		return smr_corrupt(UINT64_MAX, "namespace next inode below root");
+	return 0;
+}
+
+static int ns_alloc(struct smr_cow *cow, const struct smr_ns_opts *o,
+		    struct smr_ns **nsp)
+{
+	struct smr_cow_space sp;
+	struct smr_ns *ns;
+
+	ns = calloc(1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	ns->cow = cow;
+	if (o)
+		ns->opts = *o;
+	smr_cow_space(cow, &sp);
+	ns->bsize = sp.block_size ? (uint32_t)sp.block_size : 4096;
+	pthread_mutex_init(&ns->lock, NULL);
+	*nsp = ns;
+	return 0;
+}
+
+int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr)
+{
+	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	struct smr_ns *ns;
+	struct ns_inode root;
+	struct smr_txn *t;
+	size_t len = 0;
+	int rc;
+
+	rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, &len);
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	rc = ns_alloc(cow, NULL, &ns);
+	if (rc)
+		return rc;
+	ns->next_ino = SMR_NS_ROOT_INO + 1;
+	ns->next_gen = 2;
+	ns->nr_inodes = 1;
+
+	memset(&root, 0, sizeof(root));
+	root.ino = SMR_NS_ROOT_INO;
+	root.mode = S_IFDIR | 0755;
+	root.uid = cr ? cr->uid : 0;
+	root.gid = cr ? cr->gid : 0;
+	root.nlink = 2;
+	root.atime = root.mtime = root.ctime = root.crtime = ns_now();
+	root.gen = 1;
+	root.next_seq = SMR_NS_FIRST_SEQ;
+	root.parent = SMR_NS_ROOT_INO;
+
+	rc = smr_txn_begin(cow, &t);
+	if (rc)
+		goto out_free;
+	rc = ns_inode_put(ns, t, &root);
+	if (!rc)
+		rc = ns_meta_put(ns, t);
+	smr_txn_end(t);
+	if (!rc)
+		rc = smr_cow_commit(cow);
+out_free:
+	smr_ns_close(ns);
+	return rc;
+}
+
+/* Free the inodes that were unlinked while open when we last went down. */
+static int ns_reclaim_orphans(struct smr_ns *ns)
+{
+	struct smr_key from = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, 0);
+	struct smr_key found;
+	struct ns_inode in;
+	struct smr_txn *t;
+	unsigned long n = 0;
+	size_t len;
+	int rc;
+
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		return rc;
+	for (;;) {
+		len = 0;
+		rc = smr_bt_next(ns->cow, SMR_TREE_FS, &from, &found, NULL,
+				 &len);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		if (found.objid != SMR_NS_META_OBJID ||
+		    found.type != SMR_NS_T_ORPHAN)
+			break;
+		rc = ns_inode_get(ns, found.offset, &in);
+		if (rc == 0 && in.nlink == 0) {
+			rc = ns_inode_destroy_locked(ns, t, &in);
+		} else if (rc == 0 || rc == -ENOENT) {
+			/* Relinked, or gone: only the record is left. */
+			rc = smr_bt_delete(t, SMR_TREE_FS, &found);
+		}
+		if (rc)
+			break;
+		n++;
+		from = found;
+		from.offset++;
+	}
+	smr_txn_end(t);
+	if (n)
+		smr_info("reclaimed %lu orphan inode%s", n, n == 1 ? "" : "s");
+	return rc;
+}
+
+int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
+		struct smr_ns **nsp)
+{
+	struct smr_ns *ns;
+	struct ns_inode root;
+	int rc;
+
+	rc = ns_alloc(cow, o, &ns);
+	if (rc)
+		return rc;
+	rc = ns_load_meta(ns);
+	if (rc)
+		goto out_free;
+	rc = ns_inode_get(ns, SMR_NS_ROOT_INO, &root);
+	if (rc == -ENOENT)
+		rc = smr_corrupt(UINT64_MAX, "no root directory");
+	else if (rc == 0 && !S_ISDIR(root.mode))
+		rc = smr_corrupt(UINT64_MAX, "root is not a directory");
+	if (rc)
+		goto out_free;
+	if (!smr_cow_is_read_only(cow)) {
+		rc = ns_reclaim_orphans(ns);
+		if (rc)
+			goto out_free;
+	}
+	*nsp = ns;
+	return 0;
+out_free:
+	smr_ns_close(ns);
+	return rc;
+}
+
+void smr_ns_close(struct smr_ns *ns)
+{
+	if (!ns)
+		return;
+	for (size_t i = 0; i < NS_REF_BUCKETS; i++) {
+		struct ns_ref *r = ns->refs[i], *next;
+
+		for (; r; r = next) {
+			next = r->next;
+			free(r);
+		}
+	}
+	pthread_mutex_destroy(&ns->lock);
+	free(ns);
+}
+
+int smr_ns_sync(struct smr_ns *ns)
+{
+	return smr_cow_commit(ns->cow);
+}
+
+/* ========================================================================
+ * Attributes
+ * ======================================================================== */
+
+int smr_ns_getattr(struct smr_ns *ns, uint64_t ino, struct smr_ns_attr *attr)
+{
+	struct ns_inode in;
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (!rc)
+		ns_inode_attr(ns, &in, attr);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* The checks of setattr, before anything changes. */
+static int ns_setattr_check(const struct smr_ns_cred *cr,
+			    const struct ns_inode *ip,
+			    const struct smr_ns_setattr *sa)
+{
+	bool root = cr->uid == 0, owner = cr->uid == ip->uid;
+
+	if ((sa->valid & SMR_NS_SET_MODE) && !root && !owner)
+		return -EPERM;
+	if ((sa->valid & SMR_NS_SET_UID) && !root &&
+	    !(owner && sa->uid == ip->uid))
+		return -EPERM;
+	if ((sa->valid & SMR_NS_SET_GID) && !root &&
+	    !(owner && (sa->gid == ip->gid || ns_cred_in_group(cr, sa->gid))))
+		return -EPERM;
+	if ((sa->valid & (SMR_NS_SET_ATIME | SMR_NS_SET_MTIME |
+			  SMR_NS_SET_CTIME)) && !root && !owner)
+		return -EPERM;
+	if ((sa->valid & (SMR_NS_SET_ATIME_NOW | SMR_NS_SET_MTIME_NOW)) &&
+	    !root && !owner && !ns_may_write(cr, ip))
+		return -EACCES;
+	if (sa->valid & SMR_NS_SET_SIZE) {
+		if (S_ISDIR(ip->mode))
+			return -EISDIR;
+		if (!S_ISREG(ip->mode))
+			return -EINVAL;
+		if (sa->size > (uint64_t)INT64_MAX)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t ino, const struct smr_ns_setattr *sa,
+		   struct smr_ns_attr *attr)
+{
+	struct ns_inode in;
+	struct smr_txn *t;
+	int64_t now = ns_now();
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (rc)
+		goto out_unlock;
+	rc = ns_setattr_check(cr, &in, sa);
+	if (rc)
+		goto out_unlock;
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		goto out_unlock;
+
+	if (sa->valid & SMR_NS_SET_SIZE) {
+		if (sa->size != in.size || !(sa->valid & SMR_NS_SET_MTIME))
+			in.mtime = now;
+		rc = ns_truncate_locked(ns, t, &in, sa->size);
+		if (rc)
+			goto out_end;
+		if (cr->uid != 0) {
+			in.mode &= ~S_ISUID;
+			if (in.mode & S_IXGRP)
+				in.mode &= ~S_ISGID;
+		}
+	}
+	if (sa->valid & SMR_NS_SET_MODE) {
+		uint32_t mode = sa->mode & 07777;
+
+		if (cr->uid != 0 && !ns_cred_in_group(cr, in.gid) &&
+		    !((sa->valid & SMR_NS_SET_GID) &&
+		      ns_cred_in_group(cr, sa->gid)))
+			mode &= ~S_ISGID;
+		in.mode = (in.mode & S_IFMT) | mode;
+	}
+	if (sa->valid & (SMR_NS_SET_UID | SMR_NS_SET_GID)) {
+		if (sa->valid & SMR_NS_SET_UID)
+			in.uid = sa->uid;
+		if (sa->valid & SMR_NS_SET_GID)
+			in.gid = sa->gid;
+		/* A chown (even to the same ids, as Linux does) of a
+		 * non-directory drops the set-id bits, unless the same call
+		 * sets the mode explicitly. */
+		if (!S_ISDIR(in.mode) && !(sa->valid & SMR_NS_SET_MODE)) {
+			in.mode &= ~S_ISUID;
+			if (in.mode & S_IXGRP)
+				in.mode &= ~S_ISGID;
+		}
+	}
+	if (sa->valid & SMR_NS_SET_ATIME)
+		in.atime = ns_from_ts(&sa->atime);
+	if (sa->valid & SMR_NS_SET_ATIME_NOW)
+		in.atime = now;
+	if (sa->valid & SMR_NS_SET_MTIME)
+		in.mtime = ns_from_ts(&sa->mtime);
+	if (sa->valid & SMR_NS_SET_MTIME_NOW)
+		in.mtime = now;
+	in.ctime = (sa->valid & SMR_NS_SET_CTIME) ? ns_from_ts(&sa->ctime) :
+						     now;
+	rc = ns_inode_put(ns, t, &in);
+	if (!rc)
+		ns_inode_attr(ns, &in, attr);
+out_end:
+	smr_txn_end(t);
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ========================================================================
+ * statfs
+ * ======================================================================== */
+
+int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st)
+{
+	struct smr_cow_space sp;
+	uint64_t bs;
+
+	smr_cow_space(ns->cow, &sp);
+	bs = sp.block_size ? sp.block_size : ns->bsize;
+	memset(st, 0, sizeof(*st));
+	st->bsize = (uint32_t)bs;
+	st->blocks = sp.capacity / bs;
+	st->bfree = (sp.free + sp.reclaimable) / bs;
+	st->bavail = sp.free / bs;
+	if (st->bfree > st->blocks)
+		st->bfree = st->blocks;
+	if (st->bavail > st->bfree)
+		st->bavail = st->bfree;
+	st->ffree = st->bfree;
+	pthread_mutex_lock(&ns->lock);
+	st->files = ns->nr_inodes + st->ffree;
+	pthread_mutex_unlock(&ns->lock);
+	st->namemax = SMR_NS_NAME_MAX;
+	return 0;
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ns.h - the namespace layer of smrfs: inodes, directories, names, file
+ * extent maps, symlinks, special files, extended attributes and the POSIX
+ * rules for all of them, kept as items of the COW engine's FS tree.
+ *
+ * This is the one interface the FUSE adapter (and mkfs) uses. Inode numbers
+ * are the FUSE node ids; the root directory is SMR_NS_ROOT_INO (1). Every
+ * function takes the handle first and returns 0 (or a byte count where
+ * stated) or a negative errno; the errors each may return are listed with it.
+ * Besides those, any call that changes something may return -EROFS (the
+ * engine is read-only), -ENOSPC, -EIO and -SMR_EFSCORRUPTED/-SMR_EFSBADCRC
+ * from the engine.
+ *
+ * Permissions. The kernel checks permission bits (the daemon mounts with
+ * default_permissions); the namespace applies the ownership rules that the
+ * kernel leaves to the filesystem: only the owner or root may chmod or set
+ * arbitrary timestamps; only root may change the owner; the owner may change
+ * the group to one of their groups; setuid/setgid are cleared on write and
+ * truncate by non-root and on chown; sticky directories restrict unlink and
+ * rename to the owner of the entry or of the directory, or root. The caller's
+ * credentials come in struct smr_ns_cred.
+ *
+ * Concurrency. One namespace lock (a mutex) is held for the whole of every
+ * call, including the data I/O of read and write: a call sees and leaves the
+ * trees consistent. statfs takes no lock. Engine locks are taken inside it.
+ */
+#ifndef SMR_NAMESPACE_NS_H
+#define SMR_NAMESPACE_NS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "util/smr.h"
+
+struct smr_cow;
+struct smr_ns;
+
+#define SMR_NS_ROOT 1ULL
+#define SMR_NS_NAME_MAX 255
+#define SMR_NS_SYMLINK_MAX 4095
+#define SMR_NS_XATTR_NAME_MAX 255
+#define SMR_NS_XATTR_SIZE_MAX 65536
+#define SMR_NS_LINK_MAX 65000
+
+/* Who is asking. groups may be NULL when ngroups is 0; gid is always one. */
+struct smr_ns_cred {
+	uint32_t uid;
+	uint32_t gid;
+	const uint32_t *groups;
+	unsigned int ngroups;
+};
+
+/* What getattr reports. */
+struct smr_ns_attr {
+	uint64_t ino;
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t nlink;
+	uint64_t size;
+	uint64_t blocks;   /* 512-byte units held by data extents */
+	uint32_t blksize;  /* preferred I/O size */
+	uint64_t rdev;
+	uint64_t gen;
+	struct timespec atime, mtime, ctime, crtime;
+};
+
+/* Zeroed = defaults. */
+struct smr_ns_opts {
+	/*
+	 * Count kernel lookup references: each call that returns an entry
+	 * (lookup, mknod, mkdir, symlink, link, create) adds one, forget drops
+	 * them, and an unlinked inode lives until both its lookup count and
+	 * its open count are zero. Off: only the open count keeps it.
+	 */
+	bool track_lookups;
+};
+
+/*
+ * Create the namespace of a freshly formatted filesystem: the root directory
+ * (mode 0755 | S_IFDIR, owned by @cr) and the namespace counters, then commit
+ * through the engine's ordinary commit. Errors: -EEXIST if a namespace is
+ * already there, engine errors.
+ */
+int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr);
+
+/*
+ * Open the namespace of @cow (which stays the caller's; close it after
+ * smr_ns_close). Inodes left as orphans (unlinked while open when the
+ * filesystem last went down) are reclaimed now unless the engine is
+ * read-only. Errors: -EINVAL no namespace (not made by smr_ns_mkfs),
+ * -SMR_EFSCORRUPTED a bad namespace record, -ENOMEM, engine errors.
+ */
+int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
+		struct smr_ns **nsp);
+
+/*
+ * Free the handle. Inodes still open or referenced that have no links stay
+ * orphans and are reclaimed at the next open. Does not commit: the caller
+ * closes the engine (which commits). NULL is allowed.
+ */
+void smr_ns_close(struct smr_ns *ns);
+
+/* Commit everything (sync). Engine errors. */
+int smr_ns_sync(struct smr_ns *ns);
+
+/* ------------------------------------------------------------------------
+ * Names. @name is NUL-terminated. Every call below that creates an entry
+ * fills *@attr (if not NULL) with the new entry's attributes and returns:
+ * -ENOENT parent missing or unlinked, -ENOTDIR parent not a directory,
+ * -ENAMETOOLONG name longer than 255 bytes, -EINVAL an empty name or one
+ * with '/', -EEXIST name taken (also "." and "..").
+ * ------------------------------------------------------------------------ */
+
+/* -ENOENT no such name, -ENOTDIR, -ENAMETOOLONG. "." and ".." work. */
+int smr_ns_lookup(struct smr_ns *ns, uint64_t parent, const char *name,
+		  struct smr_ns_attr *attr);
+
+/* -ENOENT (-ESTALE never: a gone inode is -ENOENT). */
+int smr_ns_getattr(struct smr_ns *ns, uint64_t ino, struct smr_ns_attr *attr);
+
+/* Bits of smr_ns_setattr.valid. */
+#define SMR_NS_SET_MODE (1u << 0)
+#define SMR_NS_SET_UID (1u << 1)
+#define SMR_NS_SET_GID (1u << 2)
+#define SMR_NS_SET_SIZE (1u << 3)
+#define SMR_NS_SET_ATIME (1u << 4)     /* to .atime */
+#define SMR_NS_SET_MTIME (1u << 5)     /* to .mtime */
+#define SMR_NS_SET_ATIME_NOW (1u << 6)
+#define SMR_NS_SET_MTIME_NOW (1u << 7)
+#define SMR_NS_SET_CTIME (1u << 8)     /* to .ctime */
+
+struct smr_ns_setattr {
+	unsigned int valid;
+	uint32_t mode; /* permission bits (07777); the type is kept */
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+/*
+ * Change attributes, all or nothing, and fill *@attr. Rules: mode and
+ * explicit times by the owner or root only (-EPERM); a non-root chmod of a
+ * file whose group the caller is not in drops S_ISGID; uid by root only
+ * (-EPERM; setting it to the current owner is allowed to the owner); gid by
+ * root or by the owner to one of their groups (-EPERM); a chown of a
+ * non-directory clears S_ISUID and (if group-executable) S_ISGID; times "now"
+ * by the owner, root or a caller with write permission (-EACCES). Size:
+ * -EISDIR on a directory, -EINVAL on other non-regular files or a size
+ * beyond 2^63-1; truncating down frees the extents past the end and zeroes
+ * the tail of the last block; a non-root truncate clears S_ISUID/S_ISGID.
+ * ctime is set to now on every change (or to .ctime).
+ */
+int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t ino, const struct smr_ns_setattr *sa,
+		   struct smr_ns_attr *attr);
+
+/*
+ * Make a regular file, FIFO, socket or device node (@mode holds the type;
+ * -EINVAL for a directory, symlink or unknown type). The group comes from a
+ * setgid parent, else from @cr; S_ISGID is dropped when a non-root caller is
+ * not in the file's group.
+ */
+int smr_ns_mknod(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		 uint64_t parent, const char *name, uint32_t mode,
+		 uint64_t rdev, struct smr_ns_attr *attr);
+/* Directories inherit S_ISGID from a setgid parent. -EMLINK parent full. */
+int smr_ns_mkdir(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		 uint64_t parent, const char *name, uint32_t mode,
+		 struct smr_ns_attr *attr);
+/* Target 1..4095 bytes: -ENOENT empty, -ENAMETOOLONG longer. */
+int smr_ns_symlink(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t parent, const char *name, const char *target,
+		   struct smr_ns_attr *attr);
+/* mknod of a regular file and open in one call (counts one open). */
+int smr_ns_create(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		  uint64_t parent, const char *name, uint32_t mode,
+		  struct smr_ns_attr *attr);
+
+/* Copy up to @size bytes of the target (no NUL) to @buf; returns the
+ * target's length. -EINVAL not a symlink, -ENOENT. */
+int smr_ns_readlink(struct smr_ns *ns, uint64_t ino, char *buf, size_t size);
+
+/* -EISDIR a directory, -ENOENT, -EPERM sticky directory not ours. */
+int smr_ns_unlink(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		  uint64_t parent, const char *name);
+/* -ENOTDIR not a directory, -ENOTEMPTY, -EINVAL ".", -ENOTEMPTY "..",
+ * -EBUSY the root, -EPERM sticky. */
+int smr_ns_rmdir(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		 uint64_t parent, const char *name);
+
+#define SMR_NS_RENAME_NOREPLACE (1u << 0) /* = RENAME_NOREPLACE */
+#define SMR_NS_RENAME_EXCHANGE (1u << 1)  /* = RENAME_EXCHANGE */
+
+/*
+ * Rename: -ENOENT source (or, exchanging, target) missing; -EEXIST target
+ * exists with NOREPLACE; -EINVAL unknown flags, both flags, or a directory
+ * moved into its own subtree; -ENOTDIR directory over a non-directory;
+ * -EISDIR non-directory over a directory; -ENOTEMPTY target directory not
+ * empty; -EMLINK; -EPERM sticky. Renaming onto another link of the same
+ * inode does nothing.
+ */
+int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		  uint64_t parent, const char *name, uint64_t newparent,
+		  const char *newname, unsigned int flags);
+
+/* -EPERM @ino is a directory, -EMLINK too many links. */
+int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
+		const char *newname, struct smr_ns_attr *attr);
+
+/* Drop @nlookup kernel lookup references (see smr_ns_opts). */
+void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup);
+
+/* ------------------------------------------------------------------------
+ * Files
+ * ------------------------------------------------------------------------ */
+
+/* Count an open. -ENOENT, -EISDIR a directory opened for writing
+ * (O_WRONLY/O_RDWR in @flags). */
+int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags);
+/* Drop an open; the last one of an unlinked inode frees it. */
+void smr_ns_release(struct smr_ns *ns, uint64_t ino);
+
+/*
+ * Read up to @size bytes at @off; returns the bytes read (0 at or past the
+ * end). Holes read as zeros. Every block is checked against its checksum: a
+ * mismatch is -EIO (logged with the inode and offset). -EISDIR, -EINVAL not
+ * a regular file or a negative offset.
+ */
+ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
+		    size_t size, void *buf);
+/*
+ * Write @size bytes at @off to new space; returns @size. Extends the size,
+ * sets mtime and ctime, and clears S_ISUID (and S_ISGID when group-executable)
+ * if the caller is not root. -EFBIG past 2^63-1, -EISDIR, -EINVAL.
+ */
+ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		     uint64_t ino, uint64_t off, const void *buf, size_t size);
+/* Make the file (and everything else) durable: a commit. */
+int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync);
+
+#define SMR_NS_FALLOC_KEEP_SIZE 0x01  /* = FALLOC_FL_KEEP_SIZE */
+#define SMR_NS_FALLOC_PUNCH_HOLE 0x02 /* = FALLOC_FL_PUNCH_HOLE */
+
+/*
+ * Mode 0 extends the size to @off + @len (no space is reserved: a later
+ * write may still get -ENOSPC); KEEP_SIZE alone does nothing;
+ * PUNCH_HOLE|KEEP_SIZE drops the extents inside the range and zeroes the
+ * partial blocks at its ends. -EOPNOTSUPP other modes (PUNCH_HOLE without
+ * KEEP_SIZE too), -EINVAL len 0 or a negative range, -ENODEV not a regular
+ * file, -EISDIR a directory, -EFBIG past 2^63-1.
+ */
+int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
+		     uint64_t len);
+
+/* SEEK_DATA / SEEK_HOLE (other whences -EINVAL); -ENXIO at or past the end
+ * or no data after @off. */
+int smr_ns_lseek(struct smr_ns *ns, uint64_t ino, uint64_t off, int whence,
+		 uint64_t *result);
+
+/* ------------------------------------------------------------------------
+ * Directories
+ * ------------------------------------------------------------------------ */
+
+/* -ENOTDIR, -ENOENT. */
+int smr_ns_opendir(struct smr_ns *ns, uint64_t ino);
+
+/*
+ * Called for each entry: @next is the cookie that continues after it.
+ * Return 0 to go on, 1 to stop (buffer full; the entry was NOT taken and
+ * comes again next time), or a negative errno.
+ */
+typedef int (*smr_ns_filldir_fn)(void *arg, const char *name, size_t namelen,
+				 uint64_t ino, uint32_t dtype, uint64_t next);
+/*
+ * List the entries of @ino after @cookie (0 = from the start: ".", "..",
+ * then the entries in creation order). A cookie stays valid while the
+ * directory changes: entries neither added nor removed meanwhile are listed
+ * exactly once. -ENOTDIR, -ENOENT.
+ */
+int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
+		   smr_ns_filldir_fn fill, void *arg);
+
+struct smr_ns_statfs {
+	uint32_t bsize;
+	uint64_t blocks; /* capacity the allocator manages, in bsize */
+	uint64_t bfree;  /* free + reclaimable (comes back by commit/cleaning) */
+	uint64_t bavail; /* free now: what a write can take at once */
+	uint64_t files;  /* inodes in use + ffree */
+	uint64_t ffree;  /* an estimate: one inode per free block */
+	uint32_t namemax;
+};
+int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st);
+
+/* ------------------------------------------------------------------------
+ * Extended attributes: "user.", "trusted." and "security." names
+ * (-EOPNOTSUPP others); names 1..255 bytes (-ERANGE otherwise), values up
+ * to 64 KiB (-E2BIG). trusted.* is root's only (-EPERM to set, hidden from
+ * others); user.* only on regular files and directories (-EPERM).
+ * ------------------------------------------------------------------------ */
+
+#define SMR_NS_XATTR_CREATE 0x1  /* = XATTR_CREATE: -EEXIST if present */
+#define SMR_NS_XATTR_REPLACE 0x2 /* = XATTR_REPLACE: -ENODATA if absent */
+
+int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		    uint64_t ino, const char *name, const void *value,
+		    size_t size, int flags);
+/* Returns the value's length; @size 0 asks only that; -ERANGE @size too
+ * small, -ENODATA absent. */
+ssize_t smr_ns_getxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			uint64_t ino, const char *name, void *value,
+			size_t size);
+/* NUL-separated names; returns the list's length; @size 0 asks only that;
+ * -ERANGE too small. */
+ssize_t smr_ns_listxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			 uint64_t ino, char *list, size_t size);
+/* -ENODATA absent. */
+int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		       uint64_t ino, const char *name);
+
+#endif /* SMR_NAMESPACE_NS_H */

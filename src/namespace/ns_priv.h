@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ns_priv.h - what the files of the namespace layer share: the handle, the
+ * in-core inode, item helpers. Functions ending in _locked expect ns->lock
+ * held and a transaction where they change something.
+ */
+#ifndef SMR_NAMESPACE_NS_PRIV_H
+#define SMR_NAMESPACE_NS_PRIV_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cow/cow.h"
+#include "format/ondisk.h"
+#include "namespace/ns.h"
+
+/* In-core form of struct smr_ns_inode_d (times in ns since the epoch). */
+struct ns_inode {
+	uint64_t ino;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, bytes;
+	int64_t atime, mtime, ctime, crtime;
+	uint64_t rdev, gen, flags, next_seq, parent;
+};
+
+/* References the kernel and open files hold on an inode. */
+struct ns_ref {
+	uint64_t ino;
+	uint64_t nlookup;
+	uint64_t nopen;
+	struct ns_ref *next;
+};
+
+#define NS_REF_BUCKETS 1024
+
+struct smr_ns {
+	struct smr_cow *cow;
+	struct smr_ns_opts opts;
+	uint32_t bsize;               /* data block size */
+	pthread_mutex_t lock;         /* the namespace lock; see ns.h */
+	/* protected by lock: */
+	uint64_t next_ino;
+	uint64_t next_gen;
+	uint64_t nr_inodes;
+	struct ns_ref *refs[NS_REF_BUCKETS];
+};
+
+static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
+				    uint64_t off)
+{
+	struct smr_key k = { .objid = objid, .type = type, .offset = off };
+
+	return k;
+}
+
+int64_t ns_now(void);
+struct timespec ns_ts(int64_t t);
+int64_t ns_from_ts(const struct timespec *ts);
+uint64_t ns_name_hash(const char *name, size_t len);
+
+/* Inodes */
+int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip);
+int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
+		 const struct ns_inode *ip);
+void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
+		   struct smr_ns_attr *attr);
+int ns_meta_put(struct smr_ns *ns, struct smr_txn *t);
+/* Free an unlinked inode and all it holds. */
+int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
+			    const struct ns_inode *ip);
+/* nlink reached 0: destroy now, or store it (nlink 0) with an orphan
+ * record while references remain. */
+int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
+			     const struct ns_inode *ip);
+/* Update atime the relatime way (best effort). */
+void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip);
+bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid);
+bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip);
+
+/* References */
+struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create);
+void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino);
+void ns_lookup_ref(struct smr_ns *ns, uint64_t ino);
+
+/* Files (file.c) */
+int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
+		       struct ns_inode *ip, uint64_t size);
+int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
+			       struct ns_inode *ip);
+
+/* Xattrs (xattr.c) */
+int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
+			     uint64_t ino);
+
+/* Delete every item of @objid with type @type. */
+int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,
+		  uint8_t type);
+
+#endif /* SMR_NAMESPACE_NS_PRIV_H */

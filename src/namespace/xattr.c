@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * xattr.c - extended attributes.
+ *
+ * An attribute is one to 23 XATTR items keyed by the name's hash (low 16
+ * bits cleared), a collision slot (bits 8-15) and a part number (bits 0-7).
+ * Part 0 holds the name, the value's length and the value's first bytes;
+ * parts 1.. hold the rest, each as full as an item may be.
+ */
+#include "namespace/ns_priv.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NS_XA_BASE_MASK 0xffffULL
+#define NS_XA_SLOTS 256
+#define NS_XA_HDR sizeof(struct smr_ns_xattr_d)
+
+struct ns_xa {
+	uint64_t key;    /* offset of part 0 */
+	uint32_t vlen;
+	uint32_t nparts;
+};
+
+static size_t ns_xa_first(size_t nlen, size_t vlen)
+{
+	return SMR_MIN(vlen, SMR_COW_MAX_ITEM - NS_XA_HDR - nlen);
+}
+
+static uint32_t ns_xa_parts(size_t nlen, size_t vlen)
+{
+	size_t rest = vlen - ns_xa_first(nlen, vlen);
+
+	return 1 + (uint32_t)SMR_DIV_ROUND_UP(rest, SMR_COW_MAX_ITEM);
+}
+
+/* Check a name: 0, -ERANGE (empty or longer than 255), -EOPNOTSUPP (an
+ * unknown namespace), -EINVAL (a bare prefix). *@trusted is set for
+ * trusted.*, *@user for user.*. */
+static int ns_xa_check_name(const char *name, bool *trusted, bool *user)
+{
+	static const char *const prefixes[] = { "user.", "trusted.",
+						"security." };
+	size_t len = strnlen(name, SMR_NS_XATTR_NAME_MAX + 1);
+
+	if (len == 0 || len > SMR_NS_XATTR_NAME_MAX)
+		return -ERANGE;
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(prefixes); i++) {
+		size_t plen = strlen(prefixes[i]);
+
+		if (strncmp(name, prefixes[i], plen))
+			continue;
+		if (len == plen)
+			return -EINVAL;
+		*user = i == 0;
+		*trusted = i == 1;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+static int ns_xa_find(struct smr_ns *ns, uint64_t ino, const char *name,
+		      struct ns_xa *xa)
+{
+	size_t nlen = strlen(name);
+	uint64_t base = ns_name_hash(name, nlen) & ~NS_XA_BASE_MASK;
+	struct smr_key from = ns_key(ino, SMR_NS_T_XATTR, base), found;
+	union {
+		struct smr_ns_xattr_d d;
+		uint8_t b[SMR_COW_MAX_ITEM];
+	} *v;
+	size_t len;
+	int rc;
+
+	v = malloc(sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (;;) {
+		len = sizeof(*v);
+		rc = smr_bt_next(ns->cow, SMR_TREE_FS, &from, &found, v, &len);
+		if (rc)
+			break;
+		if (found.objid != ino || found.type != SMR_NS_T_XATTR ||
+		    (found.offset & ~NS_XA_BASE_MASK) != base) {
+			rc = -ENOENT;
+			break;
+		}
+		if ((found.offset & 0xff) == 0) {
+			size_t n = le16toh(v->d.name_len);
+			uint32_t vlen = le32toh(v->d.value_len);
+
+			if (len < NS_XA_HDR + n ||
+			    len != NS_XA_HDR + n + ns_xa_first(n, vlen) ||
+			    vlen > SMR_NS_XATTR_SIZE_MAX) {
+				rc = smr_corrupt(UINT64_MAX, "xattr item size");
+				break;
+			}
+			if (n == nlen && !memcmp(v->d.name, name, n)) {
+				xa->key = found.offset;
+				xa->vlen = vlen;
+				xa->nparts = ns_xa_parts(n, vlen);
+				break;
+			}
+		}
+		/* The next slot. */
+		if ((found.offset | 0xff) == (base | NS_XA_BASE_MASK)) {
+			rc = -ENOENT;
+			break;
+		}
+		from = found;
+		from.offset = (found.offset | 0xff) + 1;
+	}
+	free(v);
+	return rc;
+}
+
+static int ns_xa_delete(struct smr_txn *t, uint64_t ino, const struct ns_xa *xa)
+{
+	for (uint32_t p = 0; p < xa->nparts; p++) {
+		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, xa->key + p);
+		int rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A free slot for @name: -ENOSPC if all 256 are taken (never seen). */
+static int ns_xa_free_slot(struct smr_ns *ns, uint64_t ino, const char *name,
+			   uint64_t *keyp)
+{
+	uint64_t base = ns_name_hash(name, strlen(name)) & ~NS_XA_BASE_MASK;
+
+	for (uint64_t s = 0; s < NS_XA_SLOTS; s++) {
+		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, base | s << 8);
+		size_t len = 0;
+		int rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, NULL, &len);
+
+		if (rc == -ENOENT) {
+			*keyp = k.offset;
+			return 0;
+		}
+		if (rc)
+			return rc;
+	}
+	return -ENOSPC;
+}
+
+static int ns_xa_store(struct smr_txn *t, uint64_t ino, uint64_t key,
+		       const char *name, const uint8_t *value, size_t vlen)
+{
+	size_t nlen = strlen(name), first = ns_xa_first(nlen, vlen), off;
+	uint32_t nparts = ns_xa_parts(nlen, vlen);
+	struct smr_ns_xattr_d *d;
+	struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, key);
+	int rc;
+
+	d = calloc(1, SMR_COW_MAX_ITEM);
+	if (!d)
+		return -ENOMEM;
+	d->name_len = htole16((uint16_t)nlen);
+	d->value_len = htole32((uint32_t)vlen);
+	memcpy(d->name, name, nlen);
+	if (first)
+		memcpy(d->name + nlen, value, first);
+	rc = smr_bt_insert(t, SMR_TREE_FS, &k, d, NS_XA_HDR + nlen + first);
+	free(d);
+	off = first;
+	for (uint32_t p = 1; !rc && p < nparts; p++) {
+		size_t n = SMR_MIN(vlen - off, (size_t)SMR_COW_MAX_ITEM);
+
+		k.offset = key + p;
+		rc = smr_bt_insert(t, SMR_TREE_FS, &k, value + off, n);
+		off += n;
+	}
+	return rc;
+}
+
+int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
+			     uint64_t ino)
+{
+	return ns_delete_all(ns, t, ino, SMR_NS_T_XATTR);
+}
+
+/* Common start of every call: checks, and the inode. */
+static int ns_xa_begin(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		       uint64_t ino, const char *name, bool set,
+		       struct ns_inode *in)
+{
+	bool trusted = false, user = false;
+	int rc;
+
+	rc = ns_xa_check_name(name, &trusted, &user);
+	if (rc)
+		return rc;
+	rc = ns_inode_get(ns, ino, in);
+	if (rc)
+		return rc;
+	if (trusted && cr->uid != 0)
+		return set ? -EPERM : -ENODATA;
+	if (user && set && !S_ISREG(in->mode) && !S_ISDIR(in->mode))
+		return -EPERM;
+	return 0;
+}
+
+int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		    uint64_t ino, const char *name, const void *value,
+		    size_t size, int flags)
+{
+	struct ns_inode in;
+	struct ns_xa xa;
+	struct smr_txn *t;
+	uint64_t key;
+	bool exists;
+	int rc;
+
+	if (flags & ~(SMR_NS_XATTR_CREATE | SMR_NS_XATTR_REPLACE))
+		return -EINVAL;
+	if (size > SMR_NS_XATTR_SIZE_MAX)
+		return -E2BIG;
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_xa_begin(ns, cr, ino, name, true, &in);
+	if (rc)
+		goto out_unlock;
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc && rc != -ENOENT)
+		goto out_unlock;
+	exists = rc == 0;
+	if (exists && (flags & SMR_NS_XATTR_CREATE)) {
+		rc = -EEXIST;
+		goto out_unlock;
+	}
+	if (!exists && (flags & SMR_NS_XATTR_REPLACE)) {
+		rc = -ENODATA;
+		goto out_unlock;
+	}
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		goto out_unlock;
+	if (exists) {
+		key = xa.key;
+		rc = ns_xa_delete(t, ino, &xa);
+	} else {
+		rc = ns_xa_free_slot(ns, ino, name, &key);
+	}
+	if (!rc)
+		rc = ns_xa_store(t, ino, key, name, value, size);
+	if (!rc) {
+		in.ctime = ns_now();
+		rc = ns_inode_put(ns, t, &in);
+	}
+	smr_txn_end(t);
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+ssize_t smr_ns_getxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			uint64_t ino, const char *name, void *value,
+			size_t size)
+{
+	struct ns_inode in;
+	struct ns_xa xa;
+	uint8_t *item = NULL, *out = value;
+	ssize_t ret;
+	size_t off = 0, nlen = strlen(name);
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_xa_begin(ns, cr, ino, name, false, &in);
+	if (rc)
+		goto out_unlock;
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc == -ENOENT)
+		rc = -ENODATA;
+	if (rc)
+		goto out_unlock;
+	if (size == 0) {
+		ret = xa.vlen;
+		goto out_ok;
+	}
+	if (size < xa.vlen) {
+		rc = -ERANGE;
+		goto out_unlock;
+	}
+	item = malloc(SMR_COW_MAX_ITEM);
+	if (!item) {
+		rc = -ENOMEM;
+		goto out_unlock;
+	}
+	for (uint32_t p = 0; p < xa.nparts; p++) {
+		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, xa.key + p);
+		size_t len = SMR_COW_MAX_ITEM, skip = p ? 0 : NS_XA_HDR + nlen;
+
+		rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, item, &len);
+		if (rc == -ENOENT)
+			rc = smr_corrupt(UINT64_MAX, "xattr part missing");
+		if (rc)
+			goto out_unlock;
+		if (len < skip || off + (len - skip) > xa.vlen) {
+			rc = smr_corrupt(UINT64_MAX, "xattr part size");
+			goto out_unlock;
+		}
+		memcpy(out + off, item + skip, len - skip);
+		off += len - skip;
+	}
+	if (off != xa.vlen) {
+		rc = smr_corrupt(UINT64_MAX, "xattr value short");
+		goto out_unlock;
+	}
+	ret = xa.vlen;
+out_ok:
+	pthread_mutex_unlock(&ns->lock);
+	free(item);
+	return ret;
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	free(item);
+	return rc;
+}
+
+struct ns_xa_list {
+	const struct smr_ns_cred *cr;
+	char *list;
+	size_t size;
+	size_t len;
+	int err;
+};
+
+static int ns_xa_list_item(void *arg, const struct smr_key *key,
+			   const void *val, size_t len)
+{
+	struct ns_xa_list *l = arg;
+	const struct smr_ns_xattr_d *d = val;
+	size_t n;
+
+	if ((key->offset & 0xff) != 0)
+		return 0;
+	if (len < NS_XA_HDR || len < NS_XA_HDR + le16toh(d->name_len)) {
+		l->err = smr_corrupt(UINT64_MAX, "xattr item size");
+		return l->err;
+	}
+	n = le16toh(d->name_len);
+	if (l->cr->uid != 0 && n >= 8 && !memcmp(d->name, "trusted.", 8))
+		return 0;
+	if (l->size) {
+		if (l->len + n + 1 > l->size) {
+			l->err = -ERANGE;
+			return l->err;
+		}
+		memcpy(l->list + l->len, d->name, n);
+		l->list[l->len + n] = 0;
+	}
+	l->len += n + 1;
+	return 0;
+}
+
+ssize_t smr_ns_listxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			 uint64_t ino, char *list, size_t size)
+{
+	struct ns_xa_list l = { .cr = cr, .list = list, .size = size };
+	struct smr_key from = ns_key(ino, SMR_NS_T_XATTR, 0);
+	struct smr_key to = ns_key(ino, SMR_NS_T_XATTR, UINT64_MAX);
+	struct ns_inode in;
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_inode_get(ns, ino, &in);
+	if (!rc)
+		rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to,
+				    ns_xa_list_item, &l);
+	pthread_mutex_unlock(&ns->lock);
+	if (l.err)
+		return l.err;
+	if (rc < 0)
+		return rc;
+	return (ssize_t)l.len;
+}
+
+int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		       uint64_t ino, const char *name)
+{
+	struct ns_inode in;
+	struct ns_xa xa;
+	struct smr_txn *t;
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_xa_begin(ns, cr, ino, name, true, &in);
+	if (rc)
+		goto out_unlock;
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc == -ENOENT)
+		rc = -ENODATA;
+	if (rc)
+		goto out_unlock;
+	rc = smr_txn_begin(ns->cow, &t);
+	if (rc)
+		goto out_unlock;
+	rc = ns_xa_delete(t, ino, &xa);
+	if (!rc) {
+		in.ctime = ns_now();
+		rc = ns_inode_put(ns, t, &in);
+	}
+	smr_txn_end(t);
+out_unlock:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * memcow.c - the in-memory COW engine of the namespace tests (memcow.h).
+ * Simple over fast: a sorted array of items, binary search, one rwlock.
+ */
+#include "memcow.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MC_FREE = 0, MC_USED = 1, MC_FREEING = 2 };
+
+struct mc_item {
+	struct smr_key key;
+	void *val;
+	size_t len;
+};
+
+struct smr_cow {
+	pthread_rwlock_t lock;
+	struct mc_item *items; /* sorted by key */
+	size_t n, cap;
+	uint8_t *data;
+	uint8_t *state; /* one byte per block */
+	uint64_t nblocks;
+	uint32_t bs;
+	uint64_t cursor;
+	bool ro;
+	uint64_t errors, commits;
+};
+
+struct smr_txn {
+	struct smr_cow *c;
+};
+
+int smr_key_cmp(const struct smr_key *a, const struct smr_key *b)
+{
+	if (a->objid != b->objid)
+		return a->objid < b->objid ? -1 : 1;
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return 0;
+}
+
+int memcow_create(uint64_t capacity, uint32_t block_size, struct smr_cow **cp)
+{
+	struct smr_cow *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->bs = block_size;
+	c->nblocks = capacity / block_size;
+	c->data = calloc(c->nblocks, block_size);
+	c->state = calloc(c->nblocks, 1);
+	if (!c->data || !c->state) {
+		free(c->data);
+		free(c->state);
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_rwlock_init(&c->lock, NULL);
+	*cp = c;
+	return 0;
+}
+
+void memcow_corrupt(struct smr_cow *c, uint64_t off)
+{
+	c->data[off] ^= 0x5a;
+}
+
+void memcow_set_read_only(struct smr_cow *c, bool ro)
+{
+	c->ro = ro;
+}
+
+uint64_t memcow_nr_items(struct smr_cow *c)
+{
+	return c->n;
+}
+
+uint64_t memcow_nr_errors(struct smr_cow *c)
+{
+	return c->errors;
+}
+
+uint64_t memcow_nr_commits(struct smr_cow *c)
+{
+	return c->commits;
+}
+
+int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
+		   struct smr_cow_info *info)
+{
+	return -EOPNOTSUPP;
+}
+
+int smr_cow_open(struct smr_dev *dev, const struct smr_cow_opts *o,
+		 struct smr_cow **cp)
+{
+	return -EOPNOTSUPP;
+}
+
+int smr_cow_close(struct smr_cow *c)
+{
+	if (!c)
+		return 0;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->items[i].val);
+	free(c->items);
+	free(c->data);
+	free(c->state);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+	return 0;
+}
+
+void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	strcpy(info->alloc, "memory");
+	info->block_size = c->bs;
+	info->node_size = 4096;
+	info->capacity = c->nblocks * c->bs;
+	info->gen = c->commits + 1;
+	info->format_major = 1;
+}
+
+bool smr_cow_is_read_only(struct smr_cow *c)
+{
+	return c->ro;
+}
+
+int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
+{
+	struct smr_txn *t;
+
+	if (c->ro)
+		return -EROFS;
+	t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->c = c;
+	*tp = t;
+	return 0;
+}
+
+void smr_txn_end(struct smr_txn *t)
+{
+	free(t);
+}
+
+int smr_cow_commit(struct smr_cow *c)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	for (uint64_t b = 0; b < c->nblocks; b++)
+		if (c->state[b] == MC_FREEING)
+			c->state[b] = MC_FREE;
+	c->commits++;
+	pthread_rwlock_unlock(&c->lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Items
+ * ------------------------------------------------------------------------ */
+
+/* Index of the first item with key >= @k. */
+static size_t mc_lower(struct smr_cow *c, const struct smr_key *k)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (smr_key_cmp(&c->items[mid].key, k) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void mc_copy_out(const struct mc_item *it, void *val, size_t *len)
+{
+	if (val && len)
+		memcpy(val, it->val, SMR_MIN(*len, it->len));
+	if (len)
+		*len = it->len;
+}
+
+int smr_bt_lookup(struct smr_cow *c, uint32_t tree, const struct smr_key *key,
+		  void *val, size_t *len)
+{
+	size_t i;
+	int rc = -ENOENT;
+
+	pthread_rwlock_rdlock(&c->lock);
+	i = mc_lower(c, key);
+	if (i < c->n && !smr_key_cmp(&c->items[i].key, key)) {
+		mc_copy_out(&c->items[i], val, len);
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len)
+{
+	size_t i;
+	int rc = -ENOENT;
+
+	pthread_rwlock_rdlock(&c->lock);
+	i = mc_lower(c, from);
+	if (i < c->n) {
+		*found = c->items[i].key;
+		mc_copy_out(&c->items[i], val, len);
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len)
+{
+	size_t i;
+	int rc = -ENOENT;
+
+	pthread_rwlock_rdlock(&c->lock);
+	i = mc_lower(c, from);
+	if (i < c->n && !smr_key_cmp(&c->items[i].key, from))
+		i++;
+	if (i > 0) {
+		*found = c->items[i - 1].key;
+		mc_copy_out(&c->items[i - 1], val, len);
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static int mc_put(struct smr_txn *t, const struct smr_key *key,
+		  const void *val, size_t len, int mode)
+{
+	struct smr_cow *c = t->c;
+	void *copy;
+	size_t i;
+	bool exists;
+	int rc = 0;
+
+	if (len > SMR_COW_MAX_ITEM)
+		return -E2BIG;
+	if (c->ro)
+		return -EROFS;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, val, len);
+	pthread_rwlock_wrlock(&c->lock);
+	i = mc_lower(c, key);
+	exists = i < c->n && !smr_key_cmp(&c->items[i].key, key);
+	if (mode == 0 && exists) {
+		rc = -EEXIST;
+	} else if (mode == 1 && !exists) {
+		rc = -ENOENT;
+	} else if (exists) {
+		free(c->items[i].val);
+		c->items[i].val = copy;
+		c->items[i].len = len;
+		copy = NULL;
+	} else {
+		if (c->n == c->cap) {
+			size_t ncap = c->cap ? 2 * c->cap : 256;
+			struct mc_item *ni;
+
+			ni = realloc(c->items, ncap * sizeof(*ni));
+			if (!ni) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			c->items = ni;
+			c->cap = ncap;
+		}
+		memmove(&c->items[i + 1], &c->items[i],
+			(c->n - i) * sizeof(c->items[0]));
+		c->items[i].key = *key;
+		c->items[i].val = copy;
+		c->items[i].len = len;
+		c->n++;
+		copy = NULL;
+	}
+out:
+	pthread_rwlock_unlock(&c->lock);
+	free(copy);
+	return rc;
+}
+
+int smr_bt_insert(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len)
+{
+	return mc_put(t, key, val, len, 0);
+}
+
+int smr_bt_update(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len)
+{
+	return mc_put(t, key, val, len, 1);
+}
+
+int smr_bt_put(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+	       const void *val, size_t len)
+{
+	return mc_put(t, key, val, len, 2);
+}
+
+int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
+{
+	struct smr_cow *c = t->c;
+	size_t i;
+	int rc = -ENOENT;
+
+	if (c->ro)
+		return -EROFS;
+	pthread_rwlock_wrlock(&c->lock);
+	i = mc_lower(c, key);
+	if (i < c->n && !smr_key_cmp(&c->items[i].key, key)) {
+		free(c->items[i].val);
+		memmove(&c->items[i], &c->items[i + 1],
+			(c->n - i - 1) * sizeof(c->items[0]));
+		c->n--;
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		   const struct smr_key *to, smr_bt_iter_fn fn, void *arg)
+{
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&c->lock);
+	for (size_t i = mc_lower(c, from); i < c->n; i++) {
+		if (smr_key_cmp(&c->items[i].key, to) > 0)
+			break;
+		rc = fn(arg, &c->items[i].key, c->items[i].val,
+			c->items[i].len);
+		if (rc)
+			break;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Data
+ * ------------------------------------------------------------------------ */
+
+void *smr_cow_buf_alloc(size_t len)
+{
+	size_t al = SMR_ROUND_UP(len ? len : 1, 4096);
+	void *p = aligned_alloc(4096, al);
+
+	if (p)
+		memset(p, 0, al);
+	return p;
+}
+
+void smr_cow_buf_free(void *buf)
+{
+	free(buf);
+}
+
+int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
+		       uint64_t near, const void *buf, uint64_t len,
+		       struct smr_data_extent *ext, unsigned int max)
+{
+	uint64_t need, got = 0, b, scanned = 0, nfree = 0;
+	unsigned int n = 0;
+	const uint8_t *src = buf;
+
+	if (len % c->bs || len == 0 || max == 0)
+		return -EINVAL;
+	if (c->ro)
+		return -EROFS;
+	need = len / c->bs;
+	pthread_rwlock_wrlock(&c->lock);
+	for (b = 0; b < c->nblocks; b++)
+		nfree += c->state[b] == MC_FREE;
+	if (nfree < need) {
+		pthread_rwlock_unlock(&c->lock);
+		return -ENOSPC;
+	}
+	b = near ? near / c->bs : c->cursor;
+	while (got < need && scanned < c->nblocks) {
+		b %= c->nblocks;
+		if (c->state[b] != MC_FREE) {
+			b++;
+			scanned++;
+			continue;
+		}
+		if (n && ext[n - 1].off + ext[n - 1].len == b * c->bs) {
+			ext[n - 1].len += c->bs;
+		} else {
+			if (n == max)
+				break;
+			ext[n].off = b * c->bs;
+			ext[n].len = c->bs;
+			n++;
+		}
+		c->state[b] = MC_USED;
+		memcpy(c->data + b * c->bs, src + got * c->bs, c->bs);
+		got++;
+		b++;
+		scanned++;
+	}
+	if (got < need) {
+		for (unsigned int i = 0; i < n; i++)
+			for (uint64_t x = 0; x < ext[i].len / c->bs; x++)
+				c->state[ext[i].off / c->bs + x] = MC_FREE;
+		pthread_rwlock_unlock(&c->lock);
+		return -ENOSPC;
+	}
+	c->cursor = b;
+	pthread_rwlock_unlock(&c->lock);
+	return (int)n;
+}
+
+int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
+{
+	if (off % c->bs || len % c->bs || off + len > c->nblocks * c->bs)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&c->lock);
+	for (uint64_t b = off / c->bs; b < (off + len) / c->bs; b++)
+		if (c->state[b] == MC_FREE)
+			c->errors++;
+	memcpy(buf, c->data + off, len);
+	pthread_rwlock_unlock(&c->lock);
+	return 0;
+}
+
+int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
+{
+	struct smr_cow *c = t->c;
+	int rc = 0;
+
+	if (off % c->bs || len % c->bs || off + len > c->nblocks * c->bs) {
+		c->errors++;
+		return -EINVAL;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	for (uint64_t b = off / c->bs; b < (off + len) / c->bs; b++) {
+		if (c->state[b] != MC_USED) {
+			c->errors++;
+			rc = -EINVAL;
+			continue;
+		}
+		c->state[b] = MC_FREEING;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
+{
+	uint64_t cnt[3] = { 0, 0, 0 };
+
+	pthread_rwlock_rdlock(&c->lock);
+	for (uint64_t b = 0; b < c->nblocks; b++)
+		cnt[c->state[b]]++;
+	pthread_rwlock_unlock(&c->lock);
+	memset(sp, 0, sizeof(*sp));
+	sp->block_size = c->bs;
+	sp->capacity = c->nblocks * c->bs;
+	sp->free = cnt[MC_FREE] * c->bs;
+	sp->used = cnt[MC_USED] * c->bs;
+	sp->reclaimable = cnt[MC_FREEING] * c->bs;
+}

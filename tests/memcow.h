@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * memcow.h - an in-memory stand-in for the COW engine (cow.h), for the
+ * namespace layer's unit tests only; never linked into a program.
+ *
+ * Items live in a sorted array, data in a malloc'd byte array with one state
+ * byte per block (free, used, freed in the running transaction). A commit
+ * copies nothing: it only returns the blocks freed since the last commit to
+ * the free space. smr_cow_format() and smr_cow_open() need a device and
+ * return -EOPNOTSUPP here; tests make an engine with memcow_create().
+ */
+#ifndef SMR_TESTS_MEMCOW_H
+#define SMR_TESTS_MEMCOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cow/cow.h"
+
+/* A fresh empty engine of @capacity data bytes in blocks of @block_size. */
+int memcow_create(uint64_t capacity, uint32_t block_size, struct smr_cow **cp);
+
+/* Flip one byte of data at device offset @off (to test checksums). */
+void memcow_corrupt(struct smr_cow *c, uint64_t off);
+
+/* Turn the engine read-only (as after a failed commit) or back. */
+void memcow_set_read_only(struct smr_cow *c, bool ro);
+
+/* Items in the trees. */
+uint64_t memcow_nr_items(struct smr_cow *c);
+
+/* Misuses seen: frees of space not in use, reads outside used space. */
+uint64_t memcow_nr_errors(struct smr_cow *c);
+
+/* Commits done so far. */
+uint64_t memcow_nr_commits(struct smr_cow *c);
+
+#endif /* SMR_TESTS_MEMCOW_H */

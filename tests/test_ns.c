@@ -1,0 +1,1148 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_ns.c - the namespace layer and its POSIX rules, with exact errno
+ * values. Built twice: over the in-memory engine (tests/memcow.c) as
+ * test_ns, and with NS_TEST_REAL over the real COW engine on a zoned loop
+ * directory as test_ns_cow, which also checks persistence across close and
+ * reopen.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "namespace/ns.h"
+#include "cow/cow.h"
+#ifdef NS_TEST_REAL
+#include "dev/dev.h"
+#else
+#include "memcow.h"
+#endif
+
+#define ROOT SMR_NS_ROOT
+
+static struct smr_cow *cow;
+static struct smr_ns *ns;
+#ifdef NS_TEST_REAL
+static struct smr_dev *dev;
+static char devpath[4096];
+#endif
+
+static const uint32_t user_groups[] = { 1000, 2000 };
+static const struct smr_ns_cred root_cr = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred user_cr = { 1000, 1000, user_groups, 2 };
+static const struct smr_ns_cred other_cr = { 1001, 1001, NULL, 0 };
+
+/* ------------------------------------------------------------------------
+ * Fixture: a fresh filesystem per test
+ * ------------------------------------------------------------------------ */
+
+#ifdef NS_TEST_REAL
+static int engine_open(void)
+{
+	int rc = smr_dev_open(devpath, NULL, &dev);
+
+	if (rc)
+		return rc;
+	rc = smr_cow_open(dev, NULL, &cow);
+	if (rc) {
+		smr_dev_close(dev);
+		dev = NULL;
+	}
+	return rc;
+}
+
+static void engine_close(void)
+{
+	SMR_ASSERT_OK(smr_cow_close(cow));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	cow = NULL;
+	dev = NULL;
+}
+
+static int engine_new(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = 256 * SMR_MIB,
+		.zone_size = 16 * SMR_MIB,
+		.nr_cnv = 2,
+	};
+	static unsigned int n;
+	int rc;
+
+	snprintf(devpath, sizeof(devpath), "%s/z%u",
+		 smr_test_tmpdir("ns"), n++);
+	rc = smr_zloop_create(devpath, &p);
+	if (rc)
+		return rc;
+	rc = smr_dev_open(devpath, NULL, &dev);
+	if (rc)
+		return rc;
+	rc = smr_cow_format(dev, NULL, NULL);
+	smr_dev_close(dev);
+	dev = NULL;
+	if (rc)
+		return rc;
+	return engine_open();
+}
+#else
+static int engine_new(void)
+{
+	return memcow_create(64 * SMR_MIB, 4096, &cow);
+}
+
+static void engine_close(void)
+{
+	CU_ASSERT_EQUAL(memcow_nr_errors(cow), 0);
+	smr_cow_close(cow);
+	cow = NULL;
+}
+#endif
+
+static void fs_setup(void)
+{
+	SMR_ASSERT_OK(engine_new());
+	SMR_ASSERT_OK(smr_ns_mkfs(cow, &root_cr));
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+}
+
+static void fs_teardown(void)
+{
+	smr_ns_close(ns);
+	ns = NULL;
+	engine_close();
+}
+
+/* Make a file/dir, return its inode (0 on failure, with an assertion). */
+static uint64_t mkfile(uint64_t dir, const char *name, uint32_t mode)
+{
+	struct smr_ns_attr a;
+	int rc = smr_ns_mknod(ns, &root_cr, dir, name, S_IFREG | mode, 0, &a);
+
+	SMR_ASSERT_OK(rc);
+	return rc ? 0 : a.ino;
+}
+
+static uint64_t mkdir_(uint64_t dir, const char *name)
+{
+	struct smr_ns_attr a;
+	int rc = smr_ns_mkdir(ns, &root_cr, dir, name, 0755, &a);
+
+	SMR_ASSERT_OK(rc);
+	return rc ? 0 : a.ino;
+}
+
+static uint32_t nlink_of(uint64_t ino)
+{
+	struct smr_ns_attr a;
+
+	if (smr_ns_getattr(ns, ino, &a))
+		return UINT32_MAX;
+	return a.nlink;
+}
+
+static void set_times(uint64_t ino, int64_t sec)
+{
+	struct smr_ns_setattr sa = {
+		.valid = SMR_NS_SET_ATIME | SMR_NS_SET_MTIME | SMR_NS_SET_CTIME,
+	};
+
+	sa.atime.tv_sec = sa.mtime.tv_sec = sa.ctime.tv_sec = sec;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, ino, &sa, NULL));
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint64_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+}
+
+/* ------------------------------------------------------------------------
+ * Names
+ * ------------------------------------------------------------------------ */
+
+static void test_root(void)
+{
+	struct smr_ns_attr a;
+
+	fs_setup();
+	SMR_ASSERT_OK(smr_ns_getattr(ns, ROOT, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFDIR | 0755);
+	CU_ASSERT_EQUAL(a.nlink, 2);
+	CU_ASSERT_EQUAL(a.ino, ROOT);
+	SMR_ASSERT_RC(smr_ns_mkfs(cow, &root_cr), -EEXIST);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, 12345, &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, 0, &a), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "..", &a));
+	CU_ASSERT_EQUAL(a.ino, ROOT);
+	fs_teardown();
+}
+
+static void test_names(void)
+{
+	char name[300];
+	struct smr_ns_attr a;
+	uint64_t f;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "f", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0644);
+	CU_ASSERT_EQUAL(a.nlink, 1);
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, ROOT, "f", S_IFREG, 0, &a),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_mkdir(ns, &root_cr, ROOT, "f", 0755, &a),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_mkdir(ns, &root_cr, ROOT, ".", 0755, &a),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, "g", &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, f, "g", &a), -ENOTDIR);
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, f, "g", S_IFREG, 0, &a),
+		      -ENOTDIR);
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, ROOT, "a/b", S_IFREG, 0, &a),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, ROOT, "d", S_IFDIR, 0, &a),
+		      -EINVAL);
+	memset(name, 'n', sizeof(name));
+	name[256] = 0;
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, ROOT, name, S_IFREG, 0, &a),
+		      -ENAMETOOLONG);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, name, &a), -ENAMETOOLONG);
+	name[255] = 0;
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, name, S_IFREG, 0, &a));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, name, &a));
+
+	/* Special files keep their type and device number. */
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "fifo", S_IFIFO | 0600,
+				   0, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFIFO | 0600);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "sock", S_IFSOCK | 0600,
+				   0, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFSOCK | 0600);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "chr", S_IFCHR | 0600,
+				   0x0103, &a));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "chr", &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFCHR | 0600);
+	CU_ASSERT_EQUAL(a.rdev, 0x0103);
+	SMR_ASSERT_RC(smr_ns_read(ns, a.ino, 0, 1, name), -EINVAL);
+	fs_teardown();
+}
+
+struct collect {
+	char (*names)[256];
+	uint64_t *cookies;
+	size_t n, max, stop_after;
+};
+
+static int collect_fill(void *arg, const char *name, size_t namelen,
+			uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	struct collect *c = arg;
+
+	if (c->stop_after && c->n == c->stop_after)
+		return 1;
+	if (c->n >= c->max)
+		return -ENOSPC;
+	memcpy(c->names[c->n], name, namelen + 1);
+	c->cookies[c->n] = next;
+	c->n++;
+	return 0;
+}
+
+static int name_count(struct collect *c, const char *name)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		k += !strcmp(c->names[i], name);
+	return k;
+}
+
+static void test_readdir(void)
+{
+	enum { N = 600 };
+	struct collect c = { .max = 2 * N + 10 };
+	struct smr_ns_attr a;
+	char name[64];
+	uint64_t cookie;
+	size_t first;
+
+	c.names = calloc(c.max, sizeof(*c.names));
+	c.cookies = calloc(c.max, sizeof(*c.cookies));
+	fs_setup();
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "file-%04d", i);
+		mkfile(ROOT, name, 0644);
+	}
+	SMR_ASSERT_OK(smr_ns_opendir(ns, ROOT));
+	SMR_ASSERT_OK(smr_ns_readdir(ns, ROOT, 0, collect_fill, &c));
+	CU_ASSERT_EQUAL(c.n, N + 2);
+	CU_ASSERT_STRING_EQUAL(c.names[0], ".");
+	CU_ASSERT_STRING_EQUAL(c.names[1], "..");
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "file-%04d", i);
+		CU_ASSERT_EQUAL(name_count(&c, name), 1);
+		SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, name, &a));
+	}
+
+	/* Stop half way, change the directory, go on from the cookie:
+	 * entries not touched come exactly once, removed ones never again. */
+	c.n = 0;
+	c.stop_after = N / 2;
+	SMR_ASSERT_OK(smr_ns_readdir(ns, ROOT, 0, collect_fill, &c));
+	CU_ASSERT_EQUAL(c.n, N / 2);
+	first = c.n;
+	cookie = c.cookies[c.n - 1];
+	for (int i = 0; i < N; i += 3) {
+		snprintf(name, sizeof(name), "file-%04d", i);
+		SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, name));
+	}
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "new-%04d", i);
+		mkfile(ROOT, name, 0644);
+	}
+	c.stop_after = 0;
+	SMR_ASSERT_OK(smr_ns_readdir(ns, ROOT, cookie, collect_fill, &c));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "file-%04d", i);
+		if (i % 3) {
+			CU_ASSERT_EQUAL(name_count(&c, name), 1);
+		} else {
+			CU_ASSERT(name_count(&c, name) <= 1);
+		}
+	}
+	for (size_t i = first; i < c.n; i++)
+		CU_ASSERT(strncmp(c.names[i], "file-", 5) ||
+			  atoi(c.names[i] + 5) % 3);
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "new-%04d", i);
+		CU_ASSERT_EQUAL(name_count(&c, name), 1);
+	}
+	SMR_ASSERT_RC(smr_ns_opendir(ns, mkfile(ROOT, "plain", 0644)),
+		      -ENOTDIR);
+	fs_teardown();
+	free(c.names);
+	free(c.cookies);
+}
+
+static void test_dirs(void)
+{
+	struct smr_ns_attr a;
+	uint64_t d, e;
+
+	fs_setup();
+	set_times(ROOT, 1000);
+	d = mkdir_(ROOT, "d");
+	SMR_ASSERT_OK(smr_ns_getattr(ns, ROOT, &a));
+	CU_ASSERT_EQUAL(a.nlink, 3);
+	CU_ASSERT(a.mtime.tv_sec > 1000 && a.ctime.tv_sec > 1000);
+	CU_ASSERT_EQUAL(nlink_of(d), 2);
+	e = mkdir_(d, "e");
+	CU_ASSERT_EQUAL(nlink_of(d), 3);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, e, "..", &a));
+	CU_ASSERT_EQUAL(a.ino, d);
+	mkfile(e, "f", 0644);
+	SMR_ASSERT_RC(smr_ns_rmdir(ns, &root_cr, ROOT, "d"), -ENOTEMPTY);
+	SMR_ASSERT_RC(smr_ns_rmdir(ns, &root_cr, e, "f"), -ENOTDIR);
+	SMR_ASSERT_RC(smr_ns_unlink(ns, &root_cr, d, "e"), -EISDIR);
+	SMR_ASSERT_RC(smr_ns_rmdir(ns, &root_cr, d, "."), -EINVAL);
+	SMR_ASSERT_RC(smr_ns_rmdir(ns, &root_cr, d, ".."), -ENOTEMPTY);
+	SMR_ASSERT_RC(smr_ns_rmdir(ns, &root_cr, d, "nope"), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, e, "f"));
+	SMR_ASSERT_OK(smr_ns_rmdir(ns, &root_cr, d, "e"));
+	CU_ASSERT_EQUAL(nlink_of(d), 2);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, e, &a), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_rmdir(ns, &root_cr, ROOT, "d"));
+	CU_ASSERT_EQUAL(nlink_of(ROOT), 2);
+	fs_teardown();
+}
+
+static void test_links(void)
+{
+	struct smr_ns_attr a;
+	uint8_t buf[16];
+	uint64_t f, d;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	d = mkdir_(ROOT, "d");
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "hello", 5), 5);
+	set_times(f, 1000);
+	SMR_ASSERT_OK(smr_ns_link(ns, f, d, "g", &a));
+	CU_ASSERT_EQUAL(a.nlink, 2);
+	CU_ASSERT(a.ctime.tv_sec > 1000);
+	SMR_ASSERT_RC(smr_ns_link(ns, f, d, "g", &a), -EEXIST);
+	SMR_ASSERT_RC(smr_ns_link(ns, d, ROOT, "d2", &a), -EPERM);
+	SMR_ASSERT_RC(smr_ns_link(ns, f, f, "x", &a), -ENOTDIR);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
+	CU_ASSERT_EQUAL(nlink_of(f), 1);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf), 5);
+	CU_ASSERT(!memcmp(buf, "hello", 5));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "g"));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_unlink(ns, &root_cr, d, "g"), -ENOENT);
+	fs_teardown();
+}
+
+static void test_symlinks(void)
+{
+	char target[4100], out[4100];
+	struct smr_ns_attr a;
+
+	fs_setup();
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &root_cr, ROOT, "s", "some/where",
+				     &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFLNK | 0777);
+	CU_ASSERT_EQUAL(a.size, 10);
+	CU_ASSERT_EQUAL(smr_ns_readlink(ns, a.ino, out, sizeof(out)), 10);
+	CU_ASSERT(!memcmp(out, "some/where", 10));
+	CU_ASSERT_EQUAL(smr_ns_readlink(ns, a.ino, out, 4), 10);
+	CU_ASSERT(!memcmp(out, "some", 4));
+	for (int i = 0; i < 4095; i++)
+		target[i] = 'a' + i % 26;
+	target[4095] = 0;
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &root_cr, ROOT, "long", target, &a));
+	memset(out, 0, sizeof(out));
+	CU_ASSERT_EQUAL(smr_ns_readlink(ns, a.ino, out, sizeof(out)), 4095);
+	CU_ASSERT(!memcmp(out, target, 4095));
+	target[4095] = 'x';
+	target[4096] = 0;
+	SMR_ASSERT_RC(smr_ns_symlink(ns, &root_cr, ROOT, "toolong", target,
+				     &a),
+		      -ENAMETOOLONG);
+	SMR_ASSERT_RC(smr_ns_symlink(ns, &root_cr, ROOT, "empty", "", &a),
+		      -ENOENT);
+	SMR_ASSERT_RC(smr_ns_symlink(ns, &root_cr, ROOT, "s", "x", &a),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_readlink(ns, ROOT, out, sizeof(out)), -EINVAL);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "long"));
+	fs_teardown();
+}
+
+static void test_rename(void)
+{
+	struct smr_ns_attr a;
+	uint64_t a1, b1, d1, d2, d3, sub;
+
+	fs_setup();
+	a1 = mkfile(ROOT, "a", 0644);
+	b1 = mkfile(ROOT, "b", 0644);
+	d1 = mkdir_(ROOT, "d1");
+	d2 = mkdir_(ROOT, "d2");
+	sub = mkdir_(d1, "sub");
+	d3 = mkdir_(ROOT, "d3");
+	mkfile(d3, "x", 0644);
+
+	/* Flags and missing names. */
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "c", 4),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "b",
+				    SMR_NS_RENAME_NOREPLACE |
+					    SMR_NS_RENAME_EXCHANGE),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "zz", ROOT, "c", 0),
+		      -ENOENT);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "zz",
+				    SMR_NS_RENAME_EXCHANGE),
+		      -ENOENT);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "b",
+				    SMR_NS_RENAME_NOREPLACE),
+		      -EEXIST);
+	/* Type conflicts. */
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "d1", ROOT, "a", 0),
+		      -ENOTDIR);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "d2", 0),
+		      -EISDIR);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "d1", ROOT, "d3", 0),
+		      -ENOTEMPTY);
+	/* Into its own subtree. */
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "d1", sub, "x", 0),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "d1", d1, "x", 0),
+		      -EINVAL);
+
+	/* Replace a file: the old target goes. */
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "b", 0));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "b", &a));
+	CU_ASSERT_EQUAL(a.ino, a1);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, "a", &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, b1, &a), -ENOENT);
+
+	/* Move a directory over an empty one in another parent. */
+	CU_ASSERT_EQUAL(nlink_of(ROOT), 5);
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, d1, "sub", d2, "s2", 0));
+	CU_ASSERT_EQUAL(nlink_of(d1), 2);
+	CU_ASSERT_EQUAL(nlink_of(d2), 3);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, sub, "..", &a));
+	CU_ASSERT_EQUAL(a.ino, d2);
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "d1", d2, "s2", 0));
+	CU_ASSERT_EQUAL(nlink_of(ROOT), 4);
+	CU_ASSERT_EQUAL(nlink_of(d2), 3);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, sub, &a), -ENOENT);
+
+	/* Exchange a file and a directory across parents. */
+	mkfile(ROOT, "f", 0644);
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "f", d2, "s2",
+				    SMR_NS_RENAME_EXCHANGE));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "f", &a));
+	CU_ASSERT_EQUAL(a.ino, d1);
+	CU_ASSERT(S_ISDIR(a.mode));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d2, "s2", &a));
+	CU_ASSERT(S_ISREG(a.mode));
+	CU_ASSERT_EQUAL(nlink_of(d2), 2);
+	CU_ASSERT_EQUAL(nlink_of(ROOT), 5);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d1, "..", &a));
+	CU_ASSERT_EQUAL(a.ino, ROOT);
+
+	/* Onto another link of the same inode: nothing happens. */
+	SMR_ASSERT_OK(smr_ns_link(ns, a1, ROOT, "b2", &a));
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "b", ROOT, "b2", 0));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "b", &a));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "b2", &a));
+	CU_ASSERT_EQUAL(a.nlink, 2);
+	/* Same name: nothing. */
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "b", ROOT, "b", 0));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "b", &a));
+	fs_teardown();
+}
+
+/* ------------------------------------------------------------------------
+ * Data
+ * ------------------------------------------------------------------------ */
+
+static void check_file(uint64_t ino, const uint8_t *shadow, uint64_t size)
+{
+	uint8_t *buf = malloc(size + 8192);
+	ssize_t n;
+
+	n = smr_ns_read(ns, ino, 0, size + 8192, buf);
+	CU_ASSERT_EQUAL(n, (ssize_t)size);
+	if (n == (ssize_t)size)
+		CU_ASSERT(!memcmp(buf, shadow, size));
+	free(buf);
+}
+
+static void test_read_write(void)
+{
+	enum { MAX = 3 * 1024 * 1024 };
+	uint8_t *shadow = calloc(1, MAX), *buf = malloc(MAX);
+	struct smr_cow_space sp0, sp1;
+	struct smr_ns_attr a;
+	uint64_t rnd = 42, size = 0, f;
+
+	fs_setup();
+	smr_cow_space(cow, &sp0);
+	f = mkfile(ROOT, "f", 0644);
+	/* Unaligned pieces, holes, a write bigger than one extent. */
+	fill_pattern(buf, MAX, 1);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 100, buf, 5000), 5000);
+	memcpy(shadow + 100, buf, 5000);
+	size = 5100;
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 20000, buf, 3), 3);
+	memcpy(shadow + 20000, buf, 3);
+	size = 20003;
+	check_file(f, shadow, size);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 8191, buf + 7,
+				     1500000), 1500000);
+	memcpy(shadow + 8191, buf + 7, 1500000);
+	size = 8191 + 1500000;
+	check_file(f, shadow, size);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, size);
+	CU_ASSERT(a.blocks * 512 >= 1500000);
+
+	/* Random overwrites and truncates against a shadow copy. */
+	for (int i = 0; i < 200; i++) {
+		uint64_t op = smr_test_rand(&rnd) % 10;
+		uint64_t off = smr_test_rand(&rnd) % (MAX - 70000);
+		uint64_t len = 1 + smr_test_rand(&rnd) % 70000;
+
+		if (op == 0) {
+			struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE,
+						     .size = off };
+
+			SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa,
+						     &a));
+			if (off < size)
+				memset(shadow + off, 0, size - off);
+			size = off;
+			continue;
+		}
+		fill_pattern(buf, len, i + 2);
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, off, buf, len),
+				(ssize_t)len);
+		memcpy(shadow + off, buf, len);
+		if (off + len > size)
+			size = off + len;
+		if (i % 20 == 0)
+			SMR_ASSERT_OK(smr_ns_fsync(ns, f, false));
+	}
+	check_file(f, shadow, size);
+	/* Reads inside: every offset and length hit the shadow. */
+	for (int i = 0; i < 100; i++) {
+		uint64_t off = smr_test_rand(&rnd) % (size + 10);
+		uint64_t len = smr_test_rand(&rnd) % 20000;
+		ssize_t want = off >= size ? 0 :
+				(ssize_t)SMR_MIN(len, size - off);
+
+		CU_ASSERT_EQUAL(smr_ns_read(ns, f, off, len, buf), want);
+		if (want > 0)
+			CU_ASSERT(!memcmp(buf, shadow + off, want));
+	}
+
+	/* Unlinking gives every block back after a commit. */
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	smr_cow_space(cow, &sp1);
+#ifndef NS_TEST_REAL
+	CU_ASSERT_EQUAL(sp1.used, sp0.used);
+	CU_ASSERT_EQUAL(sp1.free, sp0.free);
+#endif
+	SMR_ASSERT_RC(smr_ns_write(ns, &root_cr, ROOT, 0, "x", 1), -EISDIR);
+	SMR_ASSERT_RC(smr_ns_read(ns, ROOT, 0, 1, buf), -EISDIR);
+	fs_teardown();
+	free(shadow);
+	free(buf);
+}
+
+static void test_large_offsets(void)
+{
+	const uint64_t big = 5 * SMR_GIB + 123;
+	struct smr_ns_attr a;
+	uint8_t buf[300];
+	uint64_t f, r;
+
+	fs_setup();
+	f = mkfile(ROOT, "big", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, big, "tail", 4), 4);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, big + 4);
+	CU_ASSERT_EQUAL(a.blocks, 4096 / 512);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, big - 100, sizeof(buf), buf), 104);
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(buf[i], 0);
+	CU_ASSERT(!memcmp(buf + 100, "tail", 4));
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 0, SEEK_DATA, &r));
+	CU_ASSERT_EQUAL(r, SMR_ROUND_DOWN(big, 4096));
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 0, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, 0);
+	SMR_ASSERT_RC(smr_ns_write(ns, &root_cr, f, (uint64_t)INT64_MAX, "x",
+				   1),
+		      -EFBIG);
+	fs_teardown();
+}
+
+static void test_truncate(void)
+{
+	uint8_t buf[8192], zero[8192] = { 0 };
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE };
+	struct smr_ns_attr a;
+	uint64_t f, d;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	fill_pattern(buf, sizeof(buf), 3);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, 8192), 8192);
+	set_times(f, 1000);
+	sa.size = 5000;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.size, 5000);
+	CU_ASSERT(a.mtime.tv_sec > 1000 && a.ctime.tv_sec > 1000);
+	CU_ASSERT_EQUAL(a.blocks, 8192 / 512); /* 5000 > one block */
+	sa.size = 10000;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf), 8192);
+	fill_pattern(zero, 5000, 3);
+	CU_ASSERT(!memcmp(buf, zero, 5000));
+	memset(zero, 0, sizeof(zero));
+	CU_ASSERT(!memcmp(buf + 5000, zero, 8192 - 5000));
+	sa.size = 0;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.blocks, 0);
+	d = mkdir_(ROOT, "d");
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &root_cr, d, &sa, &a), -EISDIR);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "p", S_IFIFO | 0644, 0,
+				   &a));
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &root_cr, a.ino, &sa, &a), -EINVAL);
+	fs_teardown();
+}
+
+static void test_fallocate_lseek(void)
+{
+	uint8_t buf[5 * 4096], want[5 * 4096];
+	struct smr_ns_attr a;
+	uint64_t f, r;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, 0, 0, 10000));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 10000);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_KEEP_SIZE, 0,
+				       50000));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 10000);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_PUNCH_HOLE, 0, 1),
+		      -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0x10, 0, 1), -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0, 0, 0), -EINVAL);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, ROOT, 0, 0, 1), -EISDIR);
+
+	fill_pattern(want, sizeof(want), 9);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, want, sizeof(want)),
+			(ssize_t)sizeof(want));
+	/* Punch [1000, 13000): zeros there, whole blocks 1 and 2 dropped. */
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_PUNCH_HOLE |
+				       SMR_NS_FALLOC_KEEP_SIZE, 1000, 12000));
+	memset(want + 1000, 0, 12000);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT(!memcmp(buf, want, sizeof(buf)));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, sizeof(buf));
+	CU_ASSERT_EQUAL(a.blocks, 3 * 4096 / 512);
+
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 0, SEEK_DATA, &r));
+	CU_ASSERT_EQUAL(r, 0);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 0, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, 4096);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 5000, SEEK_DATA, &r));
+	CU_ASSERT_EQUAL(r, 3 * 4096);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, 3 * 4096, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, sizeof(buf));
+	SMR_ASSERT_RC(smr_ns_lseek(ns, f, sizeof(buf), SEEK_DATA, &r),
+		      -ENXIO);
+	SMR_ASSERT_RC(smr_ns_lseek(ns, f, sizeof(buf), SEEK_HOLE, &r),
+		      -ENXIO);
+	SMR_ASSERT_RC(smr_ns_lseek(ns, f, 0, SEEK_END, &r), -EINVAL);
+	/* A hole at the end: SEEK_DATA past the last extent is ENXIO. */
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, 0, 0, 100000));
+	SMR_ASSERT_RC(smr_ns_lseek(ns, f, sizeof(buf), SEEK_DATA, &r),
+		      -ENXIO);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, f, sizeof(buf) + 1, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, sizeof(buf) + 1);
+	fs_teardown();
+}
+
+#ifndef NS_TEST_REAL
+/* Find the device offset of a file's first block by corrupting each used
+ * block in turn would be slow; instead write one block into an empty
+ * engine, where it lands at the first free block. */
+static void test_checksum(void)
+{
+	uint8_t buf[4096];
+	uint64_t f;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	fill_pattern(buf, sizeof(buf), 5);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 4096, buf), 4096);
+	memcow_corrupt(cow, 100);
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 4096, buf), -EIO);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 4000, 10, buf), -EIO);
+	/* A partial write must not launder the bad block either. */
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 10, "x", 1), -EIO);
+	smr_log_set_level(SMR_LOG_ERR);
+	/* A whole-block overwrite replaces it. */
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 4096, buf), 4096);
+	fs_teardown();
+}
+
+static void test_read_only(void)
+{
+	struct smr_ns_attr a;
+
+	fs_setup();
+	mkfile(ROOT, "f", 0644);
+	memcow_set_read_only(cow, true);
+	SMR_ASSERT_RC(smr_ns_mknod(ns, &root_cr, ROOT, "g", S_IFREG, 0, &a),
+		      -EROFS);
+	SMR_ASSERT_RC(smr_ns_unlink(ns, &root_cr, ROOT, "f"), -EROFS);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "f", &a));
+	memcow_set_read_only(cow, false);
+	fs_teardown();
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * Ownership rules
+ * ------------------------------------------------------------------------ */
+
+static void test_permissions(void)
+{
+	struct smr_ns_setattr sa;
+	struct smr_ns_attr a;
+	uint64_t f, d, s;
+
+	fs_setup();
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &user_cr, ROOT, "f", S_IFREG | 06755,
+				   0, &a));
+	f = a.ino;
+	CU_ASSERT_EQUAL(a.uid, 1000);
+	CU_ASSERT_EQUAL(a.gid, 1000);
+
+	/* chmod: owner or root only. */
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MODE, .mode = 0600 };
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, f, &sa, &a), -EPERM);
+	sa.mode = 06755;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 06755);
+
+	/* A write by non-root clears set-id bits; by root it does not. */
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "x", 1), 1);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 06755);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &user_cr, f, 0, "x", 1), 1);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0755);
+
+	/* chown: root only; the owner may change the group to one of
+	 * theirs; a chown clears set-id bits. */
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_UID, .uid = 1001 };
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EPERM);
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_GID, .gid = 3000 };
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EPERM);
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, f, &sa, &a), -EPERM);
+	sa.gid = 2000;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.gid, 2000);
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0755);
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_UID |
+						SMR_NS_SET_GID,
+				      .uid = 1001, .gid = 1001 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.uid, 1001);
+	CU_ASSERT_EQUAL(a.gid, 1001);
+
+	/* A non-member's chmod g+s is dropped. */
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MODE, .mode = 02755 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &other_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 02755);
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_GID, .gid = 0 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MODE, .mode = 02755 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &other_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0755);
+
+	/* Times: explicit by owner/root; "now" also with write access. */
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MTIME };
+	sa.mtime.tv_sec = 5;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EPERM);
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &other_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 5);
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MTIME_NOW |
+						SMR_NS_SET_ATIME_NOW };
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EACCES);
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MODE, .mode = 0666 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MTIME_NOW };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
+	CU_ASSERT(a.mtime.tv_sec > 5);
+
+	/* Sticky directories. */
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &root_cr, ROOT, "tmp", 01777, &a));
+	d = a.ino;
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &user_cr, d, "mine", S_IFREG | 0644, 0,
+				   &a));
+	SMR_ASSERT_RC(smr_ns_unlink(ns, &other_cr, d, "mine"), -EPERM);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &other_cr, d, "mine", d, "x", 0),
+		      -EPERM);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &other_cr, d, "theirs", S_IFREG | 0644,
+				   0, &a));
+	SMR_ASSERT_RC(smr_ns_rename(ns, &other_cr, d, "theirs", d, "mine", 0),
+		      -EPERM);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &user_cr, d, "mine"));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "theirs"));
+
+	/* setgid directories hand down their group (and the bit to dirs). */
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &root_cr, ROOT, "sg", 02777, &a));
+	s = a.ino;
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_GID, .gid = 777 };
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, s, &sa, &a));
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &user_cr, s, "f", S_IFREG | 0644, 0,
+				   &a));
+	CU_ASSERT_EQUAL(a.gid, 777);
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &user_cr, s, "d", 0755, &a));
+	CU_ASSERT_EQUAL(a.gid, 777);
+	CU_ASSERT_EQUAL(a.mode, S_IFDIR | 02755);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &user_cr, s, "g", S_IFREG | 02755, 0,
+				   &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0755);
+	fs_teardown();
+}
+
+/* ------------------------------------------------------------------------
+ * Extended attributes
+ * ------------------------------------------------------------------------ */
+
+static void test_xattr(void)
+{
+	static uint8_t big[65536 + 1], out[65536 + 1];
+	char list[256], name[300];
+	struct smr_ns_attr a;
+	uint64_t f, s;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "user.a", "one", 3, 0));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.a", NULL, 0),
+			3);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.a", out, 2),
+			-ERANGE);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.a", out, 10),
+			3);
+	CU_ASSERT(!memcmp(out, "one", 3));
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, "user.a", "x", 1,
+				      SMR_NS_XATTR_CREATE),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, "user.b", "x", 1,
+				      SMR_NS_XATTR_REPLACE),
+		      -ENODATA);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "user.a", "two!", 4,
+				      SMR_NS_XATTR_REPLACE));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.a", out, 10),
+			4);
+	CU_ASSERT(!memcmp(out, "two!", 4));
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "user.empty", "", 0,
+				      0));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.empty", out,
+					10), 0);
+
+	/* 64 KiB values span many items. */
+	fill_pattern(big, sizeof(big), 11);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "trusted.big", big,
+				      65536, 0));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "trusted.big", out,
+					sizeof(out)), 65536);
+	CU_ASSERT(!memcmp(out, big, 65536));
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, "user.huge", big,
+				      65537, 0),
+		      -E2BIG);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "trusted.big", big + 1,
+				      40000, 0));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "trusted.big", out,
+					sizeof(out)), 40000);
+	CU_ASSERT(!memcmp(out, big + 1, 40000));
+
+	/* Lists; trusted.* is hidden from and refused to non-root. */
+	CU_ASSERT_EQUAL(smr_ns_listxattr(ns, &root_cr, f, NULL, 0),
+			7 + 11 + 12);
+	CU_ASSERT_EQUAL(smr_ns_listxattr(ns, &root_cr, f, list, 5), -ERANGE);
+	CU_ASSERT_EQUAL(smr_ns_listxattr(ns, &user_cr, f, list, sizeof(list)),
+			7 + 11);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &user_cr, f, "trusted.big", out,
+					sizeof(out)), -ENODATA);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &user_cr, f, "trusted.x", "1", 1,
+				      0),
+		      -EPERM);
+
+	/* Names. */
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, "other.x", "1", 1, 0),
+		      -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, "", "1", 1, 0),
+		      -ERANGE);
+	memset(name, 'x', sizeof(name));
+	memcpy(name, "user.", 5);
+	name[256] = 0;
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, name, "1", 1, 0),
+		      -ERANGE);
+	name[255] = 0;
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, name, "1", 1, 0));
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, name, out, 1), 1);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, f, "user.none", out, 1),
+		      -ENODATA);
+
+	/* user.* only on regular files and directories. */
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &root_cr, ROOT, "s", "f", &a));
+	s = a.ino;
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, s, "user.a", "1", 1, 0),
+		      -EPERM);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, s, "security.a", "1", 1,
+				      0));
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, ROOT, "user.a", "1", 1,
+				      0));
+
+	SMR_ASSERT_OK(smr_ns_removexattr(ns, &root_cr, f, "user.a"));
+	SMR_ASSERT_RC(smr_ns_removexattr(ns, &root_cr, f, "user.a"),
+		      -ENODATA);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, f, "user.a", out, 10),
+		      -ENODATA);
+	fs_teardown();
+}
+
+/* ------------------------------------------------------------------------
+ * Open-unlinked files and orphans
+ * ------------------------------------------------------------------------ */
+
+static void test_orphans(void)
+{
+	struct smr_ns_opts o = { .track_lookups = true };
+	struct smr_ns_attr a;
+	uint8_t buf[8];
+	uint64_t f, g;
+
+	fs_setup();
+	/* Open, unlink: still readable until the last release. */
+	SMR_ASSERT_OK(smr_ns_create(ns, &root_cr, ROOT, "f", 0644, &a));
+	f = a.ino;
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "data", 4), 4);
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDONLY));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.nlink, 0);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 8, buf), 4);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 4, "more", 4), 4);
+	smr_ns_release(ns, f);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	smr_ns_release(ns, f);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+
+	/* Left open when the namespace goes down: reclaimed at next open. */
+	SMR_ASSERT_OK(smr_ns_create(ns, &root_cr, ROOT, "g", 0644, &a));
+	g = a.ino;
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, g, 0, "data", 4), 4);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "g"));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, g, &a));
+	smr_ns_close(ns);
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, g, &a), -ENOENT);
+	smr_ns_close(ns);
+
+	/* With lookup counting, the kernel's references keep it too. */
+	SMR_ASSERT_OK(smr_ns_open(cow, &o, &ns));
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "h", S_IFREG | 0644, 0,
+				   &a));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "h", &a));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "h"));
+	smr_ns_forget(ns, a.ino, 1);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, a.ino, &a));
+	smr_ns_forget(ns, a.ino, 1);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, a.ino, &a), -ENOENT);
+	fs_teardown();
+}
+
+static void test_timestamps_statfs(void)
+{
+	struct smr_ns_statfs st0, st1;
+	struct smr_ns_attr a;
+	uint64_t f;
+	uint8_t buf[65536] = { 1 };
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	set_times(f, 1000);
+	set_times(ROOT, 1000);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, sizeof(buf)),
+			(ssize_t)sizeof(buf));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT(a.mtime.tv_sec > 1000 && a.ctime.tv_sec > 1000);
+	CU_ASSERT_EQUAL(a.atime.tv_sec, 1000);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 10, buf), 10);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT(a.atime.tv_sec > 1000); /* atime <= mtime: relatime updates */
+	SMR_ASSERT_OK(smr_ns_getattr(ns, ROOT, &a));
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 1000); /* writing a file: not the dir */
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, ROOT, "user.x", "1", 1,
+				      0));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, ROOT, &a));
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 1000);
+	CU_ASSERT(a.ctime.tv_sec > 1000);
+
+	SMR_ASSERT_OK(smr_ns_statfs(ns, &st0));
+	CU_ASSERT_EQUAL(st0.bsize, 4096);
+	CU_ASSERT_EQUAL(st0.namemax, 255);
+	CU_ASSERT(st0.blocks > 0 && st0.bavail <= st0.bfree &&
+		  st0.bfree <= st0.blocks);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 1 << 20, buf,
+				     sizeof(buf)), (ssize_t)sizeof(buf));
+	SMR_ASSERT_OK(smr_ns_statfs(ns, &st1));
+	CU_ASSERT(st1.bavail + sizeof(buf) / 4096 <= st0.bavail);
+	fs_teardown();
+}
+
+#ifdef NS_TEST_REAL
+static void test_persistence(void)
+{
+	uint8_t buf[100000], out[100000];
+	struct smr_ns_attr a;
+	char tgt[100];
+	uint64_t f, d;
+
+	fs_setup();
+	d = mkdir_(ROOT, "dir");
+	f = mkfile(d, "file", 0640);
+	fill_pattern(buf, sizeof(buf), 21);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 777, buf, sizeof(buf)),
+			(ssize_t)sizeof(buf));
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &root_cr, d, "link", "file", &a));
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "user.k", "v", 1, 0));
+	SMR_ASSERT_OK(smr_ns_fsync(ns, f, false));
+	smr_ns_close(ns);
+	engine_close();
+
+	SMR_ASSERT_OK(engine_open());
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "dir", &a));
+	CU_ASSERT_EQUAL(a.ino, d);
+	CU_ASSERT_EQUAL(nlink_of(ROOT), 3);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "file", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0640);
+	CU_ASSERT_EQUAL(a.size, 777 + sizeof(buf));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 777, sizeof(out), out),
+			(ssize_t)sizeof(out));
+	CU_ASSERT(!memcmp(out, buf, sizeof(buf)));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "link", &a));
+	CU_ASSERT_EQUAL(smr_ns_readlink(ns, a.ino, tgt, sizeof(tgt)), 4);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.k", tgt, 10),
+			1);
+	/* New inodes do not reuse numbers after a reopen. */
+	CU_ASSERT(mkfile(ROOT, "new", 0644) > a.ino);
+	fs_teardown();
+}
+#endif
+
+static const struct smr_test ns_tests[] = {
+	{ "root", test_root },
+	{ "names", test_names },
+	{ "readdir", test_readdir },
+	{ "dirs", test_dirs },
+	{ "links", test_links },
+	{ "symlinks", test_symlinks },
+	{ "rename", test_rename },
+	{ "read_write", test_read_write },
+	{ "large_offsets", test_large_offsets },
+	{ "truncate", test_truncate },
+	{ "fallocate_lseek", test_fallocate_lseek },
+#ifndef NS_TEST_REAL
+	{ "checksum", test_checksum },
+	{ "read_only", test_read_only },
+#else
+	{ "persistence", test_persistence },
+#endif
+	{ "permissions", test_permissions },
+	{ "xattr", test_xattr },
+	{ "orphans", test_orphans },
+	{ "timestamps_statfs", test_timestamps_statfs },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "namespace", ns_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(SMR_LOG_ERR);
+	return smr_test_main(argc, argv, suites);
+}
