@@ -1,17 +1,502 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* dev_io.c - batched I/O through io_uring. */
+/*
+ * dev_io.c - batched I/O through io_uring.
+ *
+ * smr_dev_submit() splits each request into pieces that lie within one zone
+ * (a backend's io_target maps a piece to one file descriptor and offset),
+ * and runs them on a ring: reads and conventional writes go out at once, as
+ * many as the ring holds; the writes of one sequential zone form a queue in
+ * array order of which only the head is in flight, the next one issued when
+ * it completes, because io_uring does not keep the order of several writes
+ * to one file or zone. Each sequential write passes the handle's write gate
+ * (zone rules, implicit open, busy flag) just before it is issued, and its
+ * completion updates the zone cache. Short transfers are resubmitted for the
+ * rest; reads of a sequential zone stop at the write pointer and the rest is
+ * zero-filled.
+ *
+ * Rings are kept in a small pool per handle: a call takes one (creating it
+ * the first time) and gives it back, so that threads never share a ring.
+ */
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "dev/dev_int.h"
 
-int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
-			 unsigned int n)
+#define SMR_RING_DEPTH 128
+
+struct smr_dev_uring {
+	struct io_uring ring;
+	struct smr_dev_uring *next;
+};
+
+/* One piece of a request, within one zone. */
+struct piece {
+	struct smr_io *io;
+	char *buf;
+	size_t len;         /* bytes still to transfer */
+	uint64_t off;       /* device offset of the next byte */
+	size_t total;       /* bytes of the piece (write gate) */
+	uint32_t zno;       /* sequential zone of a write, else UINT32_MAX */
+	bool begun;         /* write gate passed */
+	struct smr_zc_undo undo;
+	struct piece *next; /* ready list, or the zone's queue */
+};
+
+/* The writes of one sequential zone in this batch. */
+struct zqueue {
+	uint32_t zno;
+	bool failed;  /* a write failed: the rest are cancelled */
+	bool issuing; /* one write of the zone is ready or in flight */
+	struct piece *head, *tail; /* the writes waiting for it */
+};
+
+struct batch {
+	struct smr_dev *dev;
+	struct io_uring *ring;
+	struct piece *pieces;
+	unsigned int nr_pieces;
+	struct zqueue *zq;
+	unsigned int nr_zq;
+	struct piece *ready, *ready_tail;
+	struct piece *deferred; /* zone or its LRU victims busy elsewhere */
+	unsigned int inflight;
+	unsigned int left; /* pieces not finished */
+};
+
+/* ------------------------------------------------------------------------
+ * The ring pool
+ * ------------------------------------------------------------------------ */
+
+static struct smr_dev_uring *ring_get(struct smr_dev *dev)
 {
-	(void)dev;
-	(void)ios;
-	(void)n;
-	return -EOPNOTSUPP;
+	struct smr_dev_uring *r;
+
+	pthread_mutex_lock(&dev->ring_lock);
+	r = dev->ring;
+	if (r)
+		dev->ring = r->next;
+	pthread_mutex_unlock(&dev->ring_lock);
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	if (io_uring_queue_init(SMR_RING_DEPTH, &r->ring, 0) < 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void ring_put(struct smr_dev *dev, struct smr_dev_uring *r)
+{
+	pthread_mutex_lock(&dev->ring_lock);
+	r->next = dev->ring;
+	dev->ring = r;
+	pthread_mutex_unlock(&dev->ring_lock);
 }
 
 void smr_dev_uring_free(struct smr_dev *dev)
 {
-	(void)dev;
+	struct smr_dev_uring *r = dev->ring;
+
+	while (r) {
+		struct smr_dev_uring *next = r->next;
+
+		io_uring_queue_exit(&r->ring);
+		free(r);
+		r = next;
+	}
+	dev->ring = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Pieces
+ * ------------------------------------------------------------------------ */
+
+static void ready_push(struct batch *b, struct piece *p)
+{
+	p->next = NULL;
+	if (b->ready_tail)
+		b->ready_tail->next = p;
+	else
+		b->ready = p;
+	b->ready_tail = p;
+}
+
+static struct piece *ready_pop(struct batch *b)
+{
+	struct piece *p = b->ready;
+
+	if (p) {
+		b->ready = p->next;
+		if (!b->ready)
+			b->ready_tail = NULL;
+	}
+	return p;
+}
+
+static struct zqueue *zqueue_of(struct batch *b, uint32_t zno)
+{
+	for (unsigned int i = 0; i < b->nr_zq; i++)
+		if (b->zq[i].zno == zno)
+			return &b->zq[i];
+	b->zq[b->nr_zq] = (struct zqueue){ .zno = zno };
+	return &b->zq[b->nr_zq++];
+}
+
+static void set_result(struct smr_io *io, int rc)
+{
+	if (rc && !io->result)
+		io->result = rc;
+}
+
+/* Fail every write still queued behind the head of @q. */
+static void zqueue_cancel(struct batch *b, struct zqueue *q)
+{
+	q->failed = true;
+	while (q->head) {
+		struct piece *p = q->head;
+
+		q->head = p->next;
+		set_result(p->io, -ECANCELED);
+		b->left--;
+	}
+	q->tail = NULL;
+}
+
+/* A piece is over: for a sequential write, settle the zone and let the
+ * next write of the zone go. */
+static void piece_done(struct batch *b, struct piece *p, int rc)
+{
+	set_result(p->io, rc);
+	b->left--;
+	if (p->zno == UINT32_MAX)
+		return;
+	if (p->begun)
+		smr_dev_write_end(b->dev, p->zno, p->total, rc == 0, &p->undo);
+	{
+		struct zqueue *q = zqueue_of(b, p->zno);
+
+		if (rc) {
+			q->issuing = false;
+			zqueue_cancel(b, q);
+		} else if (q->head) {
+			struct piece *n = q->head;
+
+			q->head = n->next;
+			if (!q->head)
+				q->tail = NULL;
+			ready_push(b, n);
+		} else {
+			q->issuing = false;
+		}
+	}
+}
+
+/* Do a piece synchronously through the backend (no io_target for it). */
+static void piece_sync(struct batch *b, struct piece *p)
+{
+	struct smr_dev *dev = b->dev;
+	int rc = p->io->op == SMR_IO_READ ?
+			 dev->ops->read(dev, p->buf, p->len, p->off) :
+			 dev->ops->write(dev, p->buf, p->len, p->off);
+
+	piece_done(b, p, rc);
+}
+
+/*
+ * Put piece @p on the ring. Returns 0 when queued or finished, or
+ * SMR_ZC_BUSY_RETRY when it must wait for a zone held by another thread.
+ */
+static int piece_issue(struct batch *b, struct piece *p, bool wait)
+{
+	struct smr_dev *dev = b->dev;
+	struct io_uring_sqe *sqe;
+	uint64_t foff;
+	int fd, rc;
+
+	if (p->io->op == SMR_IO_READ && p->len == p->total) {
+		size_t rd = smr_dev_readable(dev, p->len, p->off);
+
+		if (rd < p->len)
+			memset(p->buf + rd, 0, p->len - rd);
+		p->len = rd;
+		p->total = rd;
+		if (!rd) {
+			piece_done(b, p, 0);
+			return 0;
+		}
+	}
+	if (p->zno != UINT32_MAX && !p->begun) {
+		rc = smr_dev_write_begin(dev, p->zno, p->off, p->total, wait,
+					 &p->undo);
+		if (rc == SMR_ZC_BUSY_RETRY)
+			return rc;
+		if (rc) {
+			piece_done(b, p, rc);
+			return 0;
+		}
+		p->begun = true;
+	}
+	rc = dev->ops->io_target(dev, p->off, p->len, &fd, &foff);
+	if (rc) {
+		piece_sync(b, p);
+		return 0;
+	}
+	sqe = io_uring_get_sqe(b->ring);
+	if (!sqe) {
+		/* Cannot happen: at most SMR_RING_DEPTH in flight. */
+		piece_sync(b, p);
+		return 0;
+	}
+	if (p->io->op == SMR_IO_READ)
+		io_uring_prep_read(sqe, fd, p->buf, (unsigned int)p->len, foff);
+	else
+		io_uring_prep_write(sqe, fd, p->buf, (unsigned int)p->len,
+				    foff);
+	io_uring_sqe_set_data(sqe, p);
+	b->inflight++;
+	return 0;
+}
+
+static void piece_complete(struct batch *b, struct piece *p, int res)
+{
+	b->inflight--;
+	if (res == -EINTR || res == -EAGAIN) {
+		ready_push(b, p);
+		return;
+	}
+	if (res < 0) {
+		piece_done(b, p, res);
+		return;
+	}
+	if (res == 0) {
+		if (p->io->op == SMR_IO_READ) {
+			/* End of file: zeros. */
+			memset(p->buf, 0, p->len);
+			piece_done(b, p, 0);
+		} else {
+			piece_done(b, p, -EIO);
+		}
+		return;
+	}
+	if ((size_t)res < p->len) {
+		/* Short: the rest goes out again. */
+		p->buf += res;
+		p->off += (uint64_t)res;
+		p->len -= (size_t)res;
+		ready_push(b, p);
+		return;
+	}
+	piece_done(b, p, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Splitting the batch
+ * ------------------------------------------------------------------------ */
+
+/* Largest number of pieces @io can make. */
+static unsigned int pieces_of(const struct smr_dev *dev, const struct smr_io *io)
+{
+	uint32_t first, last;
+
+	if (!dev->zc || !io->len)
+		return 1;
+	first = smr_zc_zone_no(dev->zc, io->off);
+	last = smr_zc_zone_no(dev->zc, io->off + io->len - 1);
+	return last - first + 1;
+}
+
+static void add_piece(struct batch *b, struct smr_io *io, char *buf,
+		      size_t len, uint64_t off, uint32_t zno)
+{
+	struct piece *p = &b->pieces[b->nr_pieces++];
+
+	*p = (struct piece){ .io = io, .buf = buf, .len = len, .off = off,
+			     .total = len, .zno = zno };
+	b->left++;
+	if (zno == UINT32_MAX) {
+		ready_push(b, p);
+		return;
+	}
+	{
+		struct zqueue *q = zqueue_of(b, zno);
+
+		if (q->failed) {
+			set_result(io, -ECANCELED);
+			b->left--;
+		} else if (!q->issuing) {
+			/* First write of the zone: it may go now. */
+			q->issuing = true;
+			ready_push(b, p);
+		} else {
+			p->next = NULL;
+			if (q->tail)
+				q->tail->next = p;
+			else
+				q->head = p;
+			q->tail = p;
+		}
+	}
+}
+
+static int split(struct batch *b, struct smr_io *ios, unsigned int n)
+{
+	struct smr_dev *dev = b->dev;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct smr_io *io = &ios[i];
+		uint64_t off = io->off;
+		size_t len = io->len;
+		char *buf = io->buf;
+		uint32_t zno;
+		bool seq;
+		int rc;
+
+		io->result = 0;
+		rc = smr_dev_io_check(dev, io->op, io->buf, io->len, io->off);
+		if (!rc && io->op == SMR_IO_WRITE)
+			rc = smr_dev_write_zone(dev, len, off, &zno, &seq);
+		if (rc) {
+			io->result = rc;
+			/* Later writes to this zone are cancelled. */
+			if (io->op == SMR_IO_WRITE && dev->zc) {
+				zno = smr_zc_zone_no(dev->zc, io->off);
+				if (zno != UINT32_MAX)
+					zqueue_of(b, zno)->failed = true;
+			}
+			continue;
+		}
+		if (!len)
+			continue;
+		if (io->op == SMR_IO_WRITE && seq) {
+			add_piece(b, io, buf, len, off, zno);
+			continue;
+		}
+		while (len) {
+			size_t piece = (size_t)SMR_MIN(
+				(uint64_t)len, smr_dev_zone_end_of(dev, off) - off);
+
+			add_piece(b, io, buf, piece, off, UINT32_MAX);
+			buf += piece;
+			off += piece;
+			len -= piece;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The loop
+ * ------------------------------------------------------------------------ */
+
+static int run(struct batch *b)
+{
+	struct io_uring_cqe *cqe;
+	int rc;
+
+	while (b->left) {
+		struct piece *p, *def = NULL;
+
+		/* Issue what is ready, up to the ring's depth. */
+		while (b->inflight < SMR_RING_DEPTH && (p = ready_pop(b))) {
+			if (piece_issue(b, p, false) == SMR_ZC_BUSY_RETRY) {
+				p->next = def;
+				def = p;
+			}
+		}
+		/* Waiting ones go back to the front of the ready list. */
+		while (def) {
+			p = def;
+			def = p->next;
+			p->next = b->ready;
+			b->ready = p;
+			if (!b->ready_tail)
+				b->ready_tail = p;
+		}
+		if (b->inflight) {
+			rc = io_uring_submit(b->ring);
+			if (rc < 0)
+				return rc;
+			rc = io_uring_wait_cqe(b->ring, &cqe);
+			if (rc < 0)
+				return rc;
+			do {
+				unsigned int head, seen = 0;
+
+				io_uring_for_each_cqe(b->ring, head, cqe) {
+					piece_complete(
+						b, io_uring_cqe_get_data(cqe),
+						cqe->res);
+					seen++;
+				}
+				io_uring_cq_advance(b->ring, seen);
+			} while (io_uring_peek_cqe(b->ring, &cqe) == 0);
+			continue;
+		}
+		/* Nothing of ours in flight: whatever is busy belongs to
+		 * another thread. Wait for it on the first waiting piece. */
+		p = ready_pop(b);
+		if (p)
+			piece_issue(b, p, true);
+	}
+	return 0;
+}
+
+int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
+			 unsigned int n)
+{
+	struct smr_dev_uring *r;
+	struct batch b = { .dev = dev };
+	unsigned int max = 0;
+	int rc, first = 0;
+
+	if (!dev->ops->io_target)
+		return -EOPNOTSUPP;
+	for (unsigned int i = 0; i < n; i++) {
+		if (smr_dev_io_check(dev, ios[i].op, ios[i].buf, ios[i].len,
+				     ios[i].off) == 0)
+			max += pieces_of(dev, &ios[i]);
+		else
+			max++;
+	}
+	r = ring_get(dev);
+	if (!r)
+		return -EOPNOTSUPP;
+	b.ring = &r->ring;
+	b.pieces = calloc(max ? max : 1, sizeof(*b.pieces));
+	b.zq = calloc(n ? n : 1, sizeof(*b.zq));
+	if (!b.pieces || !b.zq) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = split(&b, ios, n);
+	if (!rc)
+		rc = run(&b);
+	if (rc) {
+		/* The ring failed under us: finish in-flight pieces before the
+		 * buffers go back to the caller. */
+		struct io_uring_cqe *cqe;
+
+		while (b.inflight && io_uring_wait_cqe(b.ring, &cqe) == 0) {
+			piece_complete(&b, io_uring_cqe_get_data(cqe), -EIO);
+			io_uring_cqe_seen(b.ring, cqe);
+		}
+		io_uring_queue_exit(&r->ring);
+		free(r);
+		r = NULL;
+	}
+out:
+	if (r)
+		ring_put(dev, r);
+	free(b.pieces);
+	free(b.zq);
+	if (rc)
+		return rc;
+	for (unsigned int i = 0; i < n; i++)
+		if (ios[i].result && !first)
+			first = ios[i].result;
+	return first;
 }

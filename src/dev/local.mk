@@ -19,11 +19,15 @@ src_dev_libsmrfs_dev_la_LIBADD = $(URING_LIBS) $(ZBD_LIBS) -lpthread
 SMR_DEV_TEST_LIBS = $(SMR_TEST_LIBS) src/dev/libsmrfs_dev.la \
 	src/util/libsmrfs_util.la $(SMR_DEP_LIBS)
 
-check_PROGRAMS += tests/test_zcache tests/test_zloop tests/test_dev_file
+check_PROGRAMS += tests/test_zcache tests/test_zloop tests/test_dev_file \
+	tests/test_dev_io
 tests_test_zcache_SOURCES = tests/test_zcache.c
 tests_test_zcache_LDADD = $(SMR_DEV_TEST_LIBS)
 tests_test_zloop_SOURCES = tests/test_zloop.c
 tests_test_zloop_LDADD = $(SMR_DEV_TEST_LIBS)
 tests_test_dev_file_SOURCES = tests/test_dev_file.c
 tests_test_dev_file_LDADD = $(SMR_DEV_TEST_LIBS)
-TESTS += tests/test_zcache tests/test_zloop tests/test_dev_file
+tests_test_dev_io_SOURCES = tests/test_dev_io.c
+tests_test_dev_io_LDADD = $(SMR_DEV_TEST_LIBS)
+TESTS += tests/test_zcache tests/test_zloop tests/test_dev_file \
+	tests/test_dev_io

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_dev_io.c - batched I/O (smr_dev_submit, io_uring): hundreds of
+ * requests in flight across several zones, reads and writes mixed, per-zone
+ * write order, errors and cancellation inside a batch, several threads on
+ * one handle; every byte checked against a model.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dev/dev.h"
+
+#define ZS SMR_MIB
+#define NZ 10   /* zones */
+#define NCNV 2  /* conventional ones */
+
+static struct smr_dev *mkdev(const char *tag, uint32_t max_open,
+			     uint8_t **model)
+{
+	static char path[4096];
+	struct smr_zloop_params p = {
+		.capacity = NZ * ZS,
+		.zone_size = ZS,
+		.nr_cnv = NCNV,
+		.max_open = max_open,
+		.block_size = 4096,
+	};
+	struct smr_dev *dev = NULL;
+
+	snprintf(path, sizeof(path), "%s/zl", smr_test_tmpdir(tag));
+	SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	if (model)
+		*model = calloc(1, NZ * ZS);
+	return dev;
+}
+
+static void fill(uint8_t *buf, size_t len, uint64_t seed)
+{
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t v = seed * 0x9e3779b97f4a7c15ULL + i;
+
+		memcpy(buf + i, &v, 8);
+	}
+}
+
+/* Read the whole device back in one batch of 4 KiB reads in a shuffled
+ * order and compare with @model. */
+static void check_all(struct smr_dev *dev, const uint8_t *model)
+{
+	const unsigned int n = NZ * ZS / 4096;
+	uint8_t *r = smr_dev_buf_alloc(NZ * ZS);
+	struct smr_io *ios = calloc(n, sizeof(*ios));
+	uint64_t seed = 99;
+
+	memset(r, 0xee, NZ * ZS);
+	for (unsigned int i = 0; i < n; i++)
+		ios[i] = (struct smr_io){ SMR_IO_READ, r + i * 4096ULL, 4096,
+					  i * 4096ULL, 1 };
+	for (unsigned int i = n - 1; i > 0; i--) {
+		unsigned int j = (unsigned int)(smr_test_rand(&seed) % (i + 1));
+		struct smr_io t = ios[i];
+
+		ios[i] = ios[j];
+		ios[j] = t;
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
+	for (unsigned int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ios[i].result, 0);
+	for (size_t z = 0; z < NZ; z++)
+		if (memcmp(r + z * ZS, model + z * ZS, ZS)) {
+			fprintf(stderr, "zone %zu differs from the model\n", z);
+			CU_FAIL("data differs");
+		}
+	free(ios);
+	smr_dev_buf_free(r);
+}
+
+static void test_many_in_flight(void)
+{
+	uint8_t *model;
+	struct smr_dev *dev = mkdev("io-many", 0, &model);
+	const unsigned int per_zone = 32, wlen = 16384;
+	const unsigned int nseq = NZ - NCNV;
+	const unsigned int ncnv = 96;
+	unsigned int n = 0;
+	struct smr_io *ios = calloc(nseq * per_zone + ncnv, sizeof(*ios));
+	uint8_t *data = smr_dev_buf_alloc((nseq * per_zone + ncnv) * wlen);
+	uint64_t seed = 7;
+
+	/* Interleaved: write k of every sequential zone, then k+1, ...
+	 * with conventional-zone writes at random places in between. */
+	for (unsigned int k = 0; k < per_zone; k++) {
+		for (unsigned int z = NCNV; z < NZ; z++) {
+			uint64_t off = z * (uint64_t)ZS + k * (uint64_t)wlen;
+			uint8_t *b = data + n * (size_t)wlen;
+
+			fill(b, wlen, n + 1);
+			memcpy(model + off, b, wlen);
+			ios[n++] = (struct smr_io){ SMR_IO_WRITE, b, wlen, off,
+						    1 };
+		}
+		for (unsigned int c = 0; c < ncnv / per_zone; c++) {
+			/* Distinct blocks, so that the order among them does
+			 * not matter. */
+			uint64_t off = (k * (ncnv / per_zone) + c) *
+				       (uint64_t)wlen;
+			uint8_t *b = data + n * (size_t)wlen;
+
+			(void)seed;
+			fill(b, wlen, n + 1);
+			memcpy(model + off, b, wlen);
+			ios[n++] = (struct smr_io){ SMR_IO_WRITE, b, wlen, off,
+						    1 };
+		}
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
+	for (unsigned int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ios[i].result, 0);
+	for (uint32_t z = NCNV; z < NZ; z++) {
+		CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z),
+				z * (uint64_t)ZS + per_zone * wlen);
+		CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z),
+				SMR_ZONE_COND_IMP_OPEN);
+	}
+	check_all(dev, model);
+
+	/* Fill every sequential zone to the end with writes of different
+	 * sizes while reading written parts of all zones in the same batch. */
+	n = 0;
+	uint8_t *rd = smr_dev_buf_alloc(nseq * 65536);
+	for (unsigned int z = NCNV; z < NZ; z++) {
+		uint64_t off = z * (uint64_t)ZS + per_zone * wlen;
+		uint8_t *b = data;
+
+		ios[n++] = (struct smr_io){ SMR_IO_READ,
+					    rd + (z - NCNV) * 65536ULL, 65536,
+					    z * (uint64_t)ZS, 1 };
+		while (off < (z + 1) * (uint64_t)ZS) {
+			size_t len = 4096 * (1 + smr_test_rand(&seed) % 8);
+
+			len = SMR_MIN(len, (z + 1) * (uint64_t)ZS - off);
+			fill(b, len, off);
+			memcpy(model + off, b, len);
+			ios[n++] = (struct smr_io){ SMR_IO_WRITE, b, len, off,
+						    1 };
+			b += len;
+			off += len;
+			if (n == nseq * per_zone + ncnv)
+				break;
+		}
+		/* Submit zone by zone: buffers are reused per zone. */
+		SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
+		CU_ASSERT_EQUAL(memcmp(rd + (z - NCNV) * 65536ULL,
+				       model + z * (uint64_t)ZS, 65536), 0);
+		CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+		n = 0;
+	}
+	CU_ASSERT_EQUAL(smr_dev_nr_open(dev), 0);
+	check_all(dev, model);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	smr_dev_buf_free(rd);
+	smr_dev_buf_free(data);
+	free(ios);
+	free(model);
+}
+
+static void test_batch_errors(void)
+{
+	uint8_t *model;
+	struct smr_dev *dev = mkdev("io-err", 0, &model);
+	uint8_t *b = smr_dev_buf_alloc(16 * 4096);
+	uint64_t z2 = 2 * (uint64_t)ZS, z3 = 3 * (uint64_t)ZS;
+	struct smr_io ios[] = {
+		{ SMR_IO_WRITE, b, 4096, z2, 1 },
+		{ SMR_IO_WRITE, b + 4096, 4096, z3, 1 },
+		{ SMR_IO_WRITE, b + 8192, 4096, z2 + 4096, 1 },
+		{ SMR_IO_WRITE, b + 12288, 4096, z2 + 65536, 1 }, /* not at wp */
+		{ SMR_IO_WRITE, b + 16384, 4096, z3 + 4096, 1 },
+		{ SMR_IO_WRITE, b + 20480, 4096, z2 + 8192, 1 },  /* cancelled */
+		{ SMR_IO_READ, b + 24576, 4096, 100, 1 },          /* misaligned */
+		{ SMR_IO_WRITE, b + 28672, 4096, z3 + 8192, 1 },
+		{ SMR_IO_WRITE, b + 32768, 4096, z3 + 12288 + 1, 1 }, /* bad */
+		{ SMR_IO_WRITE, b + 36864, 4096, z3 + 12288, 1 }, /* cancelled */
+		{ SMR_IO_READ, b + 40960, 8192, z2, 1 },
+	};
+
+	fill(b, 16 * 4096, 5);
+	SMR_ASSERT_RC(smr_dev_submit(dev, ios, SMR_ARRAY_SIZE(ios)), -EIO);
+	CU_ASSERT_EQUAL(ios[0].result, 0);
+	CU_ASSERT_EQUAL(ios[1].result, 0);
+	CU_ASSERT_EQUAL(ios[2].result, 0);
+	CU_ASSERT_EQUAL(ios[3].result, -EIO);
+	CU_ASSERT_EQUAL(ios[4].result, 0);
+	CU_ASSERT_EQUAL(ios[5].result, -ECANCELED);
+	CU_ASSERT_EQUAL(ios[6].result, -EINVAL);
+	CU_ASSERT_EQUAL(ios[7].result, 0);
+	CU_ASSERT_EQUAL(ios[8].result, -EINVAL);
+	CU_ASSERT_EQUAL(ios[9].result, -ECANCELED);
+	CU_ASSERT_EQUAL(ios[10].result, 0);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 2), z2 + 8192);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 3), z3 + 12288);
+	memcpy(model + z2, b, 4096);
+	memcpy(model + z2 + 4096, b + 8192, 4096);
+	memcpy(model + z3, b + 4096, 4096);
+	memcpy(model + z3 + 4096, b + 16384, 4096);
+	memcpy(model + z3 + 8192, b + 28672, 4096);
+	check_all(dev, model);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_dev_buf_free(b);
+	free(model);
+}
+
+/* Threads writing their own zones through one handle with max_open 2, so
+ * that they keep closing each other's zones implicitly. */
+struct worker {
+	struct smr_dev *dev;
+	uint32_t zno;
+	uint8_t *model;
+	int rc;
+};
+
+static void *worker_fn(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t *b = smr_dev_buf_alloc(ZS);
+	uint64_t off = w->zno * (uint64_t)ZS;
+	struct smr_io ios[16];
+
+	fill(b, ZS, w->zno);
+	memcpy(w->model + off, b, ZS);
+	for (unsigned int round = 0; round < ZS / (16 * 4096) && !w->rc;
+	     round++) {
+		for (unsigned int i = 0; i < 16; i++) {
+			uint64_t o = round * 16 * 4096ULL + i * 4096ULL;
+
+			ios[i] = (struct smr_io){ SMR_IO_WRITE, b + o, 4096,
+						  off + o, 1 };
+		}
+		w->rc = smr_dev_submit(w->dev, ios, 16);
+	}
+	smr_dev_buf_free(b);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	uint8_t *model;
+	struct smr_dev *dev = mkdev("io-threads", 2, &model);
+	struct worker w[6];
+	pthread_t t[6];
+
+	for (int i = 0; i < 6; i++) {
+		w[i] = (struct worker){ dev, (uint32_t)(NCNV + i), model, 0 };
+		CU_ASSERT_EQUAL_FATAL(
+			pthread_create(&t[i], NULL, worker_fn, &w[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+		SMR_ASSERT_OK(w[i].rc);
+		CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, w[i].zno),
+				SMR_ZONE_COND_FULL);
+	}
+	CU_ASSERT(smr_dev_nr_open(dev) <= 2);
+	check_all(dev, model);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	free(model);
+}
+
+static void test_file_batch(void)
+{
+	const size_t size = 4 * SMR_MIB;
+	const unsigned int n = 400;
+	char path[4096];
+	struct smr_dev *dev = NULL;
+	uint8_t *model = calloc(1, size);
+	uint8_t *b = smr_dev_buf_alloc(n * 8192ULL);
+	uint8_t *r = smr_dev_buf_alloc(size);
+	struct smr_io *ios = calloc(n, sizeof(*ios));
+	unsigned int *perm = calloc(size / 8192, sizeof(*perm));
+	uint64_t seed = 3;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/img", smr_test_tmpdir("io-file"));
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+
+	/* Distinct 8 KiB slots in random order. */
+	for (unsigned int i = 0; i < size / 8192; i++)
+		perm[i] = i;
+	for (unsigned int i = size / 8192 - 1; i > 0; i--) {
+		unsigned int j = (unsigned int)(smr_test_rand(&seed) % (i + 1));
+		unsigned int x = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = x;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t off = perm[i] * 8192ULL;
+
+		fill(b + i * 8192ULL, 8192, i + 1);
+		memcpy(model + off, b + i * 8192ULL, 8192);
+		ios[i] = (struct smr_io){ SMR_IO_WRITE, b + i * 8192ULL, 8192,
+					  off, 1 };
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
+	for (unsigned int i = 0; i < n; i++) {
+		ios[i] = (struct smr_io){ SMR_IO_READ, r + i * 8192ULL, 8192,
+					  i * 8192ULL, 1 };
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, size / 8192 < n ? size / 8192 : n));
+	CU_ASSERT_EQUAL(memcmp(r, model, n * 8192ULL), 0);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	free(perm);
+	free(ios);
+	free(model);
+	smr_dev_buf_free(b);
+	smr_dev_buf_free(r);
+}
+
+static const struct smr_test io_tests[] = {
+	{ "many_in_flight", test_many_in_flight },
+	{ "batch_errors", test_batch_errors },
+	{ "threads", test_threads },
+	{ "file_batch", test_file_batch },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "dev_io", io_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level((enum smr_log_level)(SMR_LOG_ERR - 1));
+	return smr_test_main(argc, argv, suites);
+}
