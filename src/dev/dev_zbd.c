@@ -40,12 +40,25 @@ struct zbd_priv {
 	struct zbd_info zi;
 };
 
+/*
+ * The kernel fails a write or zone operation that would exceed the open or
+ * active zone limit with ETOOMANYREFS or EOVERFLOW (BLK_STS_ZONE_OPEN_RESOURCE,
+ * BLK_STS_ZONE_ACTIVE_RESOURCE); dev.h promises -EIO for a refused write or
+ * zone operation, so that callers need to know only EIO and EREMOTEIO.
+ */
+static int zbd_errno(int rc)
+{
+	if (rc == -ETOOMANYREFS || rc == -EOVERFLOW)
+		return -EIO;
+	return rc;
+}
+
 /* The negative errno of a failed libzbd call that returned @ret. */
 static int zbd_rc(int ret, int err)
 {
 	if (ret < -1)
-		return ret;
-	return err > 0 ? -err : -EIO;
+		return zbd_errno(ret);
+	return err > 0 ? zbd_errno(-err) : -EIO;
 }
 
 static int zbd_open_dev(const char *path, const struct smr_dev_opts *opts,
@@ -147,7 +160,7 @@ static int zbd_write(struct smr_dev *dev, const void *buf, size_t len,
 {
 	struct zbd_priv *p = smr_dev_priv(dev);
 
-	return smr_dev_pwrite_full(p->fd, buf, len, off);
+	return zbd_errno(smr_dev_pwrite_full(p->fd, buf, len, off));
 }
 
 static int zbd_flush(struct smr_dev *dev)
@@ -269,9 +282,30 @@ static int zbd_zopen(struct smr_dev *dev, uint32_t zno)
 	return zbd_zone_mgmt(dev, zno, ZBD_OP_OPEN);
 }
 
+/*
+ * Closing an open zone that holds no data makes it empty on ZBC and ZAC
+ * drives and null_blk, but closed (and still active) on NVMe ZNS drives. The
+ * zone cache follows the first rule, so reset such a zone: empty, it no
+ * longer counts against the active limit, as the cache assumes.
+ */
 static int zbd_zclose(struct smr_dev *dev, uint32_t zno)
 {
-	return zbd_zone_mgmt(dev, zno, ZBD_OP_CLOSE);
+	struct zbd_priv *p = smr_dev_priv(dev);
+	uint64_t start = smr_dev_zone_start(dev, zno);
+	struct zbd_zone z;
+	unsigned int n = 1;
+	int rc, ret;
+
+	rc = zbd_zone_mgmt(dev, zno, ZBD_OP_CLOSE);
+	if (rc || smr_dev_zone_wp(dev, zno) != start)
+		return rc;
+	errno = 0;
+	ret = zbd_report_zones(p->fd, start, 1, ZBD_RO_ALL, &z, &n);
+	if (ret)
+		return zbd_rc(ret, errno);
+	if (n == 1 && zbd_zone_closed(&z) && zbd_zone_wp(&z) == start)
+		rc = zbd_zone_mgmt(dev, zno, ZBD_OP_RESET);
+	return rc;
 }
 
 static int zbd_io_target(struct smr_dev *dev, uint64_t off, size_t len,
