@@ -1,1 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# smrfsctl: the one administration command (zoned loop directories now;
+# filesystem statistics and zone usage later).
+sbin_PROGRAMS += ctl/smrfsctl
+ctl_smrfsctl_SOURCES = ctl/smrfsctl.c
+ctl_smrfsctl_LDADD = libsmrfs.la
+
+TESTS += tests/test_smrfsctl.sh
+EXTRA_DIST += tests/test_smrfsctl.sh

@@ -47,7 +47,7 @@ const char *smr_zone_cond_str(uint8_t cond)
 	case SMR_ZONE_COND_CLOSED: return "cl";
 	case SMR_ZONE_COND_READONLY: return "ro";
 	case SMR_ZONE_COND_FULL: return "fu";
-	case SMR_ZONE_COND_OFFLINE: return "ol";
+	case SMR_ZONE_COND_OFFLINE: return "of";
 	default: return "??";
 	}
 }
