@@ -1,1 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# mount.smrfs: the FUSE daemon, a thin adapter over the namespace layer.
+sbin_PROGRAMS += src/fuse/mount.smrfs
+src_fuse_mount_smrfs_SOURCES = \
+	src/fuse/fuse_ops.h \
+	src/fuse/fuse_ops.c \
+	src/fuse/main.c
+src_fuse_mount_smrfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+src_fuse_mount_smrfs_LDADD = libsmrfs.la $(FUSE_LIBS)
+
+# The same daemon over the in-memory engine of the tests: a fresh empty
+# filesystem per mount, for trying the adapter without a device.
+check_PROGRAMS += tests/mount_memcow
+tests_mount_memcow_SOURCES = src/fuse/fuse_ops.c src/fuse/main.c \
+	tests/memcow.c
+tests_mount_memcow_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_MEMCOW
+tests_mount_memcow_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+tests_mount_memcow_LDADD = src/namespace/libsmrfs_ns.la \
+	src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
+	$(XXHASH_LIBS) $(FUSE_LIBS) -lpthread

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fuse_ops.c - FUSE low-level requests to namespace calls.
+ *
+ * Each handler takes the caller's credentials from the request, calls one
+ * namespace function, and replies. Errors come back from the namespace as
+ * negative errnos and are turned positive only in reply_err(). The namespace
+ * does its own locking; the handlers run on the session loop's threads.
+ */
+#include "fuse/fuse_ops.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NS(req) (*(struct smr_ns **)fuse_req_userdata(req))
+#define FUSE_MAX_GROUPS 64
+
+/* The one place a negative errno becomes FUSE's positive one. */
+static void reply_err(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, rc < 0 ? -rc : rc);
+}
+
+static void req_cred(fuse_req_t req, struct smr_ns_cred *cr)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	cr->uid = ctx->uid;
+	cr->gid = ctx->gid;
+	cr->groups = NULL;
+	cr->ngroups = 0;
+}
+
+/* Credentials with the supplementary groups (read from /proc, so only
+ * where the rules need them). */
+static void req_cred_groups(fuse_req_t req, struct smr_ns_cred *cr,
+			    uint32_t *groups)
+{
+	gid_t list[FUSE_MAX_GROUPS];
+	int n;
+
+	req_cred(req, cr);
+	n = fuse_req_getgroups(req, FUSE_MAX_GROUPS, list);
+	if (n <= 0)
+		return;
+	n = SMR_MIN(n, FUSE_MAX_GROUPS);
+	for (int i = 0; i < n; i++)
+		groups[i] = list[i];
+	cr->groups = groups;
+	cr->ngroups = (unsigned int)n;
+}
+
+static void attr_to_stat(const struct smr_ns_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = a->blksize;
+	st->st_blocks = (blkcnt_t)a->blocks;
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}
+
+static void reply_entry(fuse_req_t req, const struct smr_ns_attr *a)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = a->ino;
+	e.generation = a->gen;
+	attr_to_stat(a, &e.attr);
+	e.attr_timeout = SMR_FUSE_TIMEOUT;
+	e.entry_timeout = SMR_FUSE_TIMEOUT;
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		/* The request was interrupted: the kernel will not count
+		 * the lookup, so neither may we. */
+		smr_ns_forget(NS(req), a->ino, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void smr_fuse_init(void *userdata, struct fuse_conn_info *conn)
+{
+	conn->max_write = SMR_FUSE_MAX_WRITE;
+	/* No writeback cache: with it the kernel owns size and mtime and
+	 * dirty data would die with the daemon. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (conn->capable & FUSE_CAP_SPLICE_READ)
+		conn->want &= ~FUSE_CAP_SPLICE_READ;
+}
+
+static void smr_fuse_lookup(fuse_req_t req, fuse_ino_t parent,
+			    const char *name)
+{
+	struct smr_ns_attr a;
+	int rc = smr_ns_lookup(NS(req), parent, name, &a);
+
+	if (rc == -ENOENT) {
+		/* A negative entry the kernel may cache. */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = SMR_FUSE_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (rc)
+		return reply_err(req, rc);
+	reply_entry(req, &a);
+}
+
+static void smr_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	smr_ns_forget(NS(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void smr_fuse_forget_multi(fuse_req_t req, size_t count,
+				  struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		smr_ns_forget(NS(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void smr_fuse_getattr(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	struct smr_ns_attr a;
+	struct stat st;
+	int rc = smr_ns_getattr(NS(req), ino, &a);
+
+	if (rc)
+		return reply_err(req, rc);
+	attr_to_stat(&a, &st);
+	fuse_reply_attr(req, &st, SMR_FUSE_TIMEOUT);
+}
+
+static void smr_fuse_setattr(fuse_req_t req, fuse_ino_t ino,
+			     struct stat *attr, int to_set,
+			     struct fuse_file_info *fi)
+{
+	struct smr_ns_setattr sa;
+	struct smr_ns_cred cr;
+	struct smr_ns_attr a;
+	uint32_t groups[FUSE_MAX_GROUPS];
+	struct stat st;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= SMR_NS_SET_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= SMR_NS_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= SMR_NS_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (attr->st_size < 0)
+			return reply_err(req, -EINVAL);
+		sa.valid |= SMR_NS_SET_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= SMR_NS_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= SMR_NS_SET_ATIME;
+		sa.atime = attr->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= SMR_NS_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= SMR_NS_SET_MTIME;
+		sa.mtime = attr->st_mtim;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= SMR_NS_SET_CTIME;
+		sa.ctime = attr->st_ctim;
+	}
+	if (sa.valid & (SMR_NS_SET_MODE | SMR_NS_SET_GID))
+		req_cred_groups(req, &cr, groups);
+	else
+		req_cred(req, &cr);
+	rc = smr_ns_setattr(NS(req), &cr, ino, &sa, &a);
+	if (rc)
+		return reply_err(req, rc);
+	attr_to_stat(&a, &st);
+	fuse_reply_attr(req, &st, SMR_FUSE_TIMEOUT);
+}
+
+static void smr_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[SMR_NS_SYMLINK_MAX + 1];
+	int rc = smr_ns_readlink(NS(req), ino, buf, SMR_NS_SYMLINK_MAX);
+
+	if (rc < 0)
+		return reply_err(req, rc);
+	buf[rc] = 0;
+	fuse_reply_readlink(req, buf);
+}
+
+static void smr_fuse_mknod(fuse_req_t req, fuse_ino_t parent,
+			   const char *name, mode_t mode, dev_t rdev)
+{
+	struct smr_ns_cred cr;
+	struct smr_ns_attr a;
+	uint32_t groups[FUSE_MAX_GROUPS];
+	int rc;
+
+	req_cred_groups(req, &cr, groups);
+	rc = smr_ns_mknod(NS(req), &cr, parent, name, mode, rdev, &a);
+	if (rc)
+		return reply_err(req, rc);
+	reply_entry(req, &a);
+}
+
+static void smr_fuse_mkdir(fuse_req_t req, fuse_ino_t parent,
+			   const char *name, mode_t mode)
+{
+	struct smr_ns_cred cr;
+	struct smr_ns_attr a;
+	int rc;
+
+	req_cred(req, &cr);
+	rc = smr_ns_mkdir(NS(req), &cr, parent, name, mode, &a);
+	if (rc)
+		return reply_err(req, rc);
+	reply_entry(req, &a);
+}
+
+static void smr_fuse_unlink(fuse_req_t req, fuse_ino_t parent,
+			    const char *name)
+{
+	struct smr_ns_cred cr;
+
+	req_cred(req, &cr);
+	reply_err(req, smr_ns_unlink(NS(req), &cr, parent, name));
+}
+
+static void smr_fuse_rmdir(fuse_req_t req, fuse_ino_t parent,
+			   const char *name)
+{
+	struct smr_ns_cred cr;
+
+	req_cred(req, &cr);
+	reply_err(req, smr_ns_rmdir(NS(req), &cr, parent, name));
+}
+
+static void smr_fuse_symlink(fuse_req_t req, const char *link,
+			     fuse_ino_t parent, const char *name)
+{
+	struct smr_ns_cred cr;
+	struct smr_ns_attr a;
+	int rc;
+
+	req_cred(req, &cr);
+	rc = smr_ns_symlink(NS(req), &cr, parent, name, link, &a);
+	if (rc)
+		return reply_err(req, rc);
+	reply_entry(req, &a);
+}
+
+static void smr_fuse_rename(fuse_req_t req, fuse_ino_t parent,
+			    const char *name, fuse_ino_t newparent,
+			    const char *newname, unsigned int flags)
+{
+	struct smr_ns_cred cr;
+
+	req_cred(req, &cr);
+	reply_err(req, smr_ns_rename(NS(req), &cr, parent, name, newparent,
+				     newname, flags));
+}
+
+static void smr_fuse_link(fuse_req_t req, fuse_ino_t ino,
+			  fuse_ino_t newparent, const char *newname)
+{
+	struct smr_ns_attr a;
+	int rc = smr_ns_link(NS(req), ino, newparent, newname, &a);
+
+	if (rc)
+		return reply_err(req, rc);
+	reply_entry(req, &a);
+}
+
+static void smr_fuse_open(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	int rc = smr_ns_open_file(NS(req), ino, fi->flags);
+
+	if (rc)
+		return reply_err(req, rc);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		smr_ns_release(NS(req), ino); /* interrupted */
+}
+
+static void smr_fuse_create(fuse_req_t req, fuse_ino_t parent,
+			    const char *name, mode_t mode,
+			    struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	struct smr_ns_cred cr;
+	struct smr_ns_attr a;
+	uint32_t groups[FUSE_MAX_GROUPS];
+	int rc;
+
+	req_cred_groups(req, &cr, groups);
+	rc = smr_ns_create(NS(req), &cr, parent, name, mode, &a);
+	if (rc)
+		return reply_err(req, rc);
+	memset(&e, 0, sizeof(e));
+	e.ino = a.ino;
+	e.generation = a.gen;
+	attr_to_stat(&a, &e.attr);
+	e.attr_timeout = SMR_FUSE_TIMEOUT;
+	e.entry_timeout = SMR_FUSE_TIMEOUT;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		smr_ns_release(NS(req), a.ino);
+		smr_ns_forget(NS(req), a.ino, 1);
+	}
+}
+
+static void smr_fuse_release(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	smr_ns_release(NS(req), ino);
+	fuse_reply_err(req, 0);
+}
+
+static void smr_fuse_flush(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	/* close() does not promise durability; fsync does. */
+	fuse_reply_err(req, 0);
+}
+
+static void smr_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			  off_t off, struct fuse_file_info *fi)
+{
+	void *buf;
+	ssize_t n;
+
+	if (off < 0)
+		return reply_err(req, -EINVAL);
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return reply_err(req, -ENOMEM);
+	n = smr_ns_read(NS(req), ino, (uint64_t)off, size, buf);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void smr_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+			   size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct smr_ns_cred cr;
+	ssize_t n;
+
+	if (off < 0)
+		return reply_err(req, -EINVAL);
+	req_cred(req, &cr);
+	n = smr_ns_write(NS(req), &cr, ino, (uint64_t)off, buf, size);
+	if (n < 0)
+		return reply_err(req, (int)n);
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void smr_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			   struct fuse_file_info *fi)
+{
+	reply_err(req, smr_ns_fsync(NS(req), ino, datasync));
+}
+
+static void smr_fuse_opendir(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi)
+{
+	int rc = smr_ns_opendir(NS(req), ino);
+
+	if (rc)
+		return reply_err(req, rc);
+	fuse_reply_open(req, fi);
+}
+
+struct fuse_dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size, len;
+};
+
+static int fuse_filldir(void *arg, const char *name, size_t namelen,
+			uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	struct fuse_dirbuf *d = arg;
+	struct stat st;
+	size_t n;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = dtype << 12;
+	n = fuse_add_direntry(d->req, d->buf + d->len, d->size - d->len, name,
+			      &st, (off_t)next);
+	if (n > d->size - d->len)
+		return 1; /* full: this entry comes next time */
+	d->len += n;
+	return 0;
+}
+
+static void smr_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			     off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_dirbuf d = { .req = req, .size = size };
+	int rc;
+
+	d.buf = malloc(size ? size : 1);
+	if (!d.buf)
+		return reply_err(req, -ENOMEM);
+	rc = smr_ns_readdir(NS(req), ino, (uint64_t)off, fuse_filldir, &d);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, d.buf, d.len);
+	free(d.buf);
+}
+
+static void smr_fuse_releasedir(fuse_req_t req, fuse_ino_t ino,
+				struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void smr_fuse_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			      struct fuse_file_info *fi)
+{
+	reply_err(req, smr_ns_fsync(NS(req), ino, datasync));
+}
+
+static void smr_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct smr_ns_statfs s;
+	struct statvfs v;
+	int rc = smr_ns_statfs(NS(req), &s);
+
+	if (rc)
+		return reply_err(req, rc);
+	memset(&v, 0, sizeof(v));
+	v.f_bsize = s.bsize;
+	v.f_frsize = s.bsize;
+	v.f_blocks = s.blocks;
+	v.f_bfree = s.bfree;
+	v.f_bavail = s.bavail;
+	v.f_files = s.files;
+	v.f_ffree = s.ffree;
+	v.f_favail = s.ffree;
+	v.f_namemax = s.namemax;
+	fuse_reply_statfs(req, &v);
+}
+
+static void smr_fuse_setxattr(fuse_req_t req, fuse_ino_t ino,
+			      const char *name, const char *value,
+			      size_t size, int flags)
+{
+	struct smr_ns_cred cr;
+
+	req_cred(req, &cr);
+	reply_err(req, smr_ns_setxattr(NS(req), &cr, ino, name, value, size,
+				       flags));
+}
+
+static void smr_fuse_getxattr(fuse_req_t req, fuse_ino_t ino,
+			      const char *name, size_t size)
+{
+	struct smr_ns_cred cr;
+	void *buf = NULL;
+	ssize_t n;
+
+	req_cred(req, &cr);
+	if (size) {
+		buf = malloc(size);
+		if (!buf)
+			return reply_err(req, -ENOMEM);
+	}
+	n = smr_ns_getxattr(NS(req), &cr, ino, name, buf, size);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void smr_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct smr_ns_cred cr;
+	char *buf = NULL;
+	ssize_t n;
+
+	req_cred(req, &cr);
+	if (size) {
+		buf = malloc(size);
+		if (!buf)
+			return reply_err(req, -ENOMEM);
+	}
+	n = smr_ns_listxattr(NS(req), &cr, ino, buf, size);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void smr_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
+				 const char *name)
+{
+	struct smr_ns_cred cr;
+
+	req_cred(req, &cr);
+	reply_err(req, smr_ns_removexattr(NS(req), &cr, ino, name));
+}
+
+static void smr_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			       off_t off, off_t len,
+			       struct fuse_file_info *fi)
+{
+	if (off < 0 || len <= 0)
+		return reply_err(req, -EINVAL);
+	reply_err(req, smr_ns_fallocate(NS(req), ino, mode, (uint64_t)off,
+					(uint64_t)len));
+}
+
+static void smr_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
+			   int whence, struct fuse_file_info *fi)
+{
+	uint64_t res;
+	int rc;
+
+	if (off < 0)
+		return reply_err(req, -ENXIO);
+	rc = smr_ns_lseek(NS(req), ino, (uint64_t)off, whence, &res);
+	if (rc)
+		return reply_err(req, rc);
+	fuse_reply_lseek(req, (off_t)res);
+}
+
+const struct fuse_lowlevel_ops smr_fuse_ops = {
+	.init = smr_fuse_init,
+	.lookup = smr_fuse_lookup,
+	.forget = smr_fuse_forget,
+	.forget_multi = smr_fuse_forget_multi,
+	.getattr = smr_fuse_getattr,
+	.setattr = smr_fuse_setattr,
+	.readlink = smr_fuse_readlink,
+	.mknod = smr_fuse_mknod,
+	.mkdir = smr_fuse_mkdir,
+	.unlink = smr_fuse_unlink,
+	.rmdir = smr_fuse_rmdir,
+	.symlink = smr_fuse_symlink,
+	.rename = smr_fuse_rename,
+	.link = smr_fuse_link,
+	.open = smr_fuse_open,
+	.create = smr_fuse_create,
+	.read = smr_fuse_read,
+	.write = smr_fuse_write,
+	.flush = smr_fuse_flush,
+	.release = smr_fuse_release,
+	.fsync = smr_fuse_fsync,
+	.opendir = smr_fuse_opendir,
+	.readdir = smr_fuse_readdir,
+	.releasedir = smr_fuse_releasedir,
+	.fsyncdir = smr_fuse_fsyncdir,
+	.statfs = smr_fuse_statfs,
+	.setxattr = smr_fuse_setxattr,
+	.getxattr = smr_fuse_getxattr,
+	.listxattr = smr_fuse_listxattr,
+	.removexattr = smr_fuse_removexattr,
+	.fallocate = smr_fuse_fallocate,
+	.lseek = smr_fuse_lseek,
+};

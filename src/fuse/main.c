@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * main.c - mount.smrfs: the FUSE daemon.
+ *
+ *   mount.smrfs DEVICE MOUNTPOINT [-o opts] [-f] [-d]
+ *
+ * Works standalone and as the mount(8) helper (mount -t smrfs DEV DIR runs
+ * "mount.smrfs DEV DIR -o opts"). Order of work, so that a failure leaves
+ * nothing mounted and nothing written: parse the options and build the FUSE
+ * session (a bad option fails here), check the mount point, go to the
+ * background, open the device exclusively, the engine and the namespace,
+ * mount, and only then tell the waiting parent that all went well. The
+ * parent exits with the child's verdict, so `mount` sees the real result.
+ * Everything is opened in the process that serves it (engine threads do not
+ * survive a fork). SIGTERM, SIGINT, SIGHUP and an unmount end the loop;
+ * then the namespace is closed and the engine commits everything.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "cow/cow.h"
+#include "fuse/fuse_ops.h"
+#include "namespace/ns.h"
+#ifdef SMR_FUSE_MEMCOW
+#include "memcow.h"
+#else
+#include "dev/dev.h"
+#endif
+
+#define PROG "mount.smrfs"
+
+struct mount_opts {
+	const char *dev;
+	const char *mnt;
+	bool ro;
+	bool foreground;
+	bool debug;
+	const char *alloc;
+	unsigned int commit_secs;
+	uint64_t cache_bytes;
+	char *fsname;      /* owned */
+	char *subtype;     /* owned */
+	char *fuse_opts;   /* owned: passed on to libfuse */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " DEVICE MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+		"\n"
+		"Mount the smrfs filesystem on DEVICE (a zoned loop directory, a\n"
+		"regular file, a zoned block device or a block device) at\n"
+		"MOUNTPOINT. Runs in the background unless -f or -d is given.\n"
+		"\n"
+		"Options:\n"
+		"  -f               stay in the foreground, log to stderr\n"
+		"  -d               debug: foreground, FUSE requests and debug log\n"
+		"  -o OPT[,OPT...]  mount options:\n"
+		"     ro            read-only (rw is the default)\n"
+		"     alloc=NAME    allocator module to use instead of the one\n"
+		"                   recorded by mkfs (zoned, rotational, flash)\n"
+		"     commit=SECS   commit at least every SECS seconds (default 5)\n"
+		"     cache=SIZE    metadata cache size, e.g. 64M (default 64 MiB)\n"
+		"     allow_other   let other users see the files (FUSE option)\n"
+		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
+		"     subtype=NAME  type shown as fuse.NAME (default: smrfs)\n"
+		"     other FUSE and mount options (nosuid, nodev, noatime, ...)\n"
+		"     are passed to FUSE; default_permissions is always on.\n"
+		"  -h, --help       show this help\n"
+		"  -V, --version    show the version\n"
+		"\n"
+		"Unmount with fusermount3 -u MOUNTPOINT (or umount); SIGTERM and\n"
+		"SIGINT also commit everything and unmount.\n");
+}
+
+static int add_fuse_opt(struct mount_opts *mo, const char *opt)
+{
+	size_t old = mo->fuse_opts ? strlen(mo->fuse_opts) : 0;
+	char *n = realloc(mo->fuse_opts, old + strlen(opt) + 2);
+
+	if (!n)
+		return -ENOMEM;
+	if (old)
+		n[old++] = ',';
+	strcpy(n + old, opt);
+	mo->fuse_opts = n;
+	return 0;
+}
+
+static bool is_ignored_mount_opt(const char *o)
+{
+	static const char *const ignored[] = {
+		"defaults", "auto", "noauto", "user", "nouser", "users",
+		"_netdev", "nofail", "rw", "default_permissions", "async",
+		"owner", "group", "loop",
+	};
+
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(ignored); i++)
+		if (!strcmp(o, ignored[i]))
+			return true;
+	return !strncmp(o, "x-", 2) || !strncmp(o, "comment=", 8);
+}
+
+static int parse_o(struct mount_opts *mo, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *o;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (o = strtok_r(copy, ",", &save); o && !rc;
+	     o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "ro")) {
+			mo->ro = true;
+		} else if (!strcmp(o, "rw")) {
+			mo->ro = false;
+		} else if (!strncmp(o, "alloc=", 6)) {
+			if (!o[6]) {
+				fprintf(stderr, PROG ": alloc= needs a name\n");
+				rc = -EINVAL;
+			}
+			mo->alloc = arg + (o - copy) + 6;
+		} else if (!strncmp(o, "commit=", 7)) {
+			char *end;
+			unsigned long v = strtoul(o + 7, &end, 10);
+
+			if (!o[7] || *end || v == 0 || v > 86400) {
+				fprintf(stderr,
+					PROG ": bad commit interval '%s' (1..86400 seconds)\n",
+					o + 7);
+				rc = -EINVAL;
+			}
+			mo->commit_secs = (unsigned int)v;
+		} else if (!strncmp(o, "cache=", 6)) {
+			if (smr_parse_size(o + 6, &mo->cache_bytes) ||
+			    mo->cache_bytes < SMR_MIB) {
+				fprintf(stderr,
+					PROG ": bad cache size '%s' (at least 1M)\n",
+					o + 6);
+				rc = -EINVAL;
+			}
+		} else if (!strncmp(o, "fsname=", 7)) {
+			free(mo->fsname);
+			mo->fsname = strdup(o + 7);
+		} else if (!strncmp(o, "subtype=", 8)) {
+			free(mo->subtype);
+			mo->subtype = strdup(o + 8);
+		} else if (!is_ignored_mount_opt(o)) {
+			rc = add_fuse_opt(mo, o);
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+/* 0 to go on, 1 to exit 0 (help, version), -EINVAL for a usage error. */
+static int parse_args(int argc, char **argv, struct mount_opts *mo)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 1;
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf(PROG " (smrfs) %s\nFUSE library %s\n",
+			       PACKAGE_VERSION, fuse_pkgversion());
+			return 1;
+		} else if (!strcmp(a, "-f")) {
+			mo->foreground = true;
+		} else if (!strcmp(a, "-d")) {
+			mo->foreground = mo->debug = true;
+		} else if (!strcmp(a, "-n") || !strcmp(a, "-s") ||
+			   !strcmp(a, "-v")) {
+			/* mount(8) helper flags: no mtab, sloppy, verbose */
+		} else if (!strncmp(a, "-o", 2)) {
+			const char *v = a[2] ? a + 2 : (i + 1 < argc ?
+							argv[++i] : NULL);
+			if (!v) {
+				fprintf(stderr, PROG ": -o needs options\n");
+				return -EINVAL;
+			}
+			if (parse_o(mo, v))
+				return -EINVAL;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
+				a);
+			return -EINVAL;
+		} else if (!mo->dev) {
+			mo->dev = a;
+		} else if (!mo->mnt) {
+			mo->mnt = a;
+		} else {
+			fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
+			return -EINVAL;
+		}
+	}
+	if (!mo->dev || !mo->mnt) {
+		fprintf(stderr, "Usage: " PROG
+			" DEVICE MOUNTPOINT [-o OPTIONS] (see --help)\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The session's userdata points at where the namespace handle will be: the
+ * session is made (and the options checked) before the filesystem opens. */
+static struct fuse_session *make_session(struct mount_opts *mo,
+					 const char *argv0,
+					 struct smr_ns **nsp)
+{
+	char *opts = NULL;
+	struct fuse_session *se;
+	char *fargv[5];
+	int fargc = 0;
+	struct fuse_args args;
+
+	if (asprintf(&opts, "default_permissions,fsname=%s,subtype=%s%s%s%s",
+		     mo->fsname ? mo->fsname : mo->dev,
+		     mo->subtype ? mo->subtype : "smrfs",
+		     mo->ro ? ",ro" : "", mo->fuse_opts ? "," : "",
+		     mo->fuse_opts ? mo->fuse_opts : "") < 0)
+		return NULL;
+	fargv[fargc++] = (char *)argv0;
+	fargv[fargc++] = "-o";
+	fargv[fargc++] = opts;
+	if (mo->debug)
+		fargv[fargc++] = "-d";
+	fargv[fargc] = NULL;
+	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
+	se = fuse_session_new(&args, &smr_fuse_ops, sizeof(smr_fuse_ops),
+			      nsp);
+	fuse_opt_free_args(&args);
+	free(opts);
+	return se;
+}
+
+/* ------------------------------------------------------------------------
+ * Opening the filesystem
+ * ------------------------------------------------------------------------ */
+
+struct fs {
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+	struct smr_ns *ns;
+};
+
+#ifdef SMR_FUSE_MEMCOW
+/* Test build: a fresh in-memory filesystem; DEVICE is only a name. */
+static int open_fs(struct mount_opts *mo, struct fs *fs)
+{
+	struct smr_ns_opts no = { .track_lookups = true };
+	struct smr_ns_cred cr = { getuid(), getgid(), NULL, 0 };
+	int rc = memcow_create(256 * SMR_MIB, 4096, &fs->cow);
+
+	if (!rc)
+		rc = smr_ns_mkfs(fs->cow, &cr);
+	if (!rc)
+		rc = smr_ns_open(fs->cow, &no, &fs->ns);
+	if (rc)
+		fprintf(stderr, PROG ": in-memory filesystem: %s\n",
+			strerror(-rc));
+	return rc;
+}
+
+static int close_fs(struct fs *fs)
+{
+	smr_ns_close(fs->ns);
+	return smr_cow_close(fs->cow);
+}
+#else
+static int open_fs(struct mount_opts *mo, struct fs *fs)
+{
+	struct smr_dev_opts dopts = { .read_only = mo->ro };
+	struct smr_cow_opts copts = {
+		.read_only = mo->ro,
+		.alloc = mo->alloc,
+		.cache_bytes = mo->cache_bytes,
+		.commit_secs = mo->commit_secs,
+	};
+	struct smr_ns_opts nopts = { .track_lookups = true };
+	int rc;
+
+	rc = smr_dev_open(mo->dev, &dopts, &fs->dev);
+	if (rc) {
+		if (rc == -EBUSY)
+			fprintf(stderr,
+				PROG ": %s: in use (already mounted, or open in another program)\n",
+				mo->dev);
+		else if (rc == -EINVAL)
+			fprintf(stderr, PROG ": %s: not a usable device\n",
+				mo->dev);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
+				strerror(-rc));
+		return rc;
+	}
+	rc = smr_cow_open(fs->dev, &copts, &fs->cow);
+	if (rc) {
+		if (rc == -EINVAL)
+			fprintf(stderr,
+				PROG ": %s: not an smrfs filesystem (or a bad option for it)\n",
+				mo->dev);
+		else if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC)
+			fprintf(stderr,
+				PROG ": %s: the filesystem is damaged; run fsck.smrfs\n",
+				mo->dev);
+		else if (rc == -EOPNOTSUPP)
+			fprintf(stderr,
+				PROG ": %s: uses features this version does not support\n",
+				mo->dev);
+		else if (rc == -EROFS)
+			fprintf(stderr,
+				PROG ": %s: can only be mounted read-only (-o ro)\n",
+				mo->dev);
+		else if (rc == -ENOENT && mo->alloc)
+			fprintf(stderr, PROG ": unknown allocator '%s'\n",
+				mo->alloc);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
+				strerror(-rc));
+		goto out_dev;
+	}
+	rc = smr_ns_open(fs->cow, &nopts, &fs->ns);
+	if (rc) {
+		fprintf(stderr, PROG ": %s: cannot open the namespace: %s\n",
+			mo->dev, strerror(-rc));
+		goto out_cow;
+	}
+	return 0;
+out_cow:
+	smr_cow_close(fs->cow);
+out_dev:
+	smr_dev_close(fs->dev);
+	return rc;
+}
+
+static int close_fs(struct fs *fs)
+{
+	int rc, rc2;
+
+	smr_ns_close(fs->ns);
+	rc = smr_cow_close(fs->cow);
+	rc2 = smr_dev_close(fs->dev);
+	return rc ? rc : rc2;
+}
+#endif
+
+static void syslog_sink(enum smr_log_level level, const char *msg)
+{
+	syslog((int)level, "%s", msg);
+}
+
+/* Fork: the parent waits for the child's verdict and exits with it. */
+static int go_background(int *status_fd)
+{
+	int p[2];
+	pid_t pid;
+	char c = 1;
+
+	if (pipe(p)) {
+		perror(PROG ": pipe");
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror(PROG ": fork");
+		return -errno;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1;
+		_exit(c);
+	}
+	close(p[0]);
+	setsid();
+	*status_fd = p[1];
+	return 0;
+}
+
+static void report_status(int *status_fd, char status)
+{
+	if (*status_fd < 0)
+		return;
+	if (write(*status_fd, &status, 1) != 1)
+		smr_warn("telling the parent: %s", strerror(errno));
+	close(*status_fd);
+	*status_fd = -1;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	if (chdir("/"))
+		smr_warn("chdir /: %s", strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	struct mount_opts mo = { 0 };
+	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
+	struct fuse_session *se;
+	struct stat st;
+	struct fs fs = { 0 };
+	int status_fd = -1, rc, ret = 1;
+
+	rc = parse_args(argc, argv, &mo);
+	if (rc)
+		return rc == 1 ? 0 : 1;
+	if (mo.debug)
+		smr_log_set_level(SMR_LOG_DEBUG);
+	if (stat(mo.mnt, &st)) {
+		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
+			strerror(errno));
+		goto out_opts;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, PROG ": mount point %s: not a directory\n",
+			mo.mnt);
+		goto out_opts;
+	}
+	se = make_session(&mo, argv[0], &fs.ns);
+	if (!se) {
+		fprintf(stderr, PROG ": bad FUSE options (see --help)\n");
+		goto out_opts;
+	}
+	if (!mo.foreground && go_background(&status_fd))
+		goto out_session;
+	if (open_fs(&mo, &fs))
+		goto out_status;
+	if (fuse_set_signal_handlers(se)) {
+		fprintf(stderr, PROG ": cannot set signal handlers\n");
+		goto out_fs;
+	}
+	if (fuse_session_mount(se, mo.mnt)) {
+		fprintf(stderr, PROG ": cannot mount on %s\n", mo.mnt);
+		goto out_signals;
+	}
+	if (!mo.foreground) {
+		openlog(PROG, LOG_PID, LOG_DAEMON);
+		smr_log_set_sink(syslog_sink);
+		report_status(&status_fd, 0);
+		detach_stdio();
+	}
+	smr_info("%s mounted on %s%s", mo.dev, mo.mnt, mo.ro ? " read-only" : "");
+	rc = fuse_session_loop_mt(se, &cfg);
+	fuse_session_unmount(se);
+	ret = rc < 0 ? 1 : 0;
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_fs:
+	rc = close_fs(&fs);
+	if (rc) {
+		smr_err("%s: the last commit failed: %s", mo.dev,
+			strerror(-rc));
+		ret = 1;
+	} else if (ret == 0) {
+		smr_info("%s unmounted cleanly", mo.dev);
+	}
+out_status:
+	report_status(&status_fd, 1);
+out_session:
+	if (se)
+		fuse_session_destroy(se);
+out_opts:
+	free(mo.fsname);
+	free(mo.subtype);
+	free(mo.fuse_opts);
+	return ret;
+}
