@@ -44,6 +44,7 @@ struct smr_fault {
 	int refs;              /* the control handle and the open device */
 	struct smr_dev *lower;
 	struct smr_dev *dev;   /* NULL once closed */
+	struct smr_dev_info linfo; /* of lower, for replays after it closed */
 	uint32_t bs;           /* block size of lower */
 
 	bool recording;
@@ -472,7 +473,8 @@ int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
 	if (rc)
 		goto out_free;
 	f->lower = lower;
-	f->bs = smr_dev_info(lower)->block_size;
+	f->linfo = *smr_dev_info(lower);
+	f->bs = f->linfo.block_size;
 	f->recording = true;
 	f->refs = 2;
 	info = *smr_dev_info(lower);
@@ -700,8 +702,8 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 		opts = &none;
 	rng = opts->seed;
 	pthread_mutex_lock(&f->lock);
-	if (nr > f->nr_recs || target == f->dev || target == f->lower ||
-	    !replay_same_geometry(ti, smr_dev_info(f->lower))) {
+	if (nr > f->nr_recs || target == f->dev ||
+	    !replay_same_geometry(ti, &f->linfo)) {
 		rc = -EINVAL;
 		goto out;
 	}

@@ -62,10 +62,11 @@ struct smr_fault;
  *
  * *@devp is a normal device (info->backend "fault", the geometry, kind and
  * zones of @lower); closing it with smr_dev_close() flushes it but does not
- * close @lower. The control handle and its log stay valid after the device is
- * closed, until smr_fault_free(); @lower must stay open while the fault
- * device is. Use only the fault device, not @lower directly, while it is open:
- * the two keep separate zone caches.
+ * close @lower. @lower must stay open while the fault device is. Use only the
+ * fault device, not @lower directly, while it is open: the two keep separate
+ * zone caches. The control handle and its log stay valid after both are
+ * closed, until smr_fault_free(): a log can be replayed onto a device opened
+ * later, @lower itself included once it is back in the starting state.
  */
 int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
 		   struct smr_dev **devp);
@@ -123,7 +124,7 @@ struct smr_fault_stats {
 	uint64_t writes;  /* write calls (each within one zone) */
 	uint64_t reads;
 	uint64_t flushes;
-	uint64_t resets;
+	uint64_t resets;  /* zone resets */
 	uint64_t failed;  /* operations failed by a rule */
 	uint64_t dropped; /* writes and zone operations lost to a power cut */
 	uint64_t torn;    /* writes torn (0 or 1) */
