@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # mount.smrfs: the FUSE daemon, a thin adapter over the namespace layer.
-sbin_PROGRAMS += src/fuse/mount.smrfs
+# Built on demand (EXTRA_PROGRAMS) until the COW engine it links is in the
+# tree; then it moves to sbin_PROGRAMS.
+EXTRA_PROGRAMS = src/fuse/mount.smrfs
 src_fuse_mount_smrfs_SOURCES = \
 	src/fuse/fuse_ops.h \
 	src/fuse/fuse_ops.c \
