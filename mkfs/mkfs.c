@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mkfs.c - mkfs.smrfs: make an smrfs filesystem.
+ *
+ *   mkfs.smrfs [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE
+ *
+ * Refuses a device that already holds a filesystem (found by libblkid on a
+ * regular file or block device, or smrfs's own superblock on any device)
+ * unless -f. The engine formats the device (resetting every sequential
+ * zone first); the root directory is then made through the namespace layer
+ * and committed through the same path the daemon uses.
+ */
+#include <blkid/blkid.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cow/cow.h"
+#include "dev/dev.h"
+#include "namespace/ns.h"
+
+#define PROG "mkfs.smrfs"
+
+struct mkfs_opts {
+	const char *dev;
+	const char *label;
+	const char *alloc;
+	uint8_t uuid[16];
+	bool have_uuid;
+	bool force;
+	bool dry_run;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE\n"
+		"\n"
+		"Make an smrfs filesystem on DEVICE: a zoned loop directory, a\n"
+		"regular file, a zoned block device or a block device. Every\n"
+		"sequential zone is reset first; everything on DEVICE is lost.\n"
+		"\n"
+		"  -L, --label LABEL  filesystem label (up to 63 bytes)\n"
+		"  -U, --uuid UUID    filesystem UUID (default: random)\n"
+		"  -f, --force        format even if DEVICE holds a filesystem\n"
+		"  -n, --dry-run      print what would be made; write nothing\n"
+		"  -a, --alloc NAME   allocator: zoned, rotational or flash\n"
+		"                     (default: chosen by the kind of device)\n"
+		"  -h, --help         show this help\n"
+		"  -V, --version      show the version\n"
+		"\n"
+		"Exit status: 0 made (or would be made), 1 error or refused.\n");
+}
+
+static int parse_uuid(const char *s, uint8_t out[16])
+{
+	int n = 0;
+
+	for (; *s && n < 32; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return -EINVAL;
+		v = isdigit((unsigned char)*s) ? *s - '0' :
+						  tolower((unsigned char)*s) - 'a' + 10;
+		if (n % 2 == 0)
+			out[n / 2] = (uint8_t)(v << 4);
+		else
+			out[n / 2] |= (uint8_t)v;
+		n++;
+	}
+	return n == 32 && !*s ? 0 : -EINVAL;
+}
+
+static void format_uuid(const uint8_t u[16], char *buf)
+{
+	sprintf(buf,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/*
+ * What filesystem or partition table libblkid finds on a regular file or
+ * block device: 1 and its name in @what, 0 for none, negative on error.
+ */
+static int blkid_find(const char *path, char *what, size_t len)
+{
+	const char *type = NULL;
+	blkid_probe pr;
+	int rc;
+
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return -errno ? -errno : -EIO;
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == -2) {
+		snprintf(what, len, "more than one filesystem signature");
+		rc = 1;
+	} else if (rc == 0) {
+		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
+			snprintf(what, len, "a %s filesystem", type);
+		else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL))
+			snprintf(what, len, "a %s partition table", type);
+		else
+			snprintf(what, len, "a known signature");
+		rc = 1;
+	} else if (rc == 1) {
+		rc = 0;
+	} else {
+		rc = -EIO;
+	}
+	blkid_free_probe(pr);
+	return rc;
+}
+
+/* 1 if @dev holds an smrfs filesystem (its description in @what). */
+static int smrfs_find(struct smr_dev *dev, char *what, size_t len)
+{
+	struct smr_cow_opts o = { .read_only = true };
+	struct smr_cow_info info;
+	struct smr_cow *c;
+	char u[40];
+	int rc;
+
+	/* Not finding one is the normal case: keep the engine quiet. */
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	rc = smr_cow_open(dev, &o, &c);
+	smr_log_set_level(SMR_LOG_INFO);
+	if (rc)
+		return 0;
+	smr_cow_info(c, &info);
+	format_uuid(info.uuid, u);
+	snprintf(what, len, "an smrfs filesystem (label '%s', UUID %s)",
+		 info.label, u);
+	smr_cow_close(c);
+	return 1;
+}
+
+static int check_existing(const struct mkfs_opts *mo, struct smr_dev *dev)
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+	char what[160];
+	int rc = 0;
+
+	if (di->kind == SMR_DEV_KIND_FILE || di->kind == SMR_DEV_KIND_BDEV ||
+	    di->kind == SMR_DEV_KIND_ZBD) {
+		rc = blkid_find(mo->dev, what, sizeof(what));
+		if (rc < 0) {
+			fprintf(stderr, PROG ": %s: probing for filesystems: %s\n",
+				mo->dev, strerror(-rc));
+			return rc;
+		}
+	}
+	if (rc == 0)
+		rc = smrfs_find(dev, what, sizeof(what));
+	if (rc == 0)
+		return 0;
+	if (mo->force) {
+		printf("%s holds %s; overwriting it (-f).\n", mo->dev, what);
+		return 0;
+	}
+	fprintf(stderr, PROG ": %s holds %s; use -f to overwrite it\n",
+		mo->dev, what);
+	return -EEXIST;
+}
+
+static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
+			  const struct smr_cow_info *info,
+			  const struct smr_cow_space *sp)
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+	char b1[32], b2[32], u[40];
+
+	format_uuid(info->uuid, u);
+	printf("%s %s: %s (%s), %s, block size %u\n",
+	       mo->dry_run ? "Would make smrfs on" : "Made smrfs on", mo->dev,
+	       smr_dev_kind_str(di->kind), di->backend,
+	       smr_format_size(di->capacity, b1, sizeof(b1)), di->block_size);
+	if (di->zoned)
+		printf("  zones:      %u (%u conventional) of %s%s\n",
+		       di->nr_zones, di->nr_cnv_zones,
+		       smr_format_size(smr_dev_zone_len(dev, 0), b2,
+				       sizeof(b2)),
+		       di->host_aware ? ", host-aware driven as host-managed" :
+					"");
+	else
+		printf("  zones:      none (conventional device%s)\n",
+		       di->rotational ? ", rotational" : "");
+	printf("  allocator:  %s%s%s\n", info->alloc,
+	       info->alloc_why[0] ? " - " : "", info->alloc_why);
+	printf("  format:     %u.%u, node size %u\n", info->format_major,
+	       info->format_minor, info->node_size);
+	printf("  label:      %s\n", info->label[0] ? info->label : "(none)");
+	printf("  UUID:       %s\n", u);
+	if (sp)
+		printf("  usable:     %s free of %s managed\n",
+		       smr_format_size(sp->free, b1, sizeof(b1)),
+		       smr_format_size(sp->capacity, b2, sizeof(b2)));
+	else
+		printf("  managed:    from byte %llu of %s\n",
+		       (unsigned long long)info->data_start,
+		       smr_format_size(info->capacity, b2, sizeof(b2)));
+}
+
+static int make_fs(const struct mkfs_opts *mo)
+{
+	struct smr_dev_opts dopts = { .read_only = mo->dry_run };
+	struct smr_format_opts fo = {
+		.label = mo->label,
+		.uuid = mo->have_uuid ? mo->uuid : NULL,
+		.alloc = mo->alloc,
+		.dry_run = mo->dry_run,
+	};
+	struct smr_ns_cred cr = { getuid(), getgid(), NULL, 0 };
+	struct smr_cow_info info;
+	struct smr_cow_space sp;
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+	int rc;
+
+	rc = smr_dev_open(mo->dev, &dopts, &dev);
+	if (rc) {
+		if (rc == -EBUSY)
+			fprintf(stderr, PROG ": %s: in use (mounted?)\n",
+				mo->dev);
+		else if (rc == -EINVAL)
+			fprintf(stderr, PROG ": %s: not a usable device\n",
+				mo->dev);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
+				strerror(-rc));
+		return rc;
+	}
+	rc = check_existing(mo, dev);
+	if (rc)
+		goto out_dev;
+	memset(&info, 0, sizeof(info));
+	rc = smr_cow_format(dev, &fo, &info);
+	if (rc) {
+		if (rc == -ENOENT && mo->alloc)
+			fprintf(stderr, PROG ": unknown allocator '%s'\n",
+				mo->alloc);
+		else
+			fprintf(stderr, PROG ": %s: cannot format: %s\n",
+				mo->dev, strerror(-rc));
+		goto out_dev;
+	}
+	if (mo->dry_run) {
+		print_summary(mo, dev, &info, NULL);
+		goto out_dev;
+	}
+	rc = smr_cow_open(dev, NULL, &cow);
+	if (rc) {
+		fprintf(stderr, PROG ": %s: opening the new filesystem: %s\n",
+			mo->dev, strerror(-rc));
+		goto out_dev;
+	}
+	rc = smr_ns_mkfs(cow, &cr);
+	if (rc)
+		fprintf(stderr, PROG ": %s: making the root directory: %s\n",
+			mo->dev, strerror(-rc));
+	smr_cow_info(cow, &info);
+	smr_cow_space(cow, &sp);
+	if (smr_cow_close(cow) && !rc) {
+		fprintf(stderr, PROG ": %s: the last commit failed\n", mo->dev);
+		rc = -EIO;
+	}
+	if (!rc)
+		print_summary(mo, dev, &info, &sp);
+out_dev:
+	if (smr_dev_close(dev) && !rc) {
+		fprintf(stderr, PROG ": %s: flushing the device failed\n",
+			mo->dev);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "label", required_argument, NULL, 'L' },
+		{ "uuid", required_argument, NULL, 'U' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "alloc", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mkfs_opts mo = { 0 };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "L:U:fna:hV", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'L':
+			if (strlen(optarg) > 63) {
+				fprintf(stderr,
+					PROG ": label longer than 63 bytes\n");
+				return 1;
+			}
+			mo.label = optarg;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, mo.uuid)) {
+				fprintf(stderr, PROG ": bad UUID '%s'\n",
+					optarg);
+				return 1;
+			}
+			mo.have_uuid = true;
+			break;
+		case 'f':
+			mo.force = true;
+			break;
+		case 'n':
+			mo.dry_run = true;
+			break;
+		case 'a':
+			mo.alloc = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf(PROG " (smrfs) %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 1;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "Usage: " PROG
+			" [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE\n");
+		return 1;
+	}
+	mo.dev = argv[optind];
+	return make_fs(&mo) ? 1 : 0;
+}
