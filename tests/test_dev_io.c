@@ -319,7 +319,7 @@ static void test_file_batch(void)
 		ios[i] = (struct smr_io){ SMR_IO_READ, r + i * 8192ULL, 8192,
 					  i * 8192ULL, 1 };
 	}
-	SMR_ASSERT_OK(smr_dev_submit(dev, ios, size / 8192 < n ? size / 8192 : n));
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
 	CU_ASSERT_EQUAL(memcmp(r, model, n * 8192ULL), 0);
 	SMR_ASSERT_OK(smr_dev_close(dev));
 	free(perm);

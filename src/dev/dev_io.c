@@ -298,7 +298,8 @@ static void piece_complete(struct batch *b, struct piece *p, int res)
  * ------------------------------------------------------------------------ */
 
 /* Largest number of pieces @io can make. */
-static unsigned int pieces_of(const struct smr_dev *dev, const struct smr_io *io)
+static unsigned int pieces_of(const struct smr_dev *dev,
+			      const struct smr_io *io)
 {
 	uint32_t first, last;
 

@@ -37,6 +37,12 @@ static void store_word(struct smr_zcache *zc, uint32_t zno, uint64_t w)
 	__atomic_store_n(&zc->zs[zno], w, __ATOMIC_RELEASE);
 }
 
+/* The counters are read without the lock (smr_dev_nr_open). */
+static void count_add(uint32_t *c, int d)
+{
+	__atomic_store_n(c, (uint32_t)((int)*c + d), __ATOMIC_RELAXED);
+}
+
 static uint32_t cap_blocks(const struct smr_zcache *zc, uint32_t zno)
 {
 	return (uint32_t)(smr_zc_region_of(zc, zno)->zone_cap >> zc->block_shift);
@@ -84,15 +90,15 @@ static void set_state(struct smr_zcache *zc, uint32_t zno, uint32_t wp_blocks,
 	uint8_t old = smr_zc_word_cond(w);
 
 	if (cond_is_open(old))
-		zc->nr_open--;
+		count_add(&zc->nr_open, -1);
 	if (cond_is_active(old))
-		zc->nr_active--;
+		count_add(&zc->nr_active, -1);
 	if (old == SMR_ZONE_COND_IMP_OPEN && cond != SMR_ZONE_COND_IMP_OPEN)
 		lru_remove(zc, zno);
 	if (cond_is_open(cond))
-		zc->nr_open++;
+		count_add(&zc->nr_open, 1);
 	if (cond_is_active(cond))
-		zc->nr_active++;
+		count_add(&zc->nr_active, 1);
 	if (cond == SMR_ZONE_COND_IMP_OPEN && old != SMR_ZONE_COND_IMP_OPEN)
 		lru_add(zc, zno, false);
 	store_word(zc, zno, make_word(wp_blocks, cond, smr_zc_word_type(w),
@@ -160,8 +166,8 @@ static void undo_victim(struct smr_zcache *zc, uint32_t victim)
 		return;
 	/* Back at the least recently used end, where it was taken from. */
 	if (c == SMR_ZONE_COND_EMPTY)
-		zc->nr_active++;
-	zc->nr_open++;
+		count_add(&zc->nr_active, 1);
+	count_add(&zc->nr_open, 1);
 	store_word(zc, victim, make_word((uint32_t)(w & SMR_ZC_WP_MASK),
 					 SMR_ZONE_COND_IMP_OPEN,
 					 smr_zc_word_type(w), false));
@@ -571,13 +577,14 @@ void smr_zc_resync(struct smr_zcache *zc, uint32_t zno,
 
 	if (smr_zc_word_type(w) == SMR_ZONE_TYPE_CNV)
 		return;
-	if (rep->cond == SMR_ZONE_COND_FULL || rep->wp >= start + ((uint64_t)capb << zc->block_shift))
+	if (rep->cond == SMR_ZONE_COND_FULL ||
+	    rep->wp >= start + ((uint64_t)capb << zc->block_shift))
 		nwpb = capb;
 	else if (rep->wp <= start)
 		nwpb = 0;
 	else
 		nwpb = (uint32_t)((rep->wp - start) >> zc->block_shift);
-	if (nwpb == wpb && !(rep->cond == SMR_ZONE_COND_FULL && cond != SMR_ZONE_COND_FULL))
+	if (nwpb == wpb && (nwpb != capb || cond == SMR_ZONE_COND_FULL))
 		return;
 	if (nwpb == capb)
 		cond = SMR_ZONE_COND_FULL;
