@@ -23,7 +23,9 @@
  *
  * Concurrency. One namespace lock (a mutex) is held for the whole of every
  * call, including the data I/O of read and write: a call sees and leaves the
- * trees consistent. statfs takes no lock. Engine locks are taken inside it.
+ * trees consistent. fsync and sync run without it (the engine commit waits
+ * for running calls); statfs takes it only to read a counter. Engine locks
+ * are taken inside the engine. Every call may come from any thread.
  */
 #ifndef SMR_NAMESPACE_NS_H
 #define SMR_NAMESPACE_NS_H
