@@ -794,6 +794,9 @@ static void test_cut_every_write(void)
 	SMR_ASSERT_OK(smr_dev_close(dev));
 
 	for (uint64_t n = 0; n < 12; n++) {
+		static const struct smr_replay_opts exact = {
+			.flags = SMR_REPLAY_EXACT,
+		};
 		struct smr_fault_rule rule = { .what = SMR_FAULT_DROP_WRITES,
 					       .after = n };
 		char *p1 = new_zloop(), *p2 = new_zloop();
@@ -806,7 +809,7 @@ static void test_cut_every_write(void)
 		 * after write n... */
 		SMR_ASSERT_OK(smr_fault_open(d1, &f1, &fd1));
 		SMR_ASSERT_OK(smr_fault_arm(f1, &rule));
-		SMR_ASSERT_OK(smr_fault_replay(f, nr, NULL, fd1));
+		SMR_ASSERT_OK(smr_fault_replay(f, nr, &exact, fd1));
 		SMR_ASSERT_OK(smr_dev_close(fd1));
 		/* ... and replay the prefix up to write n exactly. */
 		for (uint64_t i = 0; i < nr; i++) {

@@ -654,6 +654,55 @@ static uint64_t replay_rand(uint64_t *s)
 }
 
 /*
+ * Contiguous writes to one zone are replayed as one write of up to
+ * REPLAY_RUN_MAX bytes: the log of a COW workload is mostly appends, and the
+ * cost of a replay is the target's system calls.
+ */
+#define REPLAY_RUN_MAX (1024 * 1024)
+
+struct replay_run {
+	bool exact;   /* SMR_REPLAY_EXACT: no merging */
+	uint8_t *buf; /* REPLAY_RUN_MAX bytes, aligned */
+	uint64_t off;
+	size_t len;   /* 0: nothing pending */
+	uint32_t zno;
+};
+
+static int replay_run_flush(struct smr_dev *t, struct replay_run *run)
+{
+	int rc = 0;
+
+	if (run->len)
+		rc = smr_dev_write(t, run->buf, run->len, run->off);
+	run->len = 0;
+	return rc;
+}
+
+static int replay_write(struct smr_dev *t, struct replay_run *run,
+			const void *data, size_t len, uint64_t off,
+			uint32_t zno)
+{
+	int rc;
+
+	if (run->len && off == run->off + run->len && zno == run->zno &&
+	    run->len + len <= REPLAY_RUN_MAX) {
+		memcpy(run->buf + run->len, data, len);
+		run->len += len;
+		return 0;
+	}
+	rc = replay_run_flush(t, run);
+	if (rc)
+		return rc;
+	if (run->exact || len > REPLAY_RUN_MAX / 2)
+		return smr_dev_write(t, data, len, off);
+	memcpy(run->buf, data, len);
+	run->off = off;
+	run->len = len;
+	run->zno = zno;
+	return 0;
+}
+
+/*
  * Apply one zone operation of the log to @t. @lax: writes were dropped
  * before it, so the target's zone may be in another condition than the
  * recorded device's was: open and close then only try (they change no data).
@@ -693,7 +742,8 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 	static const struct smr_replay_opts none;
 	const struct smr_dev_info *ti = smr_dev_info(target);
 	bool *dropping = NULL; /* per zone: a write of it was dropped */
-	bool dropped_any = false;
+	struct replay_run run = { .len = 0 };
+	bool dropped_any = false, flushes = false;
 	uint64_t unflushed = 0; /* first record after the prefix's last flush */
 	uint64_t rng;
 	int rc = 0;
@@ -724,6 +774,12 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 			goto out;
 		}
 	}
+	run.exact = opts->flags & SMR_REPLAY_EXACT;
+	if (!run.exact && posix_memalign((void **)&run.buf, SMR_DEV_BUF_ALIGN,
+					 REPLAY_RUN_MAX)) {
+		rc = -ENOMEM;
+		goto out_dropping;
+	}
 
 	for (uint64_t i = 0; i < nr && !rc; i++) {
 		const struct fault_rec *r = &f->recs[i];
@@ -752,25 +808,41 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 				len = SMR_MIN(len, SMR_ROUND_DOWN(
 					opts->tear_bytes, ti->block_size));
 			if (len)
-				rc = smr_dev_write(target, r->data, len,
-						   r->off);
+				rc = replay_write(target, &run, r->data, len,
+						  r->off, r->zno);
 			break;
 		case SMR_FOP_FLUSH:
-			rc = smr_dev_flush(target);
+			/* The target's durability matters once, at the
+			 * end: one flush there stands for all of them. */
+			flushes = true;
+			if (run.exact)
+				rc = smr_dev_flush(target);
 			break;
 		case SMR_FOP_DISCARD:
-			rc = smr_dev_discard(target, r->off, r->len);
+			rc = replay_run_flush(target, &run);
+			if (!rc)
+				rc = smr_dev_discard(target, r->off, r->len);
 			break;
 		case SMR_FOP_ZONE_RESET:
-			rc = replay_zone_op(target, r, dropped_any);
+			rc = replay_run_flush(target, &run);
+			if (!rc)
+				rc = replay_zone_op(target, r, dropped_any);
 			if (dropping)
 				dropping[r->zno] = false;
 			break;
 		default:
-			rc = replay_zone_op(target, r, dropped_any);
+			rc = replay_run_flush(target, &run);
+			if (!rc)
+				rc = replay_zone_op(target, r, dropped_any);
 			break;
 		}
 	}
+	if (!rc)
+		rc = replay_run_flush(target, &run);
+	if (!rc && flushes && !run.exact)
+		rc = smr_dev_flush(target);
+	free(run.buf);
+out_dropping:
 	free(dropping);
 out:
 	pthread_mutex_unlock(&f->lock);

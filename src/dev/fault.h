@@ -192,6 +192,11 @@ size_t smr_fault_log_bytes(struct smr_fault *f);
 					     * write: replay only its first
 					     * opts->tear_bytes (rounded down
 					     * to the block size) */
+#define SMR_REPLAY_EXACT (1U << 3)          /* one write per record and the
+					     * flushes where they were; by
+					     * default contiguous writes are
+					     * merged and one flush ends the
+					     * replay, which is faster */
 
 /* Zeroed (or NULL) = replay the prefix exactly. */
 struct smr_replay_opts {
@@ -208,8 +213,11 @@ struct smr_replay_opts {
  * always replayed (a zone reset is durable at once); a zone close of a zone
  * that dropped writes left empty is skipped. Writes are replayed through
  * smr_dev_write(), so a zoned target checks that none is out of order.
+ * Unless SMR_REPLAY_EXACT, the target is flushed once at the end (if the
+ * prefix holds a flush) and sees contiguous writes merged: use EXACT to
+ * replay onto a fault device that counts writes.
  *
- * Returns 0, or: -EINVAL for @nr beyond the log, a geometry mismatch,
+ * Returns 0, or: -ENOMEM; -EINVAL for @nr beyond the log, a geometry mismatch,
  * TEAR_LAST when record @nr - 1 is not a write, or TEAR_LAST together with
  * DROP_UNFLUSHED (the last write is always unflushed, so it would be dropped);
  * or the first error of @target (the replay stops there).
