@@ -598,6 +598,44 @@ static void test_submit_sync_order(void)
 	SMR_ASSERT_OK(smr_dev_close(dev));
 }
 
+/* An unchecked handle lets the medium refuse: zloop refuses like the
+ * kernel driver, and the cache is unchanged. */
+static void test_unchecked(void)
+{
+	const char *dir = mkzloop("zl-unchk", 4, 0, 512 * 1024, 1, 0, NULL);
+	struct smr_dev_opts o = { .unchecked = true };
+	uint8_t *w = smr_dev_buf_alloc(8192);
+	struct smr_dev *dev = NULL;
+	struct smr_io ios[2] = {
+		{ SMR_IO_WRITE, w, 4096, 2 * ZS, 1 },
+		{ SMR_IO_WRITE, w, 4096, 2 * ZS + 8192, 1 },
+	};
+	struct zsnap s;
+
+	SMR_ASSERT_OK(smr_dev_open(dir, &o, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, 8192, ZS));
+	snap(dev, 1, &s);
+	SMR_ASSERT_RC(smr_dev_write(dev, w, 4096, ZS + 4096), -EIO);
+	assert_same(dev, 1, &s);
+	SMR_ASSERT_RC(smr_dev_write(dev, w, 4096, ZS + 512 * 1024), -EIO);
+	assert_same(dev, 1, &s);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000001"), 8192);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, 4096, ZS + 8192));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 1), ZS + 12288);
+	/* Batches too (they bypass io_uring on unchecked zloop handles). */
+	SMR_ASSERT_RC(smr_dev_submit(dev, ios, 2), -EIO);
+	CU_ASSERT_EQUAL(ios[0].result, 0);
+	CU_ASSERT_EQUAL(ios[1].result, -EIO);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 2), 2 * ZS + 4096);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000002"), 4096);
+	/* The open limit still closes zones implicitly. */
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, 1), SMR_ZONE_COND_CLOSED);
+	CU_ASSERT_EQUAL(smr_dev_nr_open(dev), 1);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_dev_buf_free(w);
+}
+
 static const struct smr_test zloop_tests[] = {
 	{ "layout_and_geometry", test_layout_and_geometry },
 	{ "seq_write_read", test_seq_write_read },
@@ -609,6 +647,7 @@ static const struct smr_test zloop_tests[] = {
 	{ "params_checked", test_params_checked },
 	{ "exclusive", test_exclusive },
 	{ "submit_order", test_submit_sync_order },
+	{ "unchecked", test_unchecked },
 	{ NULL, NULL },
 };
 

@@ -323,6 +323,16 @@ static int zl_write(struct smr_dev *dev, const void *buf, size_t len,
 	uint64_t foff = off - ((uint64_t)zno << zl->zone_shift);
 	int rc;
 
+	/* Unchecked handles let writes through to us: refuse what the kernel
+	 * driver refuses (not at the write pointer, beyond the capacity). */
+	if (dev->unchecked && zno >= zl->nr_cnv) {
+		struct stat st;
+
+		if (fstat(zl->fds[zno], &st))
+			return -errno;
+		if ((uint64_t)st.st_size != foff || foff + len > zl->zone_cap)
+			return -EIO;
+	}
 	zl_mark_dirty(zl, zno);
 	rc = smr_dev_pwrite_full(zl->fds[zno], buf, len, foff);
 	/* A sequential zone's size is its write pointer: cut off whatever
@@ -437,6 +447,8 @@ static int zl_io_target(struct smr_dev *dev, uint64_t off, size_t len,
 	uint32_t zno = zl_zone(zl, off);
 
 	(void)len;
+	if (dev->unchecked)
+		return -EOPNOTSUPP; /* zl_write checks the write pointer */
 	*fd = zl->fds[zno];
 	*file_off = off - ((uint64_t)zno << zl->zone_shift);
 	/* Writes through io_uring also need flushing. */
