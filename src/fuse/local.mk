@@ -20,3 +20,13 @@ tests_mount_memcow_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 tests_mount_memcow_LDADD = src/namespace/libsmrfs_ns.la \
 	src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
 	$(XXHASH_LIBS) $(FUSE_LIBS) -lpthread
+
+# Integration tests: mkfs, mount and use real mounts (they skip, exit 77,
+# where FUSE or the programs are missing).
+SMR_FS_TESTS = \
+	tests/fs/mount_zloop.sh \
+	tests/fs/mount_file.sh \
+	tests/fs/errors.sh \
+	tests/fs/crash.sh
+TESTS += $(SMR_FS_TESTS)
+EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py

@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Data that was fsync'd survives kill -9 of the daemon; the filesystem
+# mounts again afterwards.
+. "${srcdir:-.}/tests/fs/lib.sh"
+OPS="${srcdir:-.}/tests/fs/fsops.py"
+Z=$T/zl
+M=$T/mnt
+
+make_zloop "$Z"
+"$MKFS" "$Z" >/dev/null || fail "mkfs"
+mount_fs "$Z" "$M" commit=3600
+python3 "$OPS" fsync "$M" || fail "write and fsync"
+echo "not synced" >"$M/unsynced"
+note "kill -9 the daemon"
+kill -KILL "$DAEMON"
+wait "$DAEMON"
+fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M" ||
+	fail "cannot remove the dead mount"
+note "remount"
+mount_fs "$Z" "$M"
+python3 "$OPS" synced "$M" || fail "fsync'd data lost"
+umount_fs "$M"
+exit 0

@@ -1,0 +1,58 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Bad input gets one clear line and a non-zero exit, and nothing is written:
+# a missing device, a device that is not smrfs, wrong options; mkfs -n
+# writes nothing; --help and --version work.
+. "${srcdir:-.}/tests/fs/lib.sh"
+M=$T/mnt
+mkdir -p "$M"
+
+note "help and version"
+"$MOUNT" --help | grep -q "MOUNTPOINT" || fail "mount.smrfs --help"
+"$MOUNT" --version | grep -q "smrfs" || fail "mount.smrfs --version"
+"$MKFS" --help | grep -q "DEVICE" || fail "mkfs.smrfs --help"
+"$MKFS" --version | grep -q "smrfs" || fail "mkfs.smrfs --version"
+
+note "usage errors"
+expect_fail "no arguments" "$MOUNT"
+expect_fail "unknown option" "$MOUNT" "$T/x" "$M" --bogus
+expect_fail "bad commit=" "$MOUNT" "$T/x" "$M" -o commit=soon
+grep -q "commit" "$T/out" || fail "commit= message: $(cat "$T/out")"
+expect_fail "bad cache=" "$MOUNT" "$T/x" "$M" -o cache=lots
+expect_fail "mkfs without a device" "$MKFS"
+expect_fail "mkfs bad uuid" "$MKFS" -U nonsense "$T/x"
+
+note "missing device"
+expect_fail "missing device" "$MOUNT" "$T/nothing" "$M" -f
+grep -qi "no such" "$T/out" || fail "missing device message: $(cat "$T/out")"
+expect_fail "missing mount point" "$MOUNT" "$T/nothing" "$T/nodir" -f
+
+note "not an smrfs device: refused, left untouched"
+truncate -s 64M "$T/zero" || fail "truncate"
+head -c 1048576 /dev/urandom >"$T/junk" || fail "junk"
+truncate -s 64M "$T/junk"
+for img in "$T/zero" "$T/junk"; do
+	sum=$(md5sum <"$img")
+	expect_fail "mount of $img" "$MOUNT" "$img" "$M" -f
+	[ "$(wc -l <"$T/out")" -ge 1 ] || fail "no message for $img"
+	grep -qi "not an smrfs\|damaged" "$T/out" ||
+		fail "message for $img: $(cat "$T/out")"
+	mountpoint -q "$M" && fail "$img got mounted"
+	[ "$(md5sum <"$img")" = "$sum" ] || fail "$img was written to"
+done
+
+note "a wrong FUSE option is refused before the device is touched"
+"$MKFS" "$T/zero" >/dev/null || fail "mkfs"
+sum=$(md5sum <"$T/zero")
+expect_fail "unknown -o option" "$MOUNT" "$T/zero" "$M" -f -o no_such_opt
+mountpoint -q "$M" && fail "mounted despite a bad option"
+[ "$(md5sum <"$T/zero")" = "$sum" ] || fail "bad option wrote to the device"
+
+note "mkfs -n writes nothing"
+truncate -s 64M "$T/dry" || fail "truncate"
+sum=$(md5sum <"$T/dry")
+"$MKFS" -n "$T/dry" >"$T/out" 2>&1 || fail "mkfs -n: $(cat "$T/out")"
+grep -qi "would" "$T/out" || fail "mkfs -n output: $(cat "$T/out")"
+[ "$(md5sum <"$T/dry")" = "$sum" ] || fail "mkfs -n wrote"
+expect_fail "mount after mkfs -n" "$MOUNT" "$T/dry" "$M" -f
+exit 0

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lib.sh - what the shell integration tests share: finding the programs,
+# skipping (exit 77) where FUSE is not usable, a scratch directory, and
+# mounting with a cleanup that unmounts everything and stops every daemon
+# the test started, even when the test fails.
+#
+# Tests run from the build directory (automake's test harness does so);
+# SMRFS_BUILDDIR overrides it.
+
+set -u
+
+B=${SMRFS_BUILDDIR:-${top_builddir:-.}}
+MKFS=${SMRFS_MKFS:-$B/mkfs/mkfs.smrfs}
+MOUNT=${SMRFS_MOUNT:-$B/src/fuse/mount.smrfs}
+CTL=${SMRFS_CTL:-$B/ctl/smrfsctl}
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "--- $*"; }
+
+[ -x "$MKFS" ] || skip "$MKFS not built"
+[ -x "$MOUNT" ] || skip "$MOUNT not built"
+[ -x "$CTL" ] || skip "$CTL not built"
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+[ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "/dev/fuse not usable by $(id -un)"
+command -v fusermount3 >/dev/null || skip "no fusermount3"
+command -v python3 >/dev/null || skip "no python3"
+command -v mountpoint >/dev/null || skip "no mountpoint(1)"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-fs.XXXXXX") || fail "mktemp"
+MOUNTS=""
+PIDS=""
+
+cleanup() {
+	for m in $MOUNTS; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"
+		fi
+	done
+	for p in $PIDS; do
+		if kill -0 "$p" 2>/dev/null; then
+			kill -TERM "$p" 2>/dev/null
+			wait_gone "$p" || kill -KILL "$p" 2>/dev/null
+		fi
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# Wait (up to 20 s) for a process of ours to exit.
+wait_gone() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 200 ] || return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# make_zloop DIR: a small zoned loop directory (8 x 32 MiB zones, 2 of them
+# conventional, at most 6 open).
+make_zloop() {
+	"$CTL" zloop create "$1" --capacity 256M --zone-size 32M \
+		--conv-zones 2 --max-open 6 >/dev/null ||
+		fail "smrfsctl zloop create $1"
+}
+
+# mount_fs DEV MNT [OPTS]: start the daemon in the foreground (so that we
+# know its pid, in $DAEMON), and wait until the mount is there.
+mount_fs() {
+	mkdir -p "$2"
+	if [ $# -ge 3 ]; then
+		"$MOUNT" "$1" "$2" -f -o "$3" 2>"$T/daemon.err" &
+	else
+		"$MOUNT" "$1" "$2" -f 2>"$T/daemon.err" &
+	fi
+	DAEMON=$!
+	PIDS="$PIDS $DAEMON"
+	MOUNTS="$MOUNTS $2"
+	i=0
+	until mountpoint -q "$2"; do
+		kill -0 "$DAEMON" 2>/dev/null ||
+			fail "mount.smrfs $1 exited: $(cat "$T/daemon.err")"
+		i=$((i + 1))
+		[ $i -le 200 ] || fail "mount of $1 did not appear"
+		sleep 0.1
+	done
+}
+
+# umount_fs MNT: unmount and check that the daemon exits with status 0.
+umount_fs() {
+	fusermount3 -u "$1" || fail "fusermount3 -u $1"
+	wait "$DAEMON"
+	st=$?
+	[ $st -eq 0 ] || fail "mount.smrfs exited with $st: $(cat "$T/daemon.err")"
+}
+
+# expect_fail WHAT CMD...: CMD must exit non-zero.
+expect_fail() {
+	what=$1
+	shift
+	if "$@" >"$T/out" 2>&1; then
+		fail "$what: succeeded but should not have"
+	fi
+}

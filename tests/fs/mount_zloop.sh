@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# mkfs and mount a zoned loop directory; use it through the kernel with
+# exact errors; unmount, remount and find everything; a second mount of the
+# same device is refused; read-only mounts refuse writes; the daemon's
+# background start (as mount(8) runs it) returns only once mounted.
+. "${srcdir:-.}/tests/fs/lib.sh"
+OPS="${srcdir:-.}/tests/fs/fsops.py"
+Z=$T/zl
+M=$T/mnt
+
+make_zloop "$Z"
+note "mkfs"
+"$MKFS" -L zltest "$Z" >"$T/mkfs.out" || fail "mkfs: $(cat "$T/mkfs.out")"
+grep -q "zones:" "$T/mkfs.out" || fail "mkfs summary: $(cat "$T/mkfs.out")"
+expect_fail "mkfs over an existing smrfs" "$MKFS" "$Z"
+grep -q "smrfs" "$T/out" || fail "mkfs refusal: $(cat "$T/out")"
+"$MKFS" -f -L zltest "$Z" >/dev/null || fail "mkfs -f"
+
+note "mount and use"
+mount_fs "$Z" "$M"
+python3 "$OPS" ops "$M" || fail "operations"
+
+note "a second mount of the same device is refused"
+mkdir -p "$T/mnt2"
+expect_fail "second mount" "$MOUNT" "$Z" "$T/mnt2" -f
+mountpoint -q "$T/mnt2" && fail "the second mount appeared"
+grep -qi "in use" "$T/out" || fail "second mount message: $(cat "$T/out")"
+expect_fail "mkfs of a mounted device" "$MKFS" -f "$Z"
+umount_fs "$M"
+
+note "remount: everything is there"
+mount_fs "$Z" "$M"
+python3 "$OPS" verify "$M" || fail "verify after remount"
+umount_fs "$M"
+
+note "read-only"
+mount_fs "$Z" "$M" ro
+python3 "$OPS" verify "$M" || fail "verify read-only"
+expect_fail "write on a read-only mount" sh -c "echo x > '$M/new'"
+grep -qi "read-only" "$T/out" || fail "read-only error: $(cat "$T/out")"
+umount_fs "$M"
+
+note "background start, as the mount(8) helper"
+"$MOUNT" "$Z" "$M" -o rw,defaults,commit=2 || fail "background mount"
+MOUNTS="$MOUNTS $M"
+mountpoint -q "$M" || fail "not mounted when the helper returned"
+python3 "$OPS" verify "$M" || fail "verify in background mode"
+fusermount3 -u "$M" || fail "unmount"
+exit 0
