@@ -219,6 +219,73 @@ static void test_batch_errors(void)
 	free(model);
 }
 
+/* Long runs of writes that follow each other in one zone (merged into
+ * vectored writes), and a run that crosses the zone capacity: the writes
+ * before the capacity land, the one crossing it fails, the rest are
+ * cancelled. */
+static void test_runs(void)
+{
+	char path[4096];
+	struct smr_zloop_params p = {
+		.capacity = 4 * ZS,
+		.zone_size = ZS,
+		.zone_cap = 768 * 1024,
+		.block_size = 4096,
+	};
+	const unsigned int n = 200;
+	struct smr_io *ios = calloc(n, sizeof(*ios));
+	uint8_t *b = smr_dev_buf_alloc(n * 4096ULL);
+	uint8_t *r = smr_dev_buf_alloc(ZS);
+	struct smr_dev *dev = NULL;
+
+	snprintf(path, sizeof(path), "%s/zl", smr_test_tmpdir("io-runs"));
+	SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+
+	/* 180 blocks of zone 0 (more than one vectored write holds), then
+	 * 20 blocks of zone 1 in the same batch. */
+	fill(b, n * 4096ULL, 17);
+	for (unsigned int i = 0; i < n; i++)
+		ios[i] = (struct smr_io){
+			SMR_IO_WRITE, b + i * 4096ULL, 4096,
+			i < 180 ? i * 4096ULL : ZS + (i - 180) * 4096ULL, 1
+		};
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, n));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 0), 180 * 4096);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 1), ZS + 20 * 4096);
+	SMR_ASSERT_OK(smr_dev_read(dev, r, 180 * 4096, 0));
+	CU_ASSERT_EQUAL(memcmp(r, b, 180 * 4096), 0);
+	SMR_ASSERT_OK(smr_dev_read(dev, r, 20 * 4096, ZS));
+	CU_ASSERT_EQUAL(memcmp(r, b + 180 * 4096, 20 * 4096), 0);
+
+	/* Zone 2: 256 KiB, 512 KiB (reaches the 768 KiB capacity), then
+	 * 4 KiB more and 4 KiB more. */
+	ios[0] = (struct smr_io){ SMR_IO_WRITE, b, 256 * 1024, 2 * ZS, 1 };
+	ios[1] = (struct smr_io){ SMR_IO_WRITE, b + 256 * 1024, 512 * 1024,
+				  2 * ZS + 256 * 1024, 1 };
+	ios[2] = (struct smr_io){ SMR_IO_WRITE, b, 4096, 2 * ZS + 768 * 1024,
+				  1 };
+	ios[3] = (struct smr_io){ SMR_IO_WRITE, b, 4096,
+				  2 * ZS + 772 * 1024, 1 };
+	SMR_ASSERT_RC(smr_dev_submit(dev, ios, 4), -EIO);
+	CU_ASSERT_EQUAL(ios[0].result, 0);
+	CU_ASSERT_EQUAL(ios[1].result, 0);
+	CU_ASSERT_EQUAL(ios[2].result, -EIO);
+	CU_ASSERT_EQUAL(ios[3].result, -ECANCELED);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, 2), SMR_ZONE_COND_FULL);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 2), 2 * ZS + 768 * 1024);
+	SMR_ASSERT_OK(smr_dev_read(dev, r, ZS, 2 * ZS));
+	CU_ASSERT_EQUAL(memcmp(r, b, 768 * 1024), 0);
+	CU_ASSERT_EQUAL(r[768 * 1024], 0);
+	CU_ASSERT_EQUAL(r[ZS - 1], 0);
+
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_dev_buf_free(b);
+	smr_dev_buf_free(r);
+	free(ios);
+}
+
 /* Threads writing their own zones through one handle with max_open 2, so
  * that they keep closing each other's zones implicitly. */
 struct worker {
@@ -332,6 +399,7 @@ static void test_file_batch(void)
 static const struct smr_test io_tests[] = {
 	{ "many_in_flight", test_many_in_flight },
 	{ "batch_errors", test_batch_errors },
+	{ "runs", test_runs },
 	{ "threads", test_threads },
 	{ "file_batch", test_file_batch },
 	{ NULL, NULL },

@@ -8,7 +8,10 @@
  * many as the ring holds; the writes of one sequential zone form a queue in
  * array order of which only the head is in flight, the next one issued when
  * it completes, because io_uring does not keep the order of several writes
- * to one file or zone. Each sequential write passes the handle's write gate
+ * to one file or zone. Consecutive writes of one zone that follow each
+ * other on the device are merged into one vectored write (up to
+ * SMR_MERGE_MAX requests, SMR_MERGE_BYTES bytes), which is what lets a zone
+ * queue keep up with the others. Each sequential write passes the handle's write gate
  * (zone rules, implicit open, busy flag) just before it is issued, and its
  * completion updates the zone cache. Short transfers are resubmitted for the
  * rest; reads of a sequential zone stop at the write pointer and the rest is
@@ -20,10 +23,13 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "dev/dev_int.h"
 
 #define SMR_RING_DEPTH 128
+#define SMR_MERGE_MAX 64
+#define SMR_MERGE_BYTES (8 * SMR_MIB)
 
 struct smr_dev_uring {
 	struct io_uring ring;
@@ -41,6 +47,13 @@ struct piece {
 	bool begun;         /* write gate passed */
 	struct smr_zc_undo undo;
 	struct piece *next; /* ready list, or the zone's queue */
+	/* A merged write: the head holds the whole range (len, off, total
+	 * cover every member) and the iovec room; the other members hang
+	 * off ->memb and are on no list. */
+	size_t own;         /* the head's own bytes */
+	unsigned int nmemb; /* 1 unless merged */
+	struct piece *memb; /* next member */
+	struct iovec *iov;  /* nmemb entries, for a merged head */
 };
 
 /* The writes of one sequential zone in this batch. */
@@ -49,6 +62,8 @@ struct zqueue {
 	bool failed;  /* a write failed: the rest are cancelled */
 	bool issuing; /* one write of the zone is ready or in flight */
 	struct piece *head, *tail; /* the writes waiting for it */
+	struct piece *last;        /* last head added (merging) */
+	struct piece *last_memb;   /* its last member */
 };
 
 struct batch {
@@ -58,6 +73,7 @@ struct batch {
 	unsigned int nr_pieces;
 	struct zqueue *zq;
 	unsigned int nr_zq;
+	struct iovec *iov; /* room for merged writes */
 	struct piece *ready, *ready_tail;
 	struct piece *deferred; /* zone or its LRU victims busy elsewhere */
 	unsigned int inflight;
@@ -160,8 +176,10 @@ static void zqueue_cancel(struct batch *b, struct zqueue *q)
 		struct piece *p = q->head;
 
 		q->head = p->next;
-		set_result(p->io, -ECANCELED);
-		b->left--;
+		for (struct piece *m = p; m; m = m->memb) {
+			set_result(m->io, -ECANCELED);
+			b->left--;
+		}
 	}
 	q->tail = NULL;
 }
@@ -172,6 +190,11 @@ static void piece_done(struct batch *b, struct piece *p, int rc)
 {
 	set_result(p->io, rc);
 	b->left--;
+	/* Members of a merged write: a failure is charged to the first. */
+	for (struct piece *m = p->memb; m; m = m->memb) {
+		set_result(m->io, rc ? -ECANCELED : 0);
+		b->left--;
+	}
 	if (p->zno == UINT32_MAX)
 		return;
 	if (p->begun)
@@ -199,11 +222,76 @@ static void piece_done(struct batch *b, struct piece *p, int rc)
 static void piece_sync(struct batch *b, struct piece *p)
 {
 	struct smr_dev *dev = b->dev;
-	int rc = p->io->op == SMR_IO_READ ?
-			 dev->ops->read(dev, p->buf, p->len, p->off) :
-			 dev->ops->write(dev, p->buf, p->len, p->off);
+	size_t skip = p->total - p->len;
+	uint64_t off = p->off - skip;
+	int rc = 0;
 
+	if (p->io->op == SMR_IO_READ) {
+		piece_done(b, p, dev->ops->read(dev, p->buf, p->len, p->off));
+		return;
+	}
+	if (p->nmemb == 1) {
+		piece_done(b, p, dev->ops->write(dev, p->buf, p->len, p->off));
+		return;
+	}
+	for (struct piece *m = p; m && !rc; m = m->memb) {
+		size_t len = m == p ? p->own : m->len;
+
+		if (skip >= len) {
+			skip -= len;
+		} else {
+			rc = dev->ops->write(dev, m->buf + skip, len - skip,
+					     off + skip);
+			skip = 0;
+		}
+		off += len;
+	}
 	piece_done(b, p, rc);
+}
+
+/* Fill the iovec of merged write @p with what is left of it. */
+static unsigned int build_iov(struct piece *p)
+{
+	size_t skip = p->total - p->len;
+	unsigned int n = 0;
+
+	for (struct piece *m = p; m; m = m->memb) {
+		size_t len = m == p ? p->own : m->len;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		p->iov[n].iov_base = m->buf + skip;
+		p->iov[n].iov_len = len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+/* The gate refused merged write @p: split it up again. The members go back
+ * to the front of the zone's queue, to be issued one by one after @p. */
+static void unmerge(struct batch *b, struct piece *p)
+{
+	struct zqueue *q = zqueue_of(b, p->zno);
+	struct piece *first = p->memb, *last = NULL;
+
+	for (struct piece *m = first; m; m = m->memb) {
+		m->next = m->memb;
+		last = m;
+	}
+	for (struct piece *m = first, *n; m; m = n) {
+		n = m->memb;
+		m->memb = NULL;
+	}
+	last->next = q->head;
+	q->head = first;
+	if (!q->tail)
+		q->tail = last;
+	p->memb = NULL;
+	p->nmemb = 1;
+	p->total = p->len = p->own;
 }
 
 /*
@@ -229,11 +317,16 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 			return 0;
 		}
 	}
-	if (p->zno != UINT32_MAX && !p->begun) {
+	while (p->zno != UINT32_MAX && !p->begun) {
 		rc = smr_dev_write_begin(dev, p->zno, p->off, p->total, wait,
 					 &p->undo);
 		if (rc == SMR_ZC_BUSY_RETRY)
 			return rc;
+		if (rc && p->nmemb > 1) {
+			/* Find out which member is refused. */
+			unmerge(b, p);
+			continue;
+		}
 		if (rc) {
 			piece_done(b, p, rc);
 			return 0;
@@ -253,6 +346,8 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 	}
 	if (p->io->op == SMR_IO_READ)
 		io_uring_prep_read(sqe, fd, p->buf, (unsigned int)p->len, foff);
+	else if (p->nmemb > 1)
+		io_uring_prep_writev(sqe, fd, p->iov, build_iov(p), foff);
 	else
 		io_uring_prep_write(sqe, fd, p->buf, (unsigned int)p->len,
 				    foff);
@@ -283,8 +378,10 @@ static void piece_complete(struct batch *b, struct piece *p, int res)
 		return;
 	}
 	if ((size_t)res < p->len) {
-		/* Short: the rest goes out again. */
-		p->buf += res;
+		/* Short: the rest goes out again (a merged write rebuilds its
+		 * iovec from what is left). */
+		if (p->nmemb == 1)
+			p->buf += res;
 		p->off += (uint64_t)res;
 		p->len -= (size_t)res;
 		ready_push(b, p);
@@ -314,32 +411,49 @@ static void add_piece(struct batch *b, struct smr_io *io, char *buf,
 		      size_t len, uint64_t off, uint32_t zno)
 {
 	struct piece *p = &b->pieces[b->nr_pieces++];
+	struct zqueue *q;
+	struct piece *h;
 
 	*p = (struct piece){ .io = io, .buf = buf, .len = len, .off = off,
-			     .total = len, .zno = zno };
+			     .total = len, .zno = zno, .own = len,
+			     .nmemb = 1 };
 	b->left++;
 	if (zno == UINT32_MAX) {
 		ready_push(b, p);
 		return;
 	}
-	{
-		struct zqueue *q = zqueue_of(b, zno);
-
-		if (q->failed) {
-			set_result(io, -ECANCELED);
-			b->left--;
-		} else if (!q->issuing) {
-			/* First write of the zone: it may go now. */
-			q->issuing = true;
-			ready_push(b, p);
-		} else {
-			p->next = NULL;
-			if (q->tail)
-				q->tail->next = p;
-			else
-				q->head = p;
-			q->tail = p;
-		}
+	q = zqueue_of(b, zno);
+	h = q->last;
+	if (q->failed) {
+		set_result(io, -ECANCELED);
+		b->left--;
+	} else if (h && h->off + h->total == off &&
+		   h->nmemb < SMR_MERGE_MAX &&
+		   h->total + len <= SMR_MERGE_BYTES) {
+		/* Follows the last write of the zone: one vectored write. */
+		if (q->last_memb)
+			q->last_memb->memb = p;
+		else
+			h->memb = p;
+		q->last_memb = p;
+		h->nmemb++;
+		h->total += len;
+		h->len += len;
+	} else if (!q->issuing) {
+		/* First write of the zone: it may go now. */
+		q->issuing = true;
+		q->last = p;
+		q->last_memb = NULL;
+		ready_push(b, p);
+	} else {
+		p->next = NULL;
+		if (q->tail)
+			q->tail->next = p;
+		else
+			q->head = p;
+		q->tail = p;
+		q->last = p;
+		q->last_memb = NULL;
 	}
 }
 
@@ -469,13 +583,23 @@ int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
 	b.ring = &r->ring;
 	b.pieces = calloc(max ? max : 1, sizeof(*b.pieces));
 	b.zq = calloc(n ? n : 1, sizeof(*b.zq));
-	if (!b.pieces || !b.zq) {
+	b.iov = calloc(max ? max : 1, sizeof(*b.iov));
+	if (!b.pieces || !b.zq || !b.iov) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	rc = split(&b, ios, n);
-	if (!rc)
+	if (!rc) {
+		unsigned int cur = 0;
+
+		for (unsigned int i = 0; i < b.nr_pieces; i++) {
+			if (b.pieces[i].nmemb > 1) {
+				b.pieces[i].iov = &b.iov[cur];
+				cur += b.pieces[i].nmemb;
+			}
+		}
 		rc = run(&b);
+	}
 	if (rc) {
 		/* The ring failed under us: finish in-flight pieces before the
 		 * buffers go back to the caller. */
@@ -494,6 +618,7 @@ out:
 		ring_put(dev, r);
 	free(b.pieces);
 	free(b.zq);
+	free(b.iov);
 	if (rc)
 		return rc;
 	for (unsigned int i = 0; i < n; i++)
