@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1069,6 +1070,66 @@ static void test_timestamps_statfs(void)
 	fs_teardown();
 }
 
+/* Several threads at once, each on its own files in a shared directory. */
+struct worker {
+	int id;
+	int errors;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	uint8_t buf[20000], out[20000];
+	struct smr_ns_attr a;
+	char name[32];
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "w%d-%d", w->id, i);
+		fill_pattern(buf, sizeof(buf), (uint64_t)w->id * 1000 + i);
+		if (smr_ns_mknod(ns, &root_cr, ROOT, name, S_IFREG | 0644, 0,
+				 &a) ||
+		    smr_ns_write(ns, &root_cr, a.ino, (uint64_t)i * 100, buf,
+				 sizeof(buf)) != (ssize_t)sizeof(buf) ||
+		    smr_ns_read(ns, a.ino, (uint64_t)i * 100, sizeof(out),
+				out) != (ssize_t)sizeof(out) ||
+		    memcmp(buf, out, sizeof(buf))) {
+			w->errors++;
+			continue;
+		}
+		if (i % 2 && smr_ns_unlink(ns, &root_cr, ROOT, name))
+			w->errors++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	enum { N = 4 };
+	struct worker w[N];
+	pthread_t th[N];
+	struct smr_ns_attr a;
+	char name[32];
+
+	fs_setup();
+	for (int i = 0; i < N; i++) {
+		w[i].id = i;
+		w[i].errors = 0;
+		CU_ASSERT_EQUAL(pthread_create(&th[i], NULL, worker_run, &w[i]),
+				0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(w[i].errors, 0);
+	}
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < 40; j++) {
+			snprintf(name, sizeof(name), "w%d-%d", i, j);
+			SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, name, &a),
+				      j % 2 ? -ENOENT : 0);
+		}
+	fs_teardown();
+}
+
 #ifdef NS_TEST_REAL
 static void test_persistence(void)
 {
@@ -1133,6 +1194,7 @@ static const struct smr_test ns_tests[] = {
 	{ "xattr", test_xattr },
 	{ "orphans", test_orphans },
 	{ "timestamps_statfs", test_timestamps_statfs },
+	{ "threads", test_threads },
 	{ NULL, NULL },
 };
 

@@ -300,8 +300,10 @@ int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 	rc = ns_inode_put(ns, t, ip);
 	if (rc)
 		return rc;
+	static const uint8_t none;
+
 	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
-	return smr_bt_put(t, SMR_TREE_FS, &k, NULL, 0);
+	return smr_bt_put(t, SMR_TREE_FS, &k, &none, 0);
 }
 
 /* The last reference went: free the inode if it has no links. */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Data that was fsync'd survives kill -9 of the daemon; the filesystem
-# mounts again afterwards.
+# mounts again afterwards; SIGTERM commits everything and unmounts.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 Z=$T/zl
@@ -20,5 +20,16 @@ fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M" ||
 note "remount"
 mount_fs "$Z" "$M"
 python3 "$OPS" synced "$M" || fail "fsync'd data lost"
+
+note "SIGTERM commits everything and unmounts"
+echo "committed at exit" >"$M/at-exit"
+kill -TERM "$DAEMON"
+wait "$DAEMON"
+st=$?
+[ $st -eq 0 ] || fail "daemon exit status $st after SIGTERM"
+mountpoint -q "$M" && fail "still mounted after SIGTERM"
+mount_fs "$Z" "$M"
+[ "$(cat "$M/at-exit")" = "committed at exit" ] ||
+	fail "data written before SIGTERM lost"
 umount_fs "$M"
 exit 0
