@@ -92,7 +92,11 @@ struct smr_zone {
 #define smr_zone_remaining(z) \
 	(smr_zone_is_seq(z) ? (z)->start + (z)->cap - (z)->wp : (z)->cap)
 
+/* "CONVENTIONAL", "SEQ_WRITE_REQUIRED", "SEQ_WRITE_PREFERRED" (as
+ * blkzone prints them), "UNKNOWN". */
 const char *smr_zone_type_str(uint8_t type);
+/* blkzone's two-letter codes: "nw", "em", "oi", "oe", "cl", "ro", "fu",
+ * "of"; "??" for anything else. */
 const char *smr_zone_cond_str(uint8_t cond);
 
 /* ------------------------------------------------------------------------
@@ -167,8 +171,10 @@ void *smr_dev_buf_alloc(size_t len);
 void smr_dev_buf_free(void *buf);
 
 /* ------------------------------------------------------------------------
- * The zone cache. All of these answer from memory. @zno must be below
- * info->nr_zones (checked by assert in debug builds).
+ * The zone cache. All of these answer from memory, without a lock or a
+ * system call. @zno must be below info->nr_zones; for a bad number (or an
+ * unzoned device) start and wp return UINT64_MAX, len and cap 0, type 0 and
+ * cond SMR_ZONE_COND_OFFLINE.
  * ------------------------------------------------------------------------ */
 
 /* Zone number that holds byte @off, or UINT32_MAX if @off is past the end or
@@ -191,7 +197,8 @@ size_t smr_dev_zone_cache_bytes(const struct smr_dev *dev);
 /* ------------------------------------------------------------------------
  * I/O. Offsets and lengths are multiples of info->block_size. Each call
  * returns 0 when all of it was done, or a negative errno:
- *  -EINVAL  misaligned, or past the capacity;
+ *  -EINVAL  offset, length or buffer address not a multiple of the block
+ *           size, or past the capacity;
  *  -EIO / -EREMOTEIO  a write into a sequential zone not at its write
  *           pointer, or crossing its capacity, or into a full zone, or one
  *           that would make more zones active than max_active allows (an
@@ -241,7 +248,11 @@ int smr_dev_discard(struct smr_dev *dev, uint64_t off, uint64_t len);
 
 /* ------------------------------------------------------------------------
  * Zone management. -EINVAL for a bad zone number or a conventional zone,
- * -EIO when the device refuses (e.g. opening one more than max open).
+ * -EIO when the device refuses: opening a full zone, closing an empty or
+ * full one, opening an empty zone beyond max active, or beyond max open when
+ * no implicitly open zone can be closed to make room. -EROFS on a read-only
+ * handle. Resetting an empty zone and finishing a full one do nothing and
+ * return 0. Closing a zone in which nothing was written makes it empty.
  * ------------------------------------------------------------------------ */
 int smr_dev_zone_reset(struct smr_dev *dev, uint32_t zno);
 int smr_dev_zone_finish(struct smr_dev *dev, uint32_t zno);
@@ -267,8 +278,14 @@ struct smr_zloop_params {
 
 /*
  * Create a zoned loop directory at @dir (created if missing; it must be
- * empty). Returns 0, -EEXIST if it already holds zones, -EINVAL for
- * inconsistent parameters, or the error of the file system underneath.
+ * empty). Besides the zone files it writes zloop.params, the parameters
+ * that smr_dev_open() reads back (the kernel driver ignores the file).
+ * Returns 0, -EEXIST if it already holds zones, -EINVAL for inconsistent
+ * parameters (zone size not a power of two or below the block size,
+ * capacity not a multiple of it, zone capacity above the zone size or not
+ * a multiple of the block size, as many conventional zones as zones, block
+ * size not 512 or 4096, max_open above max_active), or the error of the file
+ * system underneath.
  */
 int smr_zloop_create(const char *dir, const struct smr_zloop_params *p);
 
