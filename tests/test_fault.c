@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,6 +838,135 @@ static void test_cut_every_write(void)
 	free(path);
 }
 
+/* ------------------------------------------------------------------------
+ * Batches, threads, discards
+ * ------------------------------------------------------------------------ */
+
+struct appender {
+	struct smr_dev *dev;
+	uint32_t zno;
+	int rc;
+};
+
+static void *append_thread(void *arg)
+{
+	struct appender *a = arg;
+
+	for (unsigned int i = 0; i < 8 && !a->rc; i++) {
+		a->rc = append(a->dev, a->zno, BS, a->zno * 100 + i);
+		if (!a->rc && i % 3 == 2)
+			a->rc = smr_dev_flush(a->dev);
+	}
+	return NULL;
+}
+
+/* Batches and concurrent writers go through the fault device; the log keeps
+ * each zone's writes in order and replays to the same device. */
+static void test_batch_threads(void)
+{
+	char *path = new_zloop(), *tpath = new_zloop();
+	struct smr_dev *lower = open_dev(path), *t = open_dev(tpath);
+	struct appender a[NR_ZONES - NR_CNV];
+	pthread_t th[NR_ZONES - NR_CNV];
+	struct smr_fault *f;
+	struct smr_dev *dev;
+	struct smr_io ios[6];
+	void *bufs[6];
+	uint64_t wp[NR_ZONES];
+	uint8_t *img;
+	bool ordered = true;
+
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	for (unsigned int i = 0; i < 6; i++) {
+		bufs[i] = pattern(BS, 50 + i);
+		ios[i] = (struct smr_io){
+			.op = SMR_IO_WRITE, .buf = bufs[i], .len = BS,
+			.off = zstart(i % 2 ? 3 : 2) + (i / 2) * BS,
+		};
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, 6));
+	for (unsigned int i = 0; i < 6; i++)
+		smr_dev_buf_free(bufs[i]);
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 2));
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 3));
+
+	for (uint32_t i = 0; i < NR_ZONES - NR_CNV; i++) {
+		a[i] = (struct appender){ .dev = dev, .zno = NR_CNV + i };
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, append_thread,
+					       &a[i]) == 0);
+	}
+	for (uint32_t i = 0; i < NR_ZONES - NR_CNV; i++) {
+		pthread_join(th[i], NULL);
+		SMR_ASSERT_OK(a[i].rc);
+		CU_ASSERT_TRUE(holds(lower, zstart(NR_CNV + i) + 7 * BS, BS,
+				     (NR_CNV + i) * 100 + 7));
+	}
+
+	/* Every sequential write of the log lands at its zone's pointer. */
+	for (uint32_t z = 0; z < NR_ZONES; z++)
+		wp[z] = zstart(z);
+	for (uint64_t i = 0; i < smr_fault_nr_records(f); i++) {
+		struct smr_fault_rec r;
+
+		SMR_ASSERT_OK(smr_fault_record(f, i, &r));
+		if (r.op == SMR_FOP_ZONE_RESET)
+			wp[r.zno] = zstart(r.zno);
+		if (r.op != SMR_FOP_WRITE)
+			continue;
+		if (r.off != wp[r.zno])
+			ordered = false;
+		wp[r.zno] = r.off + r.len;
+	}
+	CU_ASSERT_TRUE(ordered);
+	SMR_ASSERT_OK(smr_fault_replay(f, smr_fault_nr_records(f), NULL, t));
+	img = snapshot(lower);
+	CU_ASSERT_TRUE(same_image(t, img));
+	smr_dev_buf_free(img);
+
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_fault_free(f);
+	SMR_ASSERT_OK(smr_dev_close(t));
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	drop_path(tpath);
+	free(path);
+}
+
+/* Discards are recorded and replayed (regular files punch holes). */
+static void test_discard(void)
+{
+	char *path = new_file(), *tpath = new_file();
+	struct smr_dev *lower = open_dev(path), *t = open_dev(tpath);
+	struct smr_fault_rec r;
+	struct smr_fault *f;
+	struct smr_dev *dev;
+	uint8_t *img;
+
+	if (!smr_dev_info(lower)->discard) {
+		printf("\n    no discard on this file system: skipped ");
+		goto out;
+	}
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(put(dev, 0, 8 * BS, 1));
+	SMR_ASSERT_OK(smr_dev_discard(dev, 2 * BS, 4 * BS));
+	CU_ASSERT_TRUE(zeros(dev, 2 * BS, 4 * BS));
+	CU_ASSERT_EQUAL(smr_fault_nr_records(f), 2);
+	SMR_ASSERT_OK(smr_fault_record(f, 1, &r));
+	CU_ASSERT_EQUAL(r.op, SMR_FOP_DISCARD);
+	CU_ASSERT_EQUAL(r.off, 2 * BS);
+	CU_ASSERT_EQUAL(r.len, 4 * BS);
+	SMR_ASSERT_OK(smr_fault_replay(f, 2, NULL, t));
+	img = snapshot(lower);
+	CU_ASSERT_TRUE(same_image(t, img));
+	smr_dev_buf_free(img);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_fault_free(f);
+out:
+	SMR_ASSERT_OK(smr_dev_close(t));
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	drop_path(tpath);
+	free(path);
+}
+
 static const struct smr_test fault_tests[] = {
 	{ "record", test_record },
 	{ "fail_writes", test_fail_writes },
@@ -853,6 +983,8 @@ static const struct smr_test replay_tests[] = {
 	{ "replay_drop_unflushed_file", test_replay_drop_unflushed_file },
 	{ "replay_zoned_order", test_replay_zoned_order },
 	{ "cut_every_write", test_cut_every_write },
+	{ "batch_threads", test_batch_threads },
+	{ "discard", test_discard },
 	{ NULL, NULL },
 };
 

@@ -498,7 +498,9 @@ static void test_limits(void)
 static void test_data(void)
 {
 	struct smr_dev *dev = open_zdev(false);
-	const struct smr_dev_info *info = smr_dev_info(dev);
+	/* A copy: the test reopens the device. */
+	const struct smr_dev_info info_copy = *smr_dev_info(dev);
+	const struct smr_dev_info *info = &info_copy;
 	uint32_t bs = info->block_size;
 	uint32_t z1 = seq_zone(dev, 0), z2 = seq_zone(dev, z1 + 1);
 	uint64_t s1 = smr_dev_zone_start(dev, z1);
