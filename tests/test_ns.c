@@ -1070,6 +1070,46 @@ static void test_timestamps_statfs(void)
 	fs_teardown();
 }
 
+/* A full device: a clear -ENOSPC, nothing written before it is lost, and
+ * the space comes back once the file is gone and committed. */
+static void test_enospc(void)
+{
+	enum { CHUNK = 1024 * 1024 };
+	uint8_t *buf = malloc(CHUNK), *out = malloc(CHUNK);
+	struct smr_ns_statfs st;
+	uint64_t f, off = 0;
+	ssize_t n = 0;
+
+	fs_setup();
+	f = mkfile(ROOT, "fill", 0644);
+	for (int i = 0; i < 100000; i++) {
+		fill_pattern(buf, CHUNK, i);
+		n = smr_ns_write(ns, &root_cr, f, off, buf, CHUNK);
+		if (n != CHUNK)
+			break;
+		off += CHUNK;
+	}
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	CU_ASSERT(off > 0);
+	SMR_ASSERT_OK(smr_ns_statfs(ns, &st));
+	CU_ASSERT(st.bavail * st.bsize < CHUNK);
+	for (uint64_t o = 0; o < off; o += CHUNK) {
+		fill_pattern(buf, CHUNK, o / CHUNK);
+		CU_ASSERT_EQUAL(smr_ns_read(ns, f, o, CHUNK, out), CHUNK);
+		if (memcmp(buf, out, CHUNK)) {
+			CU_FAIL("data before ENOSPC changed");
+			break;
+		}
+	}
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "fill"));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	f = mkfile(ROOT, "again", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, CHUNK), CHUNK);
+	fs_teardown();
+	free(buf);
+	free(out);
+}
+
 /* Several threads at once, each on its own files in a shared directory. */
 struct worker {
 	int id;
@@ -1194,6 +1234,7 @@ static const struct smr_test ns_tests[] = {
 	{ "xattr", test_xattr },
 	{ "orphans", test_orphans },
 	{ "timestamps_statfs", test_timestamps_statfs },
+	{ "enospc", test_enospc },
 	{ "threads", test_threads },
 	{ NULL, NULL },
 };
