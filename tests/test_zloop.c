@@ -636,6 +636,42 @@ static void test_unchecked(void)
 	smr_dev_buf_free(w);
 }
 
+/* 512-byte blocks: 512-byte writes at the write pointer. */
+static void test_small_blocks(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = 4 * ZS, .zone_size = ZS, .nr_cnv = 1,
+		.block_size = 512,
+	};
+	uint8_t *w = smr_dev_buf_alloc(4096), *r = smr_dev_buf_alloc(4096);
+	struct smr_dev *dev = NULL;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/zl", smr_test_tmpdir("zl-512"));
+	SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	CU_ASSERT_EQUAL(smr_dev_info(dev)->block_size, 512);
+	fill(w, 4096, 3);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, 512, ZS));
+	SMR_ASSERT_OK(smr_dev_write(dev, w + 512, 1024, ZS + 512));
+	SMR_ASSERT_RC(smr_dev_write(dev, w, 512, ZS + 2048), -EIO);
+	SMR_ASSERT_RC(smr_dev_write(dev, w, 256, ZS + 1536), -EINVAL);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 1), ZS + 1536);
+	CU_ASSERT_EQUAL(file_size(path, "seq-000001"), 1536);
+	memset(r, 0xaa, 4096);
+	SMR_ASSERT_OK(smr_dev_read(dev, r, 2048, ZS));
+	CU_ASSERT_EQUAL(memcmp(r, w, 1536), 0);
+	CU_ASSERT_EQUAL(r[1536], 0);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	/* A 512-byte write pointer survives a reopen. */
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 1), ZS + 1536);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_dev_buf_free(w);
+	smr_dev_buf_free(r);
+}
+
 static const struct smr_test zloop_tests[] = {
 	{ "layout_and_geometry", test_layout_and_geometry },
 	{ "seq_write_read", test_seq_write_read },
@@ -648,6 +684,7 @@ static const struct smr_test zloop_tests[] = {
 	{ "exclusive", test_exclusive },
 	{ "submit_order", test_submit_sync_order },
 	{ "unchecked", test_unchecked },
+	{ "small_blocks", test_small_blocks },
 	{ NULL, NULL },
 };
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -456,6 +457,24 @@ static int zl_io_target(struct smr_dev *dev, uint64_t off, size_t len,
 	return 0;
 }
 
+/*
+ * Every zone file stays open (one descriptor a zone), so a large directory
+ * needs more descriptors than the usual soft limit of 1024: raise the soft
+ * limit towards the hard one, as much as @nr_zones needs.
+ */
+static void zl_raise_nofile(uint32_t nr_zones)
+{
+	rlim_t want = (rlim_t)nr_zones + 256;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ?
+			      want :
+			      rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static int zl_open(const char *path, const struct smr_dev_opts *opts,
 		   struct smr_dev **devp)
 {
@@ -511,6 +530,7 @@ static int zl_open(const char *path, const struct smr_dev_opts *opts,
 	}
 	for (uint32_t i = 0; i < zl->nr_zones; i++)
 		zl->fds[i] = -1;
+	zl_raise_nofile(zl->nr_zones);
 	for (uint32_t i = 0; i < zl->nr_zones; i++) {
 		bool cnv = i < zl->nr_cnv;
 		char name[32];
