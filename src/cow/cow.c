@@ -1,3 +1,276 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* cow.c - placeholder until the COW engine lands. */
-#include "util/smr.h"
+/* cow.c - the public entry points of the COW engine (cow.h). */
+#include "cow/cow_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int smr_key_cmp(const struct smr_key *a, const struct smr_key *b)
+{
+	if (a->objid != b->objid)
+		return a->objid < b->objid ? -1 : 1;
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return 0;
+}
+
+static void to_nkey(const struct smr_key *k, struct smr_nkey *nk)
+{
+	nk->objid = k->objid;
+	nk->type = k->type;
+	nk->offset = k->offset;
+}
+
+static void from_nkey(const struct smr_nkey *nk, struct smr_key *k)
+{
+	k->objid = nk->objid;
+	k->type = nk->type;
+	k->offset = nk->offset;
+}
+
+/* ------------------------------------------------------------------------
+ * Open and close
+ * ------------------------------------------------------------------------ */
+
+/* Open the engine over @ops/@store once c->dev etc. are set. */
+static int cow_open_common(struct smr_cow *c)
+{
+	struct smr_ckpt *ck = calloc(1, sizeof(*ck));
+	int rc;
+
+	if (!ck)
+		return -ENOMEM;
+	rc = c->sops->load(c, ck);
+	if (rc)
+		goto out;
+	c->ns = c->sb.node_size;
+	rc = smr_cow_setup(c);
+	if (rc)
+		goto out;
+	rc = smr_bt_load_roots(c, ck);
+	if (rc)
+		goto out;
+	c->gen = ck->gen;
+	c->nr_nodes = ck->nr_nodes;
+	for (uint32_t i = 0; i < ck->nr_pending; i++) {
+		rc = smr_xlist_add(&c->free_prev, ck->pending[i].off,
+				   ck->pending[i].len);
+		if (rc)
+			goto out;
+	}
+	c->read_only = c->opts.read_only;
+	if (!c->read_only)
+		rc = smr_cow_start_timer(c);
+out:
+	free(ck);
+	return rc;
+}
+
+int smr_cow_open_store(const struct smr_store_ops *ops, void *store,
+		       const struct smr_cow_opts *o, struct smr_cow **cp)
+{
+	struct smr_cow *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->sops = ops;
+	c->store = store;
+	if (o)
+		c->opts = *o;
+	rc = cow_open_common(c);
+	if (rc) {
+		smr_cow_teardown(c);
+		if (c->sops->close)
+			c->sops->close(c);
+		free(c);
+		return rc;
+	}
+	*cp = c;
+	return 0;
+}
+
+int smr_cow_open(struct smr_dev *dev, const struct smr_cow_opts *o,
+		 struct smr_cow **cp)
+{
+	struct smr_cow *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->sops = &smr_store_dev_ops;
+	c->dev = dev;
+	c->info = smr_dev_info(dev);
+	if (o)
+		c->opts = *o;
+	rc = cow_open_common(c);
+	if (rc) {
+		smr_cow_teardown(c);
+		c->sops->close(c);
+		free(c);
+		return rc;
+	}
+	*cp = c;
+	return 0;
+}
+
+int smr_cow_close(struct smr_cow *c)
+{
+	int rc = 0;
+
+	if (!c)
+		return 0;
+	if (!smr_cow_is_read_only(c)) {
+		rc = smr_cow_commit_now(c);
+		/* A second, empty commit hands the blocks the last one
+		 * released to the allocator, so nothing stays pending. */
+		if (!rc && c->free_prev.n)
+			rc = smr_cow_commit_now(c);
+	}
+	smr_cow_teardown(c);
+	if (c->sops->close)
+		c->sops->close(c);
+	free(c);
+	return rc;
+}
+
+void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	memcpy(info->uuid, c->sb.uuid, sizeof(info->uuid));
+	memcpy(info->label, c->sb.label, sizeof(info->label));
+	memcpy(info->alloc, c->sb.alloc, sizeof(info->alloc));
+	if (c->alloc)
+		snprintf(info->alloc, sizeof(info->alloc), "%s",
+			 c->alloc->ops->name);
+	memcpy(info->alloc_why, c->alloc_why, sizeof(info->alloc_why));
+	info->block_size = c->sb.block_size;
+	info->node_size = c->sb.node_size;
+	info->capacity = c->sb.capacity;
+	info->data_start = c->sb.data_start;
+	info->gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+	info->format_major = c->sb.format_major;
+	info->format_minor = c->sb.format_minor;
+}
+
+bool smr_cow_is_read_only(struct smr_cow *c)
+{
+	bool ro;
+
+	pthread_mutex_lock(&c->txn_lock);
+	ro = c->read_only;
+	pthread_mutex_unlock(&c->txn_lock);
+	return ro;
+}
+
+/* ------------------------------------------------------------------------
+ * Items
+ * ------------------------------------------------------------------------ */
+
+int smr_bt_lookup(struct smr_cow *c, uint32_t tree, const struct smr_key *key,
+		  void *val, size_t *len)
+{
+	struct smr_nkey k;
+	size_t dummy = 0;
+	int rc;
+
+	to_nkey(key, &k);
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_bt_lookup_locked(c, tree, &k, val, len ? len : &dummy);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static int bt_step(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		   bool fwd, struct smr_key *found, void *val, size_t *len)
+{
+	struct smr_nkey k, f;
+	size_t dummy = 0;
+	int rc;
+
+	to_nkey(from, &k);
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_bt_step_locked(c, tree, &k, fwd, &f, val, len ? len : &dummy);
+	pthread_rwlock_unlock(&c->lock);
+	if (!rc && found)
+		from_nkey(&f, found);
+	return rc;
+}
+
+int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len)
+{
+	return bt_step(c, tree, from, true, found, val, len);
+}
+
+int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len)
+{
+	return bt_step(c, tree, from, false, found, val, len);
+}
+
+static int bt_modify(struct smr_txn *t, uint32_t tree,
+		     const struct smr_key *key, const void *val, size_t len,
+		     int mode)
+{
+	struct smr_cow *c = t->c;
+	struct smr_nkey k;
+	int rc;
+
+	if (len > SMR_COW_MAX_ITEM)
+		return -E2BIG;
+	to_nkey(key, &k);
+	pthread_rwlock_wrlock(&c->lock);
+	rc = c->read_only ? -EROFS :
+			    smr_bt_modify_locked(c, tree, &k, val, len, mode);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int smr_bt_insert(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len)
+{
+	return bt_modify(t, tree, key, val, len, SMR_BT_INSERT);
+}
+
+int smr_bt_update(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+		  const void *val, size_t len)
+{
+	return bt_modify(t, tree, key, val, len, SMR_BT_UPDATE);
+}
+
+int smr_bt_put(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
+	       const void *val, size_t len)
+{
+	return bt_modify(t, tree, key, val, len, SMR_BT_PUT);
+}
+
+int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
+{
+	struct smr_cow *c = t->c;
+	struct smr_nkey k;
+	int rc;
+
+	to_nkey(key, &k);
+	pthread_rwlock_wrlock(&c->lock);
+	rc = c->read_only ? -EROFS : smr_bt_delete_locked(c, tree, &k);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		   const struct smr_key *to, smr_bt_iter_fn fn, void *arg)
+{
+	struct smr_nkey f, l;
+	int rc;
+
+	to_nkey(from, &f);
+	to_nkey(to, &l);
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_bt_iterate_locked(c, tree, &f, &l, fn, arg);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}

@@ -1,4 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 noinst_LTLIBRARIES += src/cow/libsmrfs_cow.la
 src_cow_libsmrfs_cow_la_SOURCES = \
-	src/cow/cow.c
+	src/cow/cow.h \
+	src/cow/cow_priv.h \
+	src/cow/cow.c \
+	src/cow/bt.c \
+	src/cow/txn.c \
+	src/cow/store_mem.c \
+	src/cow/store_dev.c
+
+# The tree alone, over the memory store: a model-based test against a
+# reference map. SMR_TEST_OPS sets the number of operations (default
+# 1000000).
+check_PROGRAMS += tests/test_bt_model
+tests_test_bt_model_SOURCES = tests/test_bt_model.c
+tests_test_bt_model_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_bt_model_LDADD = $(SMR_TEST_LIBS) src/cow/libsmrfs_cow.la \
+	src/alloc/libsmrfs_alloc.la src/format/libsmrfs_format.la \
+	src/dev/libsmrfs_dev.la src/util/libsmrfs_util.la $(SMR_DEP_LIBS)
+TESTS += tests/test_bt_model

@@ -10,8 +10,8 @@
  *  - logic code never touches these: it uses the in-core structures and the
  *    smr_*_from_disk() / smr_*_to_disk() codecs.
  *
- * Sections: common block header; superblock and checkpoints (cow); allocator
- * state (alloc); B-tree nodes (cow).
+ * Sections: common block header; superblock, checkpoints and B-tree nodes
+ * (cow); allocator state (alloc, ondisk_alloc.h); namespace items (ondisk_ns.h).
  */
 #ifndef SMR_FORMAT_ONDISK_H
 #define SMR_FORMAT_ONDISK_H
@@ -66,9 +66,202 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
 	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | \
 	 (uint32_t)(d) << 24)
 #define SMR_MAGIC_ALLOC SMR_MAGIC('S', 'A', 'L', 'C') /* allocator state */
+#define SMR_MAGIC_SB SMR_MAGIC('S', 'M', 'R', 'S')    /* superblock */
+#define SMR_MAGIC_CKPT SMR_MAGIC('S', 'C', 'K', 'P')  /* checkpoint */
+#define SMR_MAGIC_NODE SMR_MAGIC('S', 'N', 'O', 'D')  /* B-tree node */
 
-/* Owners of blocks that are not in a tree. */
+/* Owners of blocks that are not in a tree. B-tree nodes are owned by their
+ * tree's id (1 .. SMR_CKPT_MAX_ROOTS). */
 #define SMR_OWNER_ALLOC 0xfffffffffffffff0ULL /* allocator state */
+#define SMR_OWNER_SB 0xfffffffffffffff1ULL    /* superblock */
+#define SMR_OWNER_CKPT 0xfffffffffffffff2ULL  /* checkpoint */
+
+/* ========================================================================
+ * Superblock (cow)
+ *
+ * One 4096-byte block, written at format time only, in several copies (see
+ * docs/FORMAT.md, "Checkpoint placement"). It says what the filesystem is
+ * and where its checkpoints are; it never changes after mkfs, so a torn
+ * superblock write can only happen during mkfs.
+ * ======================================================================== */
+#define SMR_SB_SIZE 4096
+#define SMR_FORMAT_MAJOR 1
+#define SMR_FORMAT_MINOR 0
+
+/* Feature bits. None are defined yet: any bit set is unknown. */
+#define SMR_FEAT_COMPAT_SUPP 0ULL
+#define SMR_FEAT_RO_COMPAT_SUPP 0ULL
+#define SMR_FEAT_INCOMPAT_SUPP 0ULL
+
+/* Where the checkpoints are (sb_ckpt_scheme). */
+#define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */
+#define SMR_CKPT_CNV 2     /* slots in the first (conventional) zone */
+#define SMR_CKPT_ZONELOG 3 /* two sequential zones used as a log */
+
+struct smr_dsb {
+	struct smr_blk_hdr hdr;      /* SMR_MAGIC_SB, owner SMR_OWNER_SB */
+	__le16 format_major;
+	__le16 format_minor;
+	__le32 block_size;           /* device logical block size */
+	__le32 node_size;            /* B-tree node bytes */
+	__le32 ckpt_size;            /* checkpoint record bytes */
+	__le64 features_compat;
+	__le64 features_ro_compat;
+	__le64 features_incompat;
+	__le64 capacity;             /* device bytes */
+	__le64 zone_size;            /* bytes of zone 0; 0 if not zoned */
+	__le64 zone_cap;             /* writable bytes of zone 0 */
+	__le32 nr_zones;             /* 0 if not zoned */
+	__le32 nr_cnv_zones;
+	__le64 data_start;           /* first byte the allocator manages */
+	__le32 ckpt_scheme;          /* SMR_CKPT_* */
+	__le32 ckpt_nr_slots;        /* AREA/CNV: slots; ZONELOG: 2 zones */
+	__le64 ckpt_start;           /* AREA/CNV: first slot; ZONELOG: zone 0 */
+	__le64 ckpt_len;             /* AREA/CNV: slot bytes; ZONELOG: zone */
+	char alloc[16];              /* allocator module, NUL padded */
+	char label[64];              /* NUL padded */
+	__le64 ctime;                /* seconds since the epoch at mkfs */
+	uint8_t reserved[SMR_SB_SIZE - 256];
+};
+SMR_ONDISK_SIZE(struct smr_dsb, SMR_SB_SIZE);
+SMR_ONDISK_OFFSET(struct smr_dsb, format_major, 64);
+SMR_ONDISK_OFFSET(struct smr_dsb, format_minor, 66);
+SMR_ONDISK_OFFSET(struct smr_dsb, block_size, 68);
+SMR_ONDISK_OFFSET(struct smr_dsb, node_size, 72);
+SMR_ONDISK_OFFSET(struct smr_dsb, ckpt_size, 76);
+SMR_ONDISK_OFFSET(struct smr_dsb, features_compat, 80);
+SMR_ONDISK_OFFSET(struct smr_dsb, features_ro_compat, 88);
+SMR_ONDISK_OFFSET(struct smr_dsb, features_incompat, 96);
+SMR_ONDISK_OFFSET(struct smr_dsb, capacity, 104);
+SMR_ONDISK_OFFSET(struct smr_dsb, zone_size, 112);
+SMR_ONDISK_OFFSET(struct smr_dsb, zone_cap, 120);
+SMR_ONDISK_OFFSET(struct smr_dsb, nr_zones, 128);
+SMR_ONDISK_OFFSET(struct smr_dsb, nr_cnv_zones, 132);
+SMR_ONDISK_OFFSET(struct smr_dsb, data_start, 136);
+SMR_ONDISK_OFFSET(struct smr_dsb, ckpt_scheme, 144);
+SMR_ONDISK_OFFSET(struct smr_dsb, ckpt_nr_slots, 148);
+SMR_ONDISK_OFFSET(struct smr_dsb, ckpt_start, 152);
+SMR_ONDISK_OFFSET(struct smr_dsb, ckpt_len, 160);
+SMR_ONDISK_OFFSET(struct smr_dsb, alloc, 168);
+SMR_ONDISK_OFFSET(struct smr_dsb, label, 184);
+SMR_ONDISK_OFFSET(struct smr_dsb, ctime, 248);
+SMR_ONDISK_OFFSET(struct smr_dsb, reserved, 256);
+
+/* ========================================================================
+ * Checkpoint (cow)
+ *
+ * A record of SMR_CKPT_SIZE bytes: this fixed part, then nr_pending
+ * struct smr_dextent, then zeros to the end. The newest checkpoint that
+ * verifies is the filesystem's state.
+ * ======================================================================== */
+#define SMR_CKPT_SIZE 16384
+#define SMR_CKPT_MAX_ROOTS 8
+
+/* A tree's root as the checkpoint names it. tree 0 = unused slot. */
+struct smr_droot {
+	__le64 tree;     /* tree id, SMR_TREE_* */
+	__le64 addr;     /* root node; 0 = empty tree */
+	__le64 gen;      /* generation in the root node's header */
+	__le64 nr_items; /* items in the tree */
+	__le16 level;    /* root node's level */
+	uint8_t pad[6];  /* zero */
+};
+SMR_ONDISK_SIZE(struct smr_droot, 40);
+SMR_ONDISK_OFFSET(struct smr_droot, addr, 8);
+SMR_ONDISK_OFFSET(struct smr_droot, gen, 16);
+SMR_ONDISK_OFFSET(struct smr_droot, nr_items, 24);
+SMR_ONDISK_OFFSET(struct smr_droot, level, 32);
+SMR_ONDISK_OFFSET(struct smr_droot, pad, 34);
+
+struct smr_dextent {
+	__le64 off;
+	__le64 len;
+};
+SMR_ONDISK_SIZE(struct smr_dextent, 16);
+
+struct smr_dckpt {
+	struct smr_blk_hdr hdr;   /* SMR_MAGIC_CKPT, owner SMR_OWNER_CKPT */
+	__le64 alloc_off;         /* allocator state (struct smr_alloc_ref) */
+	__le64 alloc_len;
+	__le64 alloc_csum;
+	__le64 alloc_gen;
+	__le64 nr_nodes;          /* nodes written since mkfs (statistics) */
+	__le32 nr_roots;          /* used entries of roots[] */
+	__le32 nr_pending;        /* extents after this structure */
+	__le64 reserved0[2];      /* zero */
+	struct smr_droot roots[SMR_CKPT_MAX_ROOTS];
+	uint8_t reserved1[64];    /* zero */
+	/* struct smr_dextent pending[nr_pending] follows. */
+};
+SMR_ONDISK_SIZE(struct smr_dckpt, 512);
+SMR_ONDISK_OFFSET(struct smr_dckpt, alloc_off, 64);
+SMR_ONDISK_OFFSET(struct smr_dckpt, alloc_len, 72);
+SMR_ONDISK_OFFSET(struct smr_dckpt, alloc_csum, 80);
+SMR_ONDISK_OFFSET(struct smr_dckpt, alloc_gen, 88);
+SMR_ONDISK_OFFSET(struct smr_dckpt, nr_nodes, 96);
+SMR_ONDISK_OFFSET(struct smr_dckpt, nr_roots, 104);
+SMR_ONDISK_OFFSET(struct smr_dckpt, nr_pending, 108);
+SMR_ONDISK_OFFSET(struct smr_dckpt, reserved0, 112);
+SMR_ONDISK_OFFSET(struct smr_dckpt, roots, 128);
+SMR_ONDISK_OFFSET(struct smr_dckpt, reserved1, 448);
+#define SMR_CKPT_MAX_PENDING \
+	((SMR_CKPT_SIZE - sizeof(struct smr_dckpt)) / sizeof(struct smr_dextent))
+
+/* ========================================================================
+ * B-tree nodes (cow)
+ *
+ * A node of sb.node_size bytes: struct smr_dnode, then nritems entries.
+ * Leaf (level 0): struct smr_ditem entries growing up from byte 96, their
+ * values packed down from the end of the node in slot order (item 0's value
+ * ends at the node's end, item i's ends where item i-1's starts); data_off
+ * is the lowest value byte. Internal node: struct smr_dkptr entries, each
+ * the first key of a child, the child's address and the generation in the
+ * child's header. Keys strictly increase within a node.
+ * ======================================================================== */
+#define SMR_NODE_MIN_SIZE 16384
+#define SMR_NODE_MAX_SIZE 65536
+#define SMR_BT_MAX_LEVEL 8
+
+struct smr_dnode {
+	struct smr_blk_hdr hdr;  /* SMR_MAGIC_NODE, owner = tree id */
+	__le32 nritems;
+	__le32 data_off;         /* leaf: first value byte; internal: 0 */
+	__le64 reserved[3];      /* zero */
+};
+SMR_ONDISK_SIZE(struct smr_dnode, 96);
+SMR_ONDISK_OFFSET(struct smr_dnode, nritems, 64);
+SMR_ONDISK_OFFSET(struct smr_dnode, data_off, 68);
+SMR_ONDISK_OFFSET(struct smr_dnode, reserved, 72);
+
+struct smr_ditem {
+	__le64 objid;
+	__le64 offset;
+	uint8_t type;
+	uint8_t pad;     /* zero */
+	__le16 size;     /* value bytes */
+	__le32 valoff;   /* value's byte offset in the node */
+};
+SMR_ONDISK_SIZE(struct smr_ditem, 24);
+SMR_ONDISK_OFFSET(struct smr_ditem, offset, 8);
+SMR_ONDISK_OFFSET(struct smr_ditem, type, 16);
+SMR_ONDISK_OFFSET(struct smr_ditem, pad, 17);
+SMR_ONDISK_OFFSET(struct smr_ditem, size, 18);
+SMR_ONDISK_OFFSET(struct smr_ditem, valoff, 20);
+
+struct smr_dkptr {
+	__le64 objid;
+	__le64 offset;
+	uint8_t type;
+	uint8_t pad[7];  /* zero */
+	__le64 addr;     /* child node */
+	__le64 gen;      /* generation in the child's header */
+};
+SMR_ONDISK_SIZE(struct smr_dkptr, 40);
+SMR_ONDISK_OFFSET(struct smr_dkptr, offset, 8);
+SMR_ONDISK_OFFSET(struct smr_dkptr, type, 16);
+SMR_ONDISK_OFFSET(struct smr_dkptr, pad, 17);
+SMR_ONDISK_OFFSET(struct smr_dkptr, addr, 24);
+SMR_ONDISK_OFFSET(struct smr_dkptr, gen, 32);
 
 #include "format/ondisk_alloc.h"
 #include "format/ondisk_ns.h"

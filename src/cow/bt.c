@@ -1,0 +1,1401 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bt.c - the copy-on-write B+tree and its node cache.
+ *
+ * Nodes live in memory as their on-disk image (format/node.h). A node
+ * written by an earlier commit is clean and never changes: to modify it, the
+ * tree copies it into a new dirty node (copy-on-write), which gets a
+ * temporary address (SMR_TMP_ADDR) until the commit writes it, and records
+ * the old address as released. A dirty node is modified in place until the
+ * commit: it has never been written, so nothing on disk refers to it.
+ *
+ * Keys in internal nodes: entry i's key is <= every key in child i's subtree
+ * and > every key in child i-1's. A search goes to the last entry whose key
+ * is <= the key searched (or entry 0). Splits set the new right node's key
+ * to its first key; a new smallest key lowers the keys on the path's
+ * leftmost edge (fixup_low_keys).
+ *
+ * Deletion keeps every non-root node at least a quarter full: an underfull
+ * node is merged into a sibling when both fit in one node, otherwise items
+ * are moved from the sibling so that the two hold about the same bytes. A
+ * root with one child is replaced by the child.
+ *
+ * Cache: a hash of address -> node; clean nodes are on an LRU list and are
+ * evicted (oldest first, unless a path holds them) when the cache passes
+ * c->cache_bytes; dirty nodes stay until the commit writes them.
+ */
+#include "cow/cow_priv.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ========================================================================
+ * Small helpers
+ * ======================================================================== */
+
+int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len)
+{
+	if (l->n && l->x[l->n - 1].off + l->x[l->n - 1].len == off) {
+		l->x[l->n - 1].len += len;
+		return 0;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct smr_extent *x = realloc(l->x, cap * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		l->x = x;
+		l->cap = cap;
+	}
+	l->x[l->n].off = off;
+	l->x[l->n].len = len;
+	l->n++;
+	return 0;
+}
+
+static void *smr_node_buf_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, SMR_DEV_BUF_ALIGN, len))
+		return NULL;
+	return p;
+}
+
+/* ========================================================================
+ * Node cache
+ * ======================================================================== */
+
+static void nlist_init(struct smr_nlist *l)
+{
+	l->head.next = l->head.prev = &l->head;
+	l->n = 0;
+}
+
+static void nlist_del(struct smr_nlist *l, struct smr_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = NULL;
+	l->n--;
+}
+
+static void nlist_add_tail(struct smr_nlist *l, struct smr_node *n)
+{
+	n->prev = l->head.prev;
+	n->next = &l->head;
+	l->head.prev->next = n;
+	l->head.prev = n;
+	l->n++;
+}
+
+static size_t hash_of(struct smr_cow *c, uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 20) & (c->hash_size - 1);
+}
+
+int smr_cache_init(struct smr_cow *c)
+{
+	c->hash_size = 1 << 14;
+	c->hash = calloc(c->hash_size, sizeof(*c->hash));
+	if (!c->hash)
+		return -ENOMEM;
+	nlist_init(&c->lru);
+	nlist_init(&c->dirty);
+	c->scratch[0] = smr_node_buf_alloc(c->ns);
+	c->scratch[1] = smr_node_buf_alloc(c->ns);
+	if (!c->scratch[0] || !c->scratch[1])
+		return -ENOMEM;
+	c->next_tmp = 1;
+	return 0;
+}
+
+static void node_free(struct smr_node *n)
+{
+	free(n->buf);
+	free(n);
+}
+
+void smr_cache_fini(struct smr_cow *c)
+{
+	if (c->hash) {
+		for (size_t i = 0; i < c->hash_size; i++) {
+			struct smr_node *n = c->hash[i], *next;
+
+			for (; n; n = next) {
+				next = n->hnext;
+				node_free(n);
+			}
+		}
+	}
+	free(c->hash);
+	free(c->scratch[0]);
+	free(c->scratch[1]);
+	c->hash = NULL;
+}
+
+static void hash_grow(struct smr_cow *c)
+{
+	size_t old = c->hash_size, size = old * 2;
+	struct smr_node **h = calloc(size, sizeof(*h)), **oh = c->hash;
+
+	if (!h)
+		return; /* keep the longer chains */
+	c->hash = h;
+	c->hash_size = size;
+	for (size_t i = 0; i < old; i++) {
+		struct smr_node *n = oh[i], *next;
+
+		for (; n; n = next) {
+			size_t b = hash_of(c, n->addr);
+
+			next = n->hnext;
+			n->hnext = h[b];
+			h[b] = n;
+		}
+	}
+	free(oh);
+}
+
+static void hash_add(struct smr_cow *c, struct smr_node *n)
+{
+	size_t b;
+
+	if (c->nr_cached >= c->hash_size * 2)
+		hash_grow(c);
+	b = hash_of(c, n->addr);
+	n->hnext = c->hash[b];
+	c->hash[b] = n;
+	c->nr_cached++;
+}
+
+static void hash_del(struct smr_cow *c, struct smr_node *n)
+{
+	struct smr_node **pp = &c->hash[hash_of(c, n->addr)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = n->hnext;
+		c->nr_cached--;
+	}
+	n->hnext = NULL;
+}
+
+static struct smr_node *hash_find(struct smr_cow *c, uint64_t addr)
+{
+	struct smr_node *n = c->hash[hash_of(c, addr)];
+
+	while (n && n->addr != addr)
+		n = n->hnext;
+	return n;
+}
+
+/* Evict clean unpinned nodes, oldest first, until under the bound. Called
+ * with cache_lock held. */
+static void cache_shrink_locked(struct smr_cow *c)
+{
+	struct smr_node *n = c->lru.head.next, *next;
+
+	while (c->nr_cached * (size_t)c->ns > c->cache_bytes &&
+	       n != &c->lru.head) {
+		next = n->next;
+		if (!n->pin) {
+			nlist_del(&c->lru, n);
+			hash_del(c, n);
+			node_free(n);
+			__atomic_fetch_add(&c->stats.evictions, 1,
+					   __ATOMIC_RELAXED);
+		}
+		n = next;
+	}
+}
+
+void smr_cache_shrink(struct smr_cow *c)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	cache_shrink_locked(c);
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+size_t smr_cache_dirty_bytes(struct smr_cow *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->cache_lock);
+	n = c->dirty.n;
+	pthread_mutex_unlock(&c->cache_lock);
+	return n * c->ns;
+}
+
+static void node_put(struct smr_cow *c, struct smr_node *n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->cache_lock);
+	n->pin--;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+/*
+ * Get the node at @addr, which the reference says is at @level of @tree and
+ * was written in @gen; read and verify it on a cache miss. Pinned on return.
+ */
+static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
+		    uint64_t gen, uint16_t level, struct smr_node **np)
+{
+	struct smr_node *n, *other;
+	struct smr_blk_expect exp = { .addr = addr, .gen = gen, .owner = tree,
+				      .uuid = c->sb.uuid };
+	int rc;
+
+	pthread_mutex_lock(&c->cache_lock);
+	n = hash_find(c, addr);
+	if (n) {
+		n->pin++;
+		if (!n->dirty) {
+			nlist_del(&c->lru, n);
+			nlist_add_tail(&c->lru, n);
+		}
+		pthread_mutex_unlock(&c->cache_lock);
+		if (n->level != level || n->tree != tree || n->gen != gen) {
+			node_put(c, n);
+			return smr_corrupt(addr, "btree node: cached node does not match its reference");
+		}
+		*np = n;
+		return 0;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+
+	if (addr & SMR_TMP_ADDR)
+		return smr_corrupt(addr, "btree: dangling reference to an unwritten node");
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->buf = smr_node_buf_alloc(c->ns);
+	if (!n->buf) {
+		free(n);
+		return -ENOMEM;
+	}
+	rc = c->sops->read(c, addr, n->buf, c->ns);
+	if (rc) {
+		smr_err("btree node at byte %" PRIu64 " of tree %u: read failed: %s",
+			addr, tree, strerror(-rc));
+		goto out_free;
+	}
+	__atomic_fetch_add(&c->stats.node_reads, 1, __ATOMIC_RELAXED);
+	rc = smr_blk_verify(n->buf, c->ns, &smr_node_ops, &exp);
+	if (rc)
+		goto out_free;
+	if (smr_node_level(n->buf) != level) {
+		rc = smr_corrupt(addr, "btree node: level differs from the reference");
+		goto out_free;
+	}
+	n->addr = addr;
+	n->gen = gen;
+	n->tree = tree;
+	n->level = level;
+	n->pin = 1;
+
+	pthread_mutex_lock(&c->cache_lock);
+	other = hash_find(c, addr);
+	if (other) {
+		/* Another reader loaded it meanwhile. */
+		other->pin++;
+		pthread_mutex_unlock(&c->cache_lock);
+		node_free(n);
+		*np = other;
+		return 0;
+	}
+	hash_add(c, n);
+	nlist_add_tail(&c->lru, n);
+	cache_shrink_locked(c);
+	pthread_mutex_unlock(&c->cache_lock);
+	*np = n;
+	return 0;
+
+out_free:
+	node_free(n);
+	return rc;
+}
+
+/* A new, empty, dirty node (pinned). Exclusive lock held. */
+static struct smr_node *node_new(struct smr_cow *c, uint32_t tree,
+				 uint16_t level)
+{
+	struct smr_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->buf = smr_node_buf_alloc(c->ns);
+	if (!n->buf) {
+		free(n);
+		return NULL;
+	}
+	smr_node_init(n->buf, c->ns, level, tree);
+	n->addr = SMR_TMP_ADDR | c->next_tmp++;
+	n->gen = c->gen + 1;
+	n->tree = tree;
+	n->level = level;
+	n->dirty = true;
+	n->pin = 1;
+	pthread_mutex_lock(&c->cache_lock);
+	hash_add(c, n);
+	nlist_add_tail(&c->dirty, n);
+	pthread_mutex_unlock(&c->cache_lock);
+	c->changed = true;
+	return n;
+}
+
+/* Remove a node from the tree for good: a clean one's block is released. */
+static int node_drop(struct smr_cow *c, struct smr_node *n)
+{
+	int rc = 0;
+
+	if (!n->dirty)
+		rc = smr_xlist_add(&c->free_cur, n->addr, c->ns);
+	pthread_mutex_lock(&c->cache_lock);
+	hash_del(c, n);
+	nlist_del(n->dirty ? &c->dirty : &c->lru, n);
+	pthread_mutex_unlock(&c->cache_lock);
+	node_free(n);
+	c->changed = true;
+	return rc;
+}
+
+/* Copy-on-write: a dirty copy of clean node @n, which is dropped. The
+ * caller's pin moves to the copy. Exclusive lock held. */
+static int node_cow(struct smr_cow *c, struct smr_node **np)
+{
+	struct smr_node *n = *np, *copy;
+	int rc;
+
+	if (n->dirty)
+		return 0;
+	copy = node_new(c, n->tree, n->level);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy->buf, n->buf, c->ns);
+	rc = node_drop(c, n);
+	*np = copy;
+	return rc;
+}
+
+/* ========================================================================
+ * Node primitives
+ * ======================================================================== */
+
+static uint32_t node_cap(struct smr_cow *c)
+{
+	return c->ns - SMR_NODE_HDR;
+}
+
+static uint32_t node_used(struct smr_cow *c, const struct smr_node *n)
+{
+	if (n->level)
+		return smr_node_nritems(n->buf) * sizeof(struct smr_dkptr);
+	return smr_leaf_used(n->buf, c->ns);
+}
+
+static void node_first_key(const struct smr_node *n, struct smr_nkey *k)
+{
+	if (n->level)
+		smr_int_key(n->buf, 0, k);
+	else
+		smr_leaf_key(n->buf, 0, k);
+}
+
+static uint32_t leaf_free(struct smr_cow *c, const void *b)
+{
+	return smr_node_data_off(b) - SMR_NODE_HDR -
+	       smr_node_nritems(b) * sizeof(struct smr_ditem);
+}
+
+/* Insert an item at slot @i of a leaf that has room for it. */
+static void leaf_insert_at(struct smr_cow *c, uint8_t *b, uint32_t i,
+			   const struct smr_nkey *k, const void *val,
+			   uint32_t len)
+{
+	uint32_t n = smr_node_nritems(b), doff = smr_node_data_off(b);
+	uint32_t end = i ? smr_leaf_valoff(b, i - 1) : c->ns;
+
+	memmove(b + doff - len, b + doff, end - doff);
+	for (uint32_t j = i; j < n; j++)
+		smr_leaf_set_valoff(b, j, smr_leaf_valoff(b, j) - len);
+	memmove(smr_leaf_item(b, i + 1), smr_leaf_item(b, i),
+		(n - i) * sizeof(struct smr_ditem));
+	smr_leaf_set_item(b, i, k, len, end - len);
+	if (len)
+		memcpy(b + end - len, val, len);
+	smr_node_set_data_off(b, doff - len);
+	smr_node_set_nritems(b, n + 1);
+}
+
+static void leaf_delete_at(uint8_t *b, uint32_t i)
+{
+	uint32_t n = smr_node_nritems(b), doff = smr_node_data_off(b);
+	uint32_t sz = smr_leaf_size(b, i), vo = smr_leaf_valoff(b, i);
+
+	memmove(b + doff + sz, b + doff, vo - doff);
+	for (uint32_t j = i + 1; j < n; j++)
+		smr_leaf_set_valoff(b, j, smr_leaf_valoff(b, j) + sz);
+	memmove(smr_leaf_item(b, i), smr_leaf_item(b, i + 1),
+		(n - i - 1) * sizeof(struct smr_ditem));
+	memset(smr_leaf_item(b, n - 1), 0, sizeof(struct smr_ditem));
+	memset(b + doff, 0, sz);
+	smr_node_set_data_off(b, doff + sz);
+	smr_node_set_nritems(b, n - 1);
+}
+
+static void int_insert_at(uint8_t *b, uint32_t i, const struct smr_nkey *k,
+			  uint64_t addr, uint64_t gen)
+{
+	uint32_t n = smr_node_nritems(b);
+
+	memmove(smr_int_ptr(b, i + 1), smr_int_ptr(b, i),
+		(n - i) * sizeof(struct smr_dkptr));
+	smr_int_set_key(b, i, k);
+	smr_int_set_child(b, i, addr, gen);
+	smr_node_set_nritems(b, n + 1);
+}
+
+static void int_delete_at(uint8_t *b, uint32_t i)
+{
+	uint32_t n = smr_node_nritems(b);
+
+	memmove(smr_int_ptr(b, i), smr_int_ptr(b, i + 1),
+		(n - i - 1) * sizeof(struct smr_dkptr));
+	memset(smr_int_ptr(b, n - 1), 0, sizeof(struct smr_dkptr));
+	smr_node_set_nritems(b, n - 1);
+}
+
+/* First slot whose key is >= @k; *@exact when equal. */
+static uint32_t leaf_search(const void *b, const struct smr_nkey *k,
+			    bool *exact)
+{
+	uint32_t lo = 0, hi = smr_node_nritems(b);
+	struct smr_nkey m;
+
+	*exact = false;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int cmp;
+
+		smr_leaf_key(b, mid, &m);
+		cmp = smr_nkey_cmp(&m, k);
+		if (cmp == 0) {
+			*exact = true;
+			return mid;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Last slot whose key is <= @k, or 0. */
+static uint32_t int_search(const void *b, const struct smr_nkey *k)
+{
+	uint32_t lo = 0, hi = smr_node_nritems(b);
+	struct smr_nkey m;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		smr_int_key(b, mid, &m);
+		if (smr_nkey_cmp(&m, k) <= 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ========================================================================
+ * Redistribution: splits, merges and rebalancing all come down to laying
+ * out the entries of two nodes (plus one new entry) over those two nodes.
+ * ======================================================================== */
+
+struct vent {
+	struct smr_nkey key;
+	const void *val;   /* leaf: value; internal: NULL */
+	uint32_t size;     /* leaf: value bytes */
+	uint64_t addr, gen; /* internal */
+};
+
+enum dist_mode { DIST_SPLIT, DIST_MERGE, DIST_BALANCE };
+
+/*
+ * Choose how many of the @n entries (byte sizes @sz) go to the left node: a
+ * merge takes all; a split that appends at the end keeps the left node as
+ * it was (sequential inserts then fill nodes); otherwise the split closest
+ * to half the bytes where both sides fit. Returns -1 if nothing fits.
+ */
+static int dist_choose(const uint32_t *sz, int n, uint32_t cap,
+		       enum dist_mode mode, int extra_at)
+{
+	uint64_t total = 0, pre = 0, best_d = UINT64_MAX;
+	int best = -1;
+
+	for (int i = 0; i < n; i++)
+		total += sz[i];
+	if (mode == DIST_MERGE)
+		return total <= cap ? n : -1;
+	if (mode == DIST_SPLIT && extra_at == n - 1 && total - sz[n - 1] <= cap)
+		return n - 1;
+	for (int k = 1; k < n; k++) {
+		uint64_t d;
+
+		pre += sz[k - 1];
+		if (pre > cap)
+			break;
+		if (total - pre > cap)
+			continue;
+		d = pre * 2 > total ? pre * 2 - total : total - pre * 2;
+		if (d < best_d) {
+			best_d = d;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/*
+ * Lay out A's entries, then B's, with @extra inserted at virtual position
+ * @extra_at (-1: none) over A and B. B may be a fresh empty node. Returns the
+ * number of entries now in A, or a negative errno.
+ */
+static int redistribute(struct smr_cow *c, struct smr_node *a,
+			struct smr_node *b, const struct vent *extra,
+			int extra_at, enum dist_mode mode)
+{
+	uint32_t na = smr_node_nritems(a->buf), nb = smr_node_nritems(b->buf);
+	int n = (int)(na + nb) + (extra_at >= 0), k, j = 0;
+	bool leaf = a->level == 0;
+	struct vent *v = malloc(sizeof(*v) * (size_t)(n ? n : 1));
+	uint32_t *sz = malloc(sizeof(*sz) * (size_t)(n ? n : 1));
+	uint8_t *out[2] = { c->scratch[0], c->scratch[1] };
+	struct smr_node *dst[2] = { a, b };
+
+	if (!v || !sz) {
+		free(v);
+		free(sz);
+		return -ENOMEM;
+	}
+	for (int s = 0; s < 2; s++) {
+		const uint8_t *buf = dst[s]->buf;
+		uint32_t cnt = s ? nb : na;
+
+		for (uint32_t i = 0; i < cnt; i++) {
+			if (j == extra_at)
+				v[j++] = *extra;
+			if (leaf) {
+				smr_leaf_key(buf, i, &v[j].key);
+				v[j].size = smr_leaf_size(buf, i);
+				v[j].val = buf + smr_leaf_valoff(buf, i);
+			} else {
+				smr_int_key(buf, i, &v[j].key);
+				v[j].addr = smr_int_addr(buf, i);
+				v[j].gen = smr_int_gen(buf, i);
+			}
+			j++;
+		}
+	}
+	if (j == extra_at)
+		v[j++] = *extra;
+	for (int i = 0; i < n; i++)
+		sz[i] = leaf ? v[i].size + sizeof(struct smr_ditem) :
+			       sizeof(struct smr_dkptr);
+	k = dist_choose(sz, n, node_cap(c), mode, extra_at);
+	if (k < 0) {
+		free(v);
+		free(sz);
+		return smr_corrupt(UINT64_MAX, "btree: entries fit in no split");
+	}
+	for (int s = 0; s < 2; s++) {
+		int from = s ? k : 0, to = s ? n : k;
+
+		memcpy(out[s], dst[s]->buf, SMR_NODE_HDR);
+		memset(out[s] + SMR_NODE_HDR, 0, c->ns - SMR_NODE_HDR);
+		smr_node_set_nritems(out[s], 0);
+		smr_node_set_data_off(out[s], leaf ? c->ns : 0);
+		for (int i = from; i < to; i++) {
+			uint32_t at = (uint32_t)(i - from);
+
+			if (leaf)
+				leaf_insert_at(c, out[s], at, &v[i].key,
+					       v[i].val, v[i].size);
+			else
+				int_insert_at(out[s], at, &v[i].key, v[i].addr,
+					      v[i].gen);
+		}
+	}
+	/* The values pointed into a and b: copy back only now. */
+	memcpy(a->buf, out[0], c->ns);
+	memcpy(b->buf, out[1], c->ns);
+	free(v);
+	free(sz);
+	return k;
+}
+
+/* ========================================================================
+ * Paths
+ * ======================================================================== */
+
+static void path_init(struct smr_path *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->top = -1;
+}
+
+static void path_release(struct smr_cow *c, struct smr_path *p)
+{
+	for (int l = 0; l < SMR_BT_MAX_LEVEL; l++) {
+		node_put(c, p->n[l]);
+		p->n[l] = NULL;
+	}
+	p->top = -1;
+}
+
+static struct smr_tree *tree_get(struct smr_cow *c, uint32_t id)
+{
+	if (id < 1 || id > SMR_COW_MAX_TREE)
+		return NULL;
+	return &c->trees[id];
+}
+
+/*
+ * Walk from the root to the leaf where @key is or would be. Leaf slot = first
+ * key >= @key. Returns 1 if found exactly, 0 if not, -ENOENT for an empty
+ * tree, or an error.
+ */
+static int bt_search(struct smr_cow *c, struct smr_tree *t,
+		     const struct smr_nkey *key, struct smr_path *p)
+{
+	struct smr_node *n;
+	uint64_t addr = t->addr, gen = t->gen;
+	bool exact = false;
+	int rc;
+
+	path_init(p);
+	if (!addr)
+		return -ENOENT;
+	p->top = t->level;
+	for (int l = t->level; l >= 0; l--) {
+		rc = node_get(c, t->id, addr, gen, (uint16_t)l, &n);
+		if (rc) {
+			path_release(c, p);
+			return rc;
+		}
+		p->n[l] = n;
+		if (l == 0) {
+			p->slot[0] = (int)leaf_search(n->buf, key, &exact);
+			break;
+		}
+		if (!smr_node_nritems(n->buf)) {
+			path_release(c, p);
+			return smr_corrupt(n->addr, "btree: empty internal node");
+		}
+		p->slot[l] = (int)int_search(n->buf, key);
+		addr = smr_int_addr(n->buf, (uint32_t)p->slot[l]);
+		gen = smr_int_gen(n->buf, (uint32_t)p->slot[l]);
+	}
+	return exact;
+}
+
+/* Make every node of the path dirty, top down, fixing the pointers. */
+static int path_cow(struct smr_cow *c, struct smr_tree *t, struct smr_path *p)
+{
+	int rc;
+
+	for (int l = p->top; l >= 0; l--) {
+		struct smr_node *n = p->n[l];
+
+		if (n->dirty)
+			continue;
+		rc = node_cow(c, &p->n[l]);
+		if (rc)
+			return rc;
+		n = p->n[l];
+		if (l == p->top) {
+			t->addr = n->addr;
+			t->gen = n->gen;
+		} else {
+			smr_int_set_child(p->n[l + 1]->buf,
+					  (uint32_t)p->slot[l + 1], n->addr,
+					  n->gen);
+		}
+	}
+	return 0;
+}
+
+/* The leaf's first key became @k: lower the keys above it (the path is
+ * dirty). */
+static void fixup_low_keys(struct smr_path *p, int from_level,
+			   const struct smr_nkey *k)
+{
+	for (int l = from_level; l <= p->top; l++) {
+		smr_int_set_key(p->n[l]->buf, (uint32_t)p->slot[l], k);
+		if (p->slot[l])
+			break;
+	}
+}
+
+/* Insert a pointer to @child with key @k right after path slot at level
+ * @l, splitting upwards as needed. */
+static int insert_ptr(struct smr_cow *c, struct smr_tree *t,
+		      struct smr_path *p, int l, const struct smr_nkey *k,
+		      struct smr_node *child)
+{
+	struct smr_node *par, *q;
+	struct smr_nkey fk;
+	struct vent e = { .key = *k, .addr = child->addr, .gen = child->gen };
+	uint32_t pos;
+	int rc;
+
+	if (l > p->top) {
+		/* Grow a new root above the old one. */
+		struct smr_node *old = p->n[l - 1];
+
+		if (l >= SMR_BT_MAX_LEVEL)
+			return -EFBIG;
+		par = node_new(c, t->id, (uint16_t)l);
+		if (!par)
+			return -ENOMEM;
+		node_first_key(old, &fk);
+		int_insert_at(par->buf, 0, &fk, old->addr, old->gen);
+		int_insert_at(par->buf, 1, k, child->addr, child->gen);
+		t->addr = par->addr;
+		t->gen = par->gen;
+		t->level = (uint16_t)l;
+		p->n[l] = par;
+		p->slot[l] = 0;
+		p->top = l;
+		return 0;
+	}
+	par = p->n[l];
+	pos = (uint32_t)p->slot[l] + 1;
+	if (smr_node_nritems(par->buf) < smr_int_capacity(c->ns)) {
+		int_insert_at(par->buf, pos, k, child->addr, child->gen);
+		return 0;
+	}
+	q = node_new(c, t->id, (uint16_t)l);
+	if (!q)
+		return -ENOMEM;
+	rc = redistribute(c, par, q, &e, (int)pos, DIST_SPLIT);
+	if (rc >= 0) {
+		node_first_key(q, &fk);
+		rc = insert_ptr(c, t, p, l + 1, &fk, q);
+	}
+	node_put(c, q);
+	return rc;
+}
+
+/* Insert an item at the path's leaf slot, splitting as needed. The path is
+ * dirty. */
+static int leaf_insert(struct smr_cow *c, struct smr_tree *t,
+		       struct smr_path *p, const struct smr_nkey *k,
+		       const void *val, uint32_t len)
+{
+	struct smr_node *leaf = p->n[0], *r;
+	struct vent e = { .key = *k, .val = val, .size = len };
+	struct smr_nkey fk;
+	int slot = p->slot[0], rc;
+
+	if (leaf_free(c, leaf->buf) >= len + sizeof(struct smr_ditem)) {
+		leaf_insert_at(c, leaf->buf, (uint32_t)slot, k, val, len);
+		if (slot == 0 && p->top > 0)
+			fixup_low_keys(p, 1, k);
+		return 0;
+	}
+	r = node_new(c, t->id, 0);
+	if (!r)
+		return -ENOMEM;
+	rc = redistribute(c, leaf, r, &e, slot, DIST_SPLIT);
+	if (rc < 0)
+		goto out;
+	if (slot == 0 && p->top > 0)
+		fixup_low_keys(p, 1, k);
+	node_first_key(r, &fk);
+	rc = insert_ptr(c, t, p, 1, &fk, r);
+out:
+	node_put(c, r);
+	return rc < 0 ? rc : 0;
+}
+
+/* Keep node at level @l of the path at least a quarter full. */
+static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
+		     int l)
+{
+	struct smr_node *n = p->n[l], *par, *sib, *a, *b;
+	struct smr_nkey fk;
+	uint32_t pn;
+	int s, sslot, aslot, rc;
+
+	if (l == p->top) {
+		/* A root with one child gives way to the child. */
+		while (t->level > 0 && smr_node_nritems(n->buf) == 1) {
+			struct smr_node *child;
+
+			rc = node_get(c, t->id, smr_int_addr(n->buf, 0),
+				      smr_int_gen(n->buf, 0),
+				      (uint16_t)(t->level - 1), &child);
+			if (rc)
+				return rc;
+			t->addr = child->addr;
+			t->gen = child->gen;
+			t->level--;
+			p->n[l] = NULL;
+			node_put(c, n);
+			rc = node_drop(c, n);
+			/* Keep the child pinned in the path's old slot. */
+			node_put(c, p->n[l - 1]);
+			p->n[l - 1] = child;
+			p->top = --l;
+			n = child;
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	if (node_used(c, n) >= node_cap(c) / 4)
+		return 0;
+	par = p->n[l + 1];
+	s = p->slot[l + 1];
+	pn = smr_node_nritems(par->buf);
+	if (pn < 2)
+		return 0;
+	sslot = s > 0 ? s - 1 : s + 1;
+	rc = node_get(c, t->id, smr_int_addr(par->buf, (uint32_t)sslot),
+		      smr_int_gen(par->buf, (uint32_t)sslot), (uint16_t)l, &sib);
+	if (rc)
+		return rc;
+	rc = node_cow(c, &sib);
+	if (rc) {
+		node_put(c, sib);
+		return rc;
+	}
+	smr_int_set_child(par->buf, (uint32_t)sslot, sib->addr, sib->gen);
+	a = sslot < s ? sib : n;
+	b = sslot < s ? n : sib;
+	aslot = sslot < s ? sslot : s;
+
+	if (node_used(c, a) + node_used(c, b) <= node_cap(c)) {
+		rc = redistribute(c, a, b, NULL, -1, DIST_MERGE);
+		if (rc < 0)
+			goto out;
+		int_delete_at(par->buf, (uint32_t)aslot + 1);
+		if (b == n)
+			p->n[l] = NULL;
+		else
+			sib = NULL;
+		node_put(c, b);
+		rc = node_drop(c, b);
+		if (rc)
+			goto out;
+		rc = rebalance(c, t, p, l + 1);
+		goto out;
+	}
+	rc = redistribute(c, a, b, NULL, -1, DIST_BALANCE);
+	if (rc < 0)
+		goto out;
+	node_first_key(b, &fk);
+	smr_int_set_key(par->buf, (uint32_t)aslot + 1, &fk);
+	rc = 0;
+out:
+	node_put(c, sib);
+	return rc;
+}
+
+/* ========================================================================
+ * Operations (called with the engine lock held: exclusive for changes)
+ * ======================================================================== */
+
+static void copy_out(const struct smr_node *leaf, uint32_t slot, void *val,
+		     size_t *len)
+{
+	uint32_t sz = smr_leaf_size(leaf->buf, slot);
+
+	if (val && len)
+		memcpy(val, leaf->buf + smr_leaf_valoff(leaf->buf, slot),
+		       SMR_MIN(*len, sz));
+	if (len)
+		*len = sz;
+}
+
+int smr_bt_lookup_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key, void *val, size_t *len)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	rc = bt_search(c, t, key, &p);
+	if (rc == 1) {
+		copy_out(p.n[0], (uint32_t)p.slot[0], val, len);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = -ENOENT;
+	}
+	path_release(c, &p);
+	return rc;
+}
+
+int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key, const void *val,
+			 size_t len, int mode)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	struct smr_node *leaf;
+	uint32_t slot, old;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	if (len > SMR_COW_MAX_ITEM)
+		return -E2BIG;
+	if (!t->addr) {
+		struct smr_node *root;
+
+		if (mode == SMR_BT_UPDATE)
+			return -ENOENT;
+		root = node_new(c, t->id, 0);
+		if (!root)
+			return -ENOMEM;
+		t->addr = root->addr;
+		t->gen = root->gen;
+		t->level = 0;
+		node_put(c, root);
+	}
+	rc = bt_search(c, t, key, &p);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && mode == SMR_BT_INSERT) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (rc == 0 && mode == SMR_BT_UPDATE) {
+		rc = -ENOENT;
+		goto out;
+	}
+	bool exact = rc == 1;
+
+	rc = path_cow(c, t, &p);
+	if (rc)
+		goto out;
+	c->changed = true;
+	leaf = p.n[0];
+	slot = (uint32_t)p.slot[0];
+	if (!exact) {
+		rc = leaf_insert(c, t, &p, key, val, (uint32_t)len);
+		if (!rc)
+			t->nr_items++;
+		goto out;
+	}
+	old = smr_leaf_size(leaf->buf, slot);
+	if (old == len) {
+		memcpy(leaf->buf + smr_leaf_valoff(leaf->buf, slot), val, len);
+		goto out;
+	}
+	/* A new size: take the item out and insert it again (which splits
+	 * the leaf if it no longer fits). */
+	leaf_delete_at(leaf->buf, slot);
+	rc = leaf_insert(c, t, &p, key, val, (uint32_t)len);
+out:
+	path_release(c, &p);
+	return rc;
+}
+
+int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	struct smr_node *leaf;
+	struct smr_nkey fk;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	rc = bt_search(c, t, key, &p);
+	if (rc <= 0) {
+		path_release(c, &p);
+		return rc == 0 ? -ENOENT : rc;
+	}
+	rc = path_cow(c, t, &p);
+	if (rc)
+		goto out;
+	c->changed = true;
+	leaf = p.n[0];
+	leaf_delete_at(leaf->buf, (uint32_t)p.slot[0]);
+	t->nr_items--;
+	if (p.slot[0] == 0 && p.top > 0 && smr_node_nritems(leaf->buf)) {
+		smr_leaf_key(leaf->buf, 0, &fk);
+		fixup_low_keys(&p, 1, &fk);
+	}
+	rc = rebalance(c, t, &p, 0);
+out:
+	path_release(c, &p);
+	return rc;
+}
+
+/* Move the path to the next (@fwd) or previous leaf; -ENOENT at the end. */
+static int path_step_leaf(struct smr_cow *c, struct smr_tree *t,
+			  struct smr_path *p, bool fwd)
+{
+	int l, rc;
+
+	for (l = 1; l <= p->top; l++) {
+		uint32_t n = smr_node_nritems(p->n[l]->buf);
+
+		if (fwd && (uint32_t)p->slot[l] + 1 < n)
+			break;
+		if (!fwd && p->slot[l] > 0)
+			break;
+	}
+	if (l > p->top)
+		return -ENOENT;
+	p->slot[l] += fwd ? 1 : -1;
+	for (; l > 0; l--) {
+		struct smr_node *par = p->n[l], *child;
+		uint32_t s = (uint32_t)p->slot[l];
+
+		rc = node_get(c, t->id, smr_int_addr(par->buf, s),
+			      smr_int_gen(par->buf, s), (uint16_t)(l - 1),
+			      &child);
+		if (rc)
+			return rc;
+		node_put(c, p->n[l - 1]);
+		p->n[l - 1] = child;
+		p->slot[l - 1] = fwd ? 0 :
+			(int)smr_node_nritems(child->buf) - 1;
+	}
+	return 0;
+}
+
+int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
+		       const struct smr_nkey *from, bool forward,
+		       struct smr_nkey *found, void *val, size_t *len)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	rc = bt_search(c, t, from, &p);
+	if (rc < 0)
+		return rc;
+	if (!forward && rc == 0)
+		p.slot[0]--;
+	for (;;) {
+		uint32_t n = smr_node_nritems(p.n[0]->buf);
+
+		if (p.slot[0] >= 0 && (uint32_t)p.slot[0] < n)
+			break;
+		rc = path_step_leaf(c, t, &p, forward);
+		if (rc)
+			goto out;
+	}
+	smr_leaf_key(p.n[0]->buf, (uint32_t)p.slot[0], found);
+	copy_out(p.n[0], (uint32_t)p.slot[0], val, len);
+	rc = 0;
+out:
+	path_release(c, &p);
+	return rc;
+}
+
+int smr_bt_iterate_locked(struct smr_cow *c, uint32_t tree,
+			  const struct smr_nkey *from,
+			  const struct smr_nkey *to, smr_bt_iter_fn fn,
+			  void *arg)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	rc = bt_search(c, t, from, &p);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		const uint8_t *b = p.n[0]->buf;
+		uint32_t n = smr_node_nritems(b);
+		struct smr_nkey k;
+		struct smr_key uk;
+
+		if ((uint32_t)p.slot[0] >= n) {
+			rc = path_step_leaf(c, t, &p, true);
+			if (rc) {
+				if (rc == -ENOENT)
+					rc = 0;
+				break;
+			}
+			continue;
+		}
+		smr_leaf_key(b, (uint32_t)p.slot[0], &k);
+		if (smr_nkey_cmp(&k, to) > 0) {
+			rc = 0;
+			break;
+		}
+		uk.objid = k.objid;
+		uk.type = k.type;
+		uk.offset = k.offset;
+		rc = fn(arg, &uk, b + smr_leaf_valoff(b, (uint32_t)p.slot[0]),
+			smr_leaf_size(b, (uint32_t)p.slot[0]));
+		if (rc) {
+			rc = rc > 0 ? 0 : rc;
+			break;
+		}
+		p.slot[0]++;
+	}
+	path_release(c, &p);
+	return rc;
+}
+
+/* ========================================================================
+ * Roots, commit write-out, checks
+ * ======================================================================== */
+
+int smr_bt_load_roots(struct smr_cow *c, const struct smr_ckpt *ck)
+{
+	memset(c->trees, 0, sizeof(c->trees));
+	for (uint32_t i = 0; i <= SMR_COW_MAX_TREE; i++)
+		c->trees[i].id = i;
+	for (uint32_t i = 0; i < ck->nr_roots; i++) {
+		const struct smr_root *r = &ck->roots[i];
+		struct smr_tree *t = tree_get(c, (uint32_t)r->tree);
+
+		if (!t)
+			return smr_corrupt(UINT64_MAX, "checkpoint: bad tree id");
+		t->addr = r->addr;
+		t->gen = r->gen;
+		t->level = r->level;
+		t->nr_items = r->nr_items;
+	}
+	return 0;
+}
+
+struct wctx {
+	struct smr_cow *c;
+	uint64_t gen;
+	uint64_t *addrs;
+	struct smr_io *ios;
+	struct smr_node **nodes;
+	uint32_t n, i;
+};
+
+/* Post-order: children get their addresses before the parent records
+ * them. */
+static int write_node(struct wctx *w, struct smr_node *n)
+{
+	struct smr_cow *c = w->c;
+	int rc;
+
+	if (n->level) {
+		uint32_t cnt = smr_node_nritems(n->buf);
+
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint64_t a = smr_int_addr(n->buf, i);
+			struct smr_node *ch;
+
+			if (!(a & SMR_TMP_ADDR))
+				continue;
+			pthread_mutex_lock(&c->cache_lock);
+			ch = hash_find(c, a);
+			pthread_mutex_unlock(&c->cache_lock);
+			if (!ch)
+				return smr_corrupt(a, "commit: dirty child missing");
+			rc = write_node(w, ch);
+			if (rc)
+				return rc;
+			smr_int_set_child(n->buf, i, ch->addr, ch->gen);
+		}
+	}
+	if (w->i >= w->n)
+		return smr_corrupt(UINT64_MAX, "commit: more dirty nodes than counted");
+	pthread_mutex_lock(&c->cache_lock);
+	hash_del(c, n);
+	n->addr = w->addrs[w->i];
+	n->gen = w->gen;
+	hash_add(c, n);
+	pthread_mutex_unlock(&c->cache_lock);
+	smr_blk_hdr_init(n->buf, &smr_node_ops, c->ns, n->addr, n->gen, n->tree,
+			 c->sb.uuid, n->level);
+	rc = smr_blk_seal(n->buf, c->ns, &smr_node_ops);
+	if (rc)
+		return rc;
+	w->ios[w->i] = (struct smr_io){ .op = SMR_IO_WRITE, .buf = n->buf,
+					.len = c->ns, .off = n->addr };
+	w->nodes[w->i] = n;
+	w->i++;
+	return 0;
+}
+
+int smr_bt_write_dirty(struct smr_cow *c, uint64_t gen, struct smr_ckpt *ck)
+{
+	struct wctx w = { .c = c, .gen = gen };
+	int rc = 0;
+
+	pthread_mutex_lock(&c->cache_lock);
+	w.n = (uint32_t)c->dirty.n;
+	pthread_mutex_unlock(&c->cache_lock);
+	if (w.n) {
+		w.addrs = calloc(w.n, sizeof(*w.addrs));
+		w.ios = calloc(w.n, sizeof(*w.ios));
+		w.nodes = calloc(w.n, sizeof(*w.nodes));
+		if (!w.addrs || !w.ios || !w.nodes) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = c->sops->meta_alloc(c, w.n, w.addrs);
+		if (rc)
+			goto out;
+		for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
+			struct smr_tree *t = &c->trees[id];
+			struct smr_node *root;
+
+			if (!(t->addr & SMR_TMP_ADDR))
+				continue;
+			pthread_mutex_lock(&c->cache_lock);
+			root = hash_find(c, t->addr);
+			pthread_mutex_unlock(&c->cache_lock);
+			if (!root) {
+				rc = smr_corrupt(t->addr, "commit: dirty root missing");
+				break;
+			}
+			rc = write_node(&w, root);
+			t->addr = root->addr;
+			t->gen = root->gen;
+		}
+		if (!rc && w.i != w.n)
+			rc = smr_corrupt(UINT64_MAX, "commit: unreachable dirty nodes");
+		if (rc) {
+			c->sops->meta_abort(c);
+			goto out;
+		}
+		rc = c->sops->meta_write(c, w.ios, w.n);
+		if (rc)
+			goto out;
+		pthread_mutex_lock(&c->cache_lock);
+		for (uint32_t i = 0; i < w.n; i++) {
+			struct smr_node *n = w.nodes[i];
+
+			nlist_del(&c->dirty, n);
+			n->dirty = false;
+			nlist_add_tail(&c->lru, n);
+		}
+		pthread_mutex_unlock(&c->cache_lock);
+		c->nr_nodes += w.n;
+		__atomic_fetch_add(&c->stats.nodes_written, w.n,
+				   __ATOMIC_RELAXED);
+	}
+	ck->nr_roots = 0;
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE; id++) {
+		struct smr_tree *t = &c->trees[id];
+		struct smr_root *r;
+
+		if (!t->addr)
+			continue;
+		r = &ck->roots[ck->nr_roots++];
+		r->tree = id;
+		r->addr = t->addr;
+		r->gen = t->gen;
+		r->level = t->level;
+		r->nr_items = t->nr_items;
+	}
+	ck->nr_nodes = c->nr_nodes;
+out:
+	free(w.addrs);
+	free(w.ios);
+	free(w.nodes);
+	return rc;
+}
+
+static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
+		      uint64_t gen, uint16_t level, const struct smr_nkey *lo,
+		      const struct smr_nkey *hi, bool root, uint64_t *items)
+{
+	struct smr_node *n;
+	struct smr_nkey k;
+	uint32_t cnt;
+	int rc;
+
+	rc = node_get(c, t->id, addr, gen, level, &n);
+	if (rc)
+		return rc;
+	cnt = smr_node_nritems(n->buf);
+	if (!root && !cnt)
+		rc = smr_corrupt(addr, "check: empty non-root node");
+	for (uint32_t i = 0; i < cnt && !rc; i++) {
+		if (level)
+			smr_int_key(n->buf, i, &k);
+		else
+			smr_leaf_key(n->buf, i, &k);
+		if ((lo && smr_nkey_cmp(&k, lo) < 0) ||
+		    (hi && smr_nkey_cmp(&k, hi) >= 0)) {
+			rc = smr_corrupt(addr, "check: key outside its parent's range");
+			break;
+		}
+		if (i && level) {
+			struct smr_nkey pk;
+
+			smr_int_key(n->buf, i - 1, &pk);
+			if (smr_nkey_cmp(&pk, &k) >= 0)
+				rc = smr_corrupt(addr, "check: keys out of order");
+		}
+	}
+	if (!rc && !level)
+		*items += cnt;
+	for (uint32_t i = 0; i < cnt && !rc && level; i++) {
+		struct smr_nkey klo, khi;
+
+		smr_int_key(n->buf, i, &klo);
+		if (i + 1 < cnt)
+			smr_int_key(n->buf, i + 1, &khi);
+		rc = check_node(c, t, smr_int_addr(n->buf, i),
+				smr_int_gen(n->buf, i), (uint16_t)(level - 1),
+				i ? &klo : lo, i + 1 < cnt ? &khi : hi, false,
+				items);
+	}
+	node_put(c, n);
+	return rc;
+}
+
+int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	int rc;
+
+	*nr_items = 0;
+	if (!t)
+		return -EINVAL;
+	if (!t->addr)
+		return 0;
+	rc = check_node(c, t, t->addr, t->gen, t->level, NULL, NULL, true,
+			nr_items);
+	if (!rc && *nr_items != t->nr_items)
+		rc = smr_corrupt(t->addr, "check: item count differs from the root's");
+	return rc;
+}
+
+int smr_bt_height(struct smr_cow *c, uint32_t tree)
+{
+	struct smr_tree *t = tree_get(c, tree);
+
+	if (!t)
+		return -EINVAL;
+	return t->addr ? t->level + 1 : 0;
+}

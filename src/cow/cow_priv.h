@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cow_priv.h - the COW engine's internals, shared by the files of src/cow/
+ * and by its white-box tests. Nothing above src/cow/ includes this.
+ *
+ * Structure:
+ *   bt.c     the B+tree over node images, the node cache, search, insert,
+ *            delete with merge/rebalance, cursors;
+ *   txn.c    transactions, the commit (write-out of dirty nodes, then the
+ *            store's checkpoint), group commit and the timer thread;
+ *   store_dev.c  the store over a device and an allocator: superblocks,
+ *            checkpoint placement, format and open;
+ *   store_mem.c  a store in memory, for tests of the tree alone;
+ *   cow.c    the public entry points of cow.h.
+ *
+ * The store is the seam between the tree and the disk: the tree asks it to
+ * read a node, to hand out addresses for the nodes of a commit, to write
+ * them, to free old blocks and to make a checkpoint durable.
+ */
+#ifndef SMR_COW_COW_PRIV_H
+#define SMR_COW_COW_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc/alloc.h"
+#include "cow/cow.h"
+#include "dev/dev.h"
+#include "format/node.h"
+#include "format/sb.h"
+
+/* Addresses of nodes not yet written carry this bit: they name the node in
+ * the cache until the commit gives it a device address. */
+#define SMR_TMP_ADDR (1ULL << 63)
+
+/* Trees are numbered 1 .. SMR_CKPT_MAX_ROOTS. */
+#define SMR_COW_MAX_TREE SMR_CKPT_MAX_ROOTS
+
+struct smr_cow;
+
+/*
+ * The node store. Every op returns 0 or a negative errno. Called with the
+ * engine lock held exclusive (read: shared or exclusive).
+ */
+struct smr_store_ops {
+	const char *name;
+	/* Fill c->sb (at least uuid and node_size) and the newest valid
+	 * checkpoint; a fresh store gives ck->gen == 0. */
+	int (*load)(struct smr_cow *c, struct smr_ckpt *ck);
+	/* Read @len bytes at device offset @addr. */
+	int (*read)(struct smr_cow *c, uint64_t addr, void *buf, size_t len);
+	/* Hand out addresses for @n nodes of c->sb.node_size bytes, in the
+	 * order they must be written. Must be followed by meta_write (or by
+	 * meta_abort after a failure) before anything else uses the store. */
+	int (*meta_alloc)(struct smr_cow *c, uint32_t n, uint64_t *addrs);
+	/* Write the nodes (ios in the order of the addresses handed out). */
+	int (*meta_write)(struct smr_cow *c, struct smr_io *ios, uint32_t n);
+	void (*meta_abort)(struct smr_cow *c);
+	/* The blocks are no longer referenced as of the next checkpoint. */
+	int (*free)(struct smr_cow *c, uint64_t off, uint64_t len);
+	/* Persist the allocator, write @ck (alloc fields filled here), flush,
+	 * and tell the allocator it is durable. */
+	int (*checkpoint)(struct smr_cow *c, struct smr_ckpt *ck);
+	/* Release the store (the device is the caller's). */
+	void (*close)(struct smr_cow *c);
+};
+
+extern const struct smr_store_ops smr_store_dev_ops;
+extern const struct smr_store_ops smr_store_mem_ops;
+
+/* A cached node. The image in buf is the on-disk node; its header's address,
+ * generation and checksum are set when it is written. */
+struct smr_node {
+	uint64_t addr;           /* device address, or SMR_TMP_ADDR | n */
+	uint64_t gen;            /* generation it was (or will be) written in */
+	uint32_t tree;
+	uint16_t level;
+	bool dirty;              /* created in the running transaction */
+	int pin;                 /* paths holding it; protected by cache_lock */
+	struct smr_node *hnext;  /* hash chain; cache_lock */
+	struct smr_node *prev, *next; /* LRU (clean) or dirty list; cache_lock */
+	uint8_t *buf;
+};
+
+struct smr_path {
+	struct smr_node *n[SMR_BT_MAX_LEVEL];
+	int slot[SMR_BT_MAX_LEVEL];
+	int top;                 /* level of the root; -1 = empty tree */
+};
+
+struct smr_tree {
+	uint32_t id;
+	uint64_t addr;           /* root; 0 = empty tree */
+	uint64_t gen;
+	uint16_t level;
+	uint64_t nr_items;
+};
+
+/* A growable list of extents (pending frees). */
+struct smr_xlist {
+	struct smr_extent *x;
+	size_t n, cap;
+};
+
+struct smr_nlist {
+	struct smr_node head;    /* sentinel: head.next is the oldest */
+	size_t n;
+};
+
+struct smr_cow_stats {
+	uint64_t node_reads;     /* nodes read from the store (cache misses) */
+	uint64_t nodes_written;
+	uint64_t commits;
+	uint64_t evictions;
+};
+
+struct smr_cow {
+	const struct smr_store_ops *sops;
+	void *store;             /* the store's private state */
+	struct smr_sb sb;
+	uint32_t ns;             /* node size */
+	struct smr_cow_opts opts;
+	size_t cache_bytes;
+
+	/* Device-backed stores only. */
+	struct smr_dev *dev;
+	const struct smr_dev_info *info;
+	struct smr_alloc *alloc;
+	char alloc_why[160];
+
+	/*
+	 * Lock order: commit_lock, then txn_lock (released before lock), then
+	 * lock, then cache_lock.
+	 */
+	pthread_rwlock_t lock;   /* the trees and everything below */
+	struct smr_tree trees[SMR_COW_MAX_TREE + 1]; /* index = id */
+	uint64_t gen;            /* newest durable checkpoint; lock */
+	uint64_t nr_nodes;       /* nodes written since mkfs; lock */
+	bool changed;            /* something to commit; lock */
+	struct smr_xlist free_cur;  /* released in the running txn; lock */
+	struct smr_xlist free_prev; /* released by the newest checkpoint,
+				     * not yet given to the allocator; lock */
+	uint8_t *scratch[2];     /* node-size buffers for splits; lock excl. */
+
+	pthread_mutex_t cache_lock;
+	struct smr_node **hash;  /* cache_lock */
+	size_t hash_size, nr_cached; /* cache_lock */
+	struct smr_nlist lru;    /* clean nodes; cache_lock */
+	struct smr_nlist dirty;  /* dirty nodes; cache_lock */
+	uint64_t next_tmp;       /* lock excl. */
+
+	pthread_mutex_t txn_lock;
+	pthread_cond_t txn_cond;
+	unsigned int nr_handles; /* txn_lock */
+	bool committing;         /* txn_lock */
+	bool read_only;          /* txn_lock to change; read anywhere */
+	int error;               /* the failed commit's error; txn_lock */
+
+	pthread_mutex_t commit_lock; /* one commit at a time */
+
+	pthread_t timer;
+	bool timer_running;
+	bool timer_stop;         /* txn_lock */
+	pthread_cond_t timer_cond;
+
+	struct smr_cow_stats stats; /* updated with atomics */
+};
+
+struct smr_txn {
+	struct smr_cow *c;
+};
+
+/* bt.c */
+int smr_cache_init(struct smr_cow *c);
+void smr_cache_fini(struct smr_cow *c);
+int smr_bt_load_roots(struct smr_cow *c, const struct smr_ckpt *ck);
+int smr_bt_lookup_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key, void *val, size_t *len);
+int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key, const void *val,
+			 size_t len, int mode);
+int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *key);
+int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
+		       const struct smr_nkey *from, bool forward,
+		       struct smr_nkey *found, void *val, size_t *len);
+int smr_bt_iterate_locked(struct smr_cow *c, uint32_t tree,
+			  const struct smr_nkey *from,
+			  const struct smr_nkey *to, smr_bt_iter_fn fn,
+			  void *arg);
+/* Write every dirty node (commit step 1); fills the roots of @ck. */
+int smr_bt_write_dirty(struct smr_cow *c, uint64_t gen, struct smr_ckpt *ck);
+void smr_cache_shrink(struct smr_cow *c);
+size_t smr_cache_dirty_bytes(struct smr_cow *c);
+int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
+/* Check the tree's structure (keys, counts, levels) by walking all of it;
+ * 0 or -SMR_EFSCORRUPTED. Counts items into *@nr_items. */
+int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
+int smr_bt_height(struct smr_cow *c, uint32_t tree);
+
+#define SMR_BT_INSERT 0
+#define SMR_BT_UPDATE 1
+#define SMR_BT_PUT 2
+
+/* txn.c */
+int smr_cow_setup(struct smr_cow *c);  /* locks, cache, roots, timer */
+void smr_cow_teardown(struct smr_cow *c);
+int smr_cow_commit_now(struct smr_cow *c);
+int smr_cow_start_timer(struct smr_cow *c);
+void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);
+
+/*
+ * Open an engine over a store (store_mem.c for tests; the device store is
+ * opened by smr_cow_open). @store is the store's state, owned by the caller
+ * for the memory store.
+ */
+int smr_cow_open_store(const struct smr_store_ops *ops, void *store,
+		       const struct smr_cow_opts *o, struct smr_cow **cp);
+
+/* Memory store (tests). */
+struct smr_memstore;
+struct smr_memstore *smr_memstore_new(uint32_t node_size);
+void smr_memstore_free(struct smr_memstore *ms);
+/* Fail every write after @n more writes (negative = never). */
+void smr_memstore_fail_after(struct smr_memstore *ms, long n);
+
+/* Engine statistics, for tests and tools. */
+void smr_cow_get_stats(struct smr_cow *c, struct smr_cow_stats *st);
+
+#endif /* SMR_COW_COW_PRIV_H */

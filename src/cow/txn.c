@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * txn.c - transactions, the commit protocol, group commit and the timer.
+ *
+ * The commit protocol (docs/design/cow.md has the reasoning):
+ *
+ *   1. freeze: wait until no transaction handle is open, take the engine
+ *      lock exclusive, so the trees are one consistent state;
+ *   2. write every dirty node, children before parents, to addresses the
+ *      allocator hands out from the metadata stream, in one batch;
+ *   3. give the allocator the blocks the previous checkpoint released
+ *      (smr_alloc_free): they are referenced by the checkpoint before it
+ *      and become reusable only once this one is durable, so the newest
+ *      *and* the previous checkpoint are always intact on disk;
+ *   4. the store's checkpoint step: allocator state (smr_alloc_commit),
+ *      flush, the checkpoint record, flush, smr_alloc_committed.
+ *
+ * The checkpoint record is written only after everything it references is
+ * durable (the first flush), and the commit returns only after the record is
+ * durable (the second flush). Any failure turns the engine read-only: the
+ * last good checkpoint stays the newest on disk.
+ */
+#include "cow/cow_priv.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
+{
+	pthread_mutex_lock(&c->txn_lock);
+	if (!c->read_only || !c->error) {
+		smr_err("%s failed (%s): the filesystem is now read-only; the "
+			"checkpoint of generation %" PRIu64 " stays the newest",
+			what, strerror(-rc), c->gen);
+		c->error = rc;
+	}
+	c->read_only = true;
+	pthread_mutex_unlock(&c->txn_lock);
+}
+
+/* Commit with the trees frozen (c->lock held exclusive). */
+static int commit_locked(struct smr_cow *c)
+{
+	struct smr_ckpt *ck;
+	uint64_t gen = c->gen + 1;
+	size_t np;
+	int rc;
+
+	if (!c->changed && !c->free_prev.n)
+		return 0;
+	ck = calloc(1, sizeof(*ck));
+	if (!ck)
+		return -ENOMEM;
+	ck->gen = gen;
+	rc = smr_bt_write_dirty(c, gen, ck);
+	if (rc)
+		goto out;
+	/* Step 3: what the previous checkpoint released. */
+	for (size_t i = 0; i < c->free_prev.n; i++) {
+		rc = c->sops->free(c, c->free_prev.x[i].off,
+				   c->free_prev.x[i].len);
+		if (rc)
+			goto out;
+	}
+	/* What this one releases is recorded in it and freed by the next;
+	 * beyond what fits in the record it is freed now (the previous
+	 * checkpoint then loses its guarantee for those blocks). */
+	np = SMR_MIN(c->free_cur.n, (size_t)SMR_CKPT_MAX_PENDING);
+	for (size_t i = np; i < c->free_cur.n; i++) {
+		rc = c->sops->free(c, c->free_cur.x[i].off,
+				   c->free_cur.x[i].len);
+		if (rc)
+			goto out;
+	}
+	ck->nr_pending = (uint32_t)np;
+	for (size_t i = 0; i < np; i++) {
+		ck->pending[i].off = c->free_cur.x[i].off;
+		ck->pending[i].len = c->free_cur.x[i].len;
+	}
+	rc = c->sops->checkpoint(c, ck);
+	if (rc)
+		goto out;
+	__atomic_store_n(&c->gen, gen, __ATOMIC_RELEASE);
+	c->changed = false;
+	c->free_prev.n = 0;
+	for (size_t i = 0; i < np; i++)
+		smr_xlist_add(&c->free_prev, ck->pending[i].off,
+			      ck->pending[i].len);
+	c->free_cur.n = 0;
+	__atomic_fetch_add(&c->stats.commits, 1, __ATOMIC_RELAXED);
+	smr_cache_shrink(c);
+out:
+	free(ck);
+	return rc;
+}
+
+/*
+ * Commit now: wait for open handles, freeze, commit. Callers that arrive
+ * while a commit runs wait for it and then find their changes already
+ * committed (group commit): @want is the generation that must be durable.
+ */
+static int commit_gen(struct smr_cow *c, uint64_t want)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->commit_lock);
+	pthread_mutex_lock(&c->txn_lock);
+	if (c->read_only) {
+		rc = c->error ? c->error : (c->opts.read_only ? 0 : -EROFS);
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return c->opts.read_only ? 0 : rc;
+	}
+	if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) >= want) {
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return 0;
+	}
+	c->committing = true;
+	while (c->nr_handles)
+		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
+	pthread_mutex_unlock(&c->txn_lock);
+
+	pthread_rwlock_wrlock(&c->lock);
+	rc = commit_locked(c);
+	pthread_rwlock_unlock(&c->lock);
+	if (rc)
+		smr_cow_set_error(c, rc, "commit");
+
+	pthread_mutex_lock(&c->txn_lock);
+	c->committing = false;
+	pthread_cond_broadcast(&c->txn_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+	pthread_mutex_unlock(&c->commit_lock);
+	return rc;
+}
+
+int smr_cow_commit_now(struct smr_cow *c)
+{
+	uint64_t want = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) + 1;
+
+	return commit_gen(c, want);
+}
+
+int smr_cow_commit(struct smr_cow *c)
+{
+	return smr_cow_commit_now(c);
+}
+
+/* ------------------------------------------------------------------------
+ * Transaction handles
+ * ------------------------------------------------------------------------ */
+
+static size_t dirty_bound(struct smr_cow *c)
+{
+	return c->cache_bytes / 2;
+}
+
+int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
+{
+	struct smr_txn *t;
+
+	if (smr_cow_is_read_only(c))
+		return -EROFS;
+	/* Too much dirty metadata: commit before taking more. */
+	if (smr_cache_dirty_bytes(c) > dirty_bound(c)) {
+		int rc = smr_cow_commit_now(c);
+
+		if (rc)
+			return rc;
+	}
+	t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->c = c;
+	pthread_mutex_lock(&c->txn_lock);
+	while (c->committing)
+		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
+	if (c->read_only) {
+		pthread_mutex_unlock(&c->txn_lock);
+		free(t);
+		return -EROFS;
+	}
+	c->nr_handles++;
+	pthread_mutex_unlock(&c->txn_lock);
+	*tp = t;
+	return 0;
+}
+
+void smr_txn_end(struct smr_txn *t)
+{
+	struct smr_cow *c;
+
+	if (!t)
+		return;
+	c = t->c;
+	pthread_mutex_lock(&c->txn_lock);
+	if (!--c->nr_handles)
+		pthread_cond_broadcast(&c->txn_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+	free(t);
+}
+
+/* ------------------------------------------------------------------------
+ * Timer
+ * ------------------------------------------------------------------------ */
+
+static void *timer_main(void *arg)
+{
+	struct smr_cow *c = arg;
+	unsigned int secs = c->opts.commit_secs ? c->opts.commit_secs : 5;
+
+	pthread_mutex_lock(&c->txn_lock);
+	while (!c->timer_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += secs;
+		pthread_cond_timedwait(&c->timer_cond, &c->txn_lock, &ts);
+		if (c->timer_stop || c->read_only)
+			continue;
+		pthread_mutex_unlock(&c->txn_lock);
+		smr_cow_commit_now(c);
+		pthread_mutex_lock(&c->txn_lock);
+	}
+	pthread_mutex_unlock(&c->txn_lock);
+	return NULL;
+}
+
+int smr_cow_start_timer(struct smr_cow *c)
+{
+	int rc;
+
+	if (c->opts.read_only)
+		return 0;
+	rc = pthread_create(&c->timer, NULL, timer_main, c);
+	if (rc)
+		return -rc;
+	c->timer_running = true;
+	return 0;
+}
+
+static void stop_timer(struct smr_cow *c)
+{
+	if (!c->timer_running)
+		return;
+	pthread_mutex_lock(&c->txn_lock);
+	c->timer_stop = true;
+	pthread_cond_broadcast(&c->timer_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+	pthread_join(c->timer, NULL);
+	c->timer_running = false;
+}
+
+/* ------------------------------------------------------------------------
+ * Setup and teardown
+ * ------------------------------------------------------------------------ */
+
+int smr_cow_setup(struct smr_cow *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_rwlock_init(&c->lock, NULL);
+	pthread_mutex_init(&c->cache_lock, NULL);
+	pthread_mutex_init(&c->txn_lock, NULL);
+	pthread_mutex_init(&c->commit_lock, NULL);
+	pthread_cond_init(&c->txn_cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_cond_init(&c->timer_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	c->cache_bytes = c->opts.cache_bytes ? c->opts.cache_bytes : 64 * SMR_MIB;
+	if (c->cache_bytes < 16 * (size_t)c->ns)
+		c->cache_bytes = 16 * (size_t)c->ns;
+	return smr_cache_init(c);
+}
+
+void smr_cow_teardown(struct smr_cow *c)
+{
+	stop_timer(c);
+	smr_cache_fini(c);
+	free(c->free_cur.x);
+	free(c->free_prev.x);
+	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->cache_lock);
+	pthread_mutex_destroy(&c->txn_lock);
+	pthread_mutex_destroy(&c->commit_lock);
+	pthread_cond_destroy(&c->txn_cond);
+	pthread_cond_destroy(&c->timer_cond);
+}
+
+void smr_cow_get_stats(struct smr_cow *c, struct smr_cow_stats *st)
+{
+	st->node_reads = __atomic_load_n(&c->stats.node_reads, __ATOMIC_RELAXED);
+	st->nodes_written =
+		__atomic_load_n(&c->stats.nodes_written, __ATOMIC_RELAXED);
+	st->commits = __atomic_load_n(&c->stats.commits, __ATOMIC_RELAXED);
+	st->evictions = __atomic_load_n(&c->stats.evictions, __ATOMIC_RELAXED);
+}

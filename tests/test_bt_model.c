@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_bt_model.c - the B+tree against a reference model.
+ *
+ * Random inserts, updates, puts, deletes, lookups, next/prev and range
+ * iterations run on the tree (over the in-memory node store) and on a
+ * reference map; every result is compared, and the whole tree is compared
+ * and its structure checked at intervals, after commits and after
+ * close/reopen. Phases alternate between growing and shrinking the tree, so
+ * splits, merges, rebalancing and root changes all happen. A small node
+ * cache makes most lookups go to the store.
+ *
+ * SMR_TEST_OPS sets the number of operations (default 1000000, about 20
+ * seconds; a smaller count for a quick run).
+ */
+#include "testutil.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cow/cow_priv.h"
+
+#define DOMAIN 60000 /* key ids */
+
+struct ref {
+	uint8_t *present;
+	uint16_t *len;
+	uint32_t *seed;
+	uint64_t nr;
+};
+
+/* Key ids map to keys in the same order. */
+static void id_key(uint32_t id, struct smr_key *k)
+{
+	k->objid = 1000 + id / 16;
+	k->type = (uint8_t)(1 + (id / 4) % 4);
+	k->offset = (uint64_t)(id % 4) * 4096;
+}
+
+static int64_t key_id(const struct smr_key *k)
+{
+	if (k->objid < 1000 || k->type < 1 || k->type > 4 ||
+	    k->offset % 4096 || k->offset / 4096 > 3)
+		return -1;
+	return (int64_t)((k->objid - 1000) * 16 + (uint64_t)(k->type - 1) * 4 +
+			 k->offset / 4096);
+}
+
+static void fill_val(uint8_t *v, uint32_t len, uint32_t seed)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 1;
+
+	for (uint32_t i = 0; i < len; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		v[i] = (uint8_t)s;
+	}
+}
+
+static uint32_t pick_len(uint64_t *rs)
+{
+	uint64_t r = smr_test_rand(rs) % 100;
+
+	if (r < 70)
+		return (uint32_t)(smr_test_rand(rs) % 48);
+	if (r < 95)
+		return (uint32_t)(smr_test_rand(rs) % 400);
+	return (uint32_t)(smr_test_rand(rs) % (SMR_COW_MAX_ITEM + 1));
+}
+
+static bool check_val(const struct ref *r, uint32_t id, const uint8_t *v,
+		      size_t len)
+{
+	uint8_t want[SMR_COW_MAX_ITEM];
+
+	if (len != r->len[id])
+		return false;
+	fill_val(want, r->len[id], r->seed[id]);
+	return memcmp(want, v, len) == 0;
+}
+
+struct cmp_ctx {
+	const struct ref *r;
+	int64_t next;   /* next id expected to be visited */
+	int64_t last;   /* inclusive upper bound */
+	uint64_t seen;
+	bool bad;
+};
+
+static int cmp_fn(void *arg, const struct smr_key *key, const void *val,
+		  size_t len)
+{
+	struct cmp_ctx *x = arg;
+	int64_t id = key_id(key);
+
+	while (x->next <= x->last && !x->r->present[x->next])
+		x->next++;
+	if (id < 0 || id != x->next || !check_val(x->r, (uint32_t)id, val, len)) {
+		fprintf(stderr, "iterate: got id %" PRId64 " want %" PRId64 "\n",
+			id, x->next);
+		x->bad = true;
+		return -EINVAL;
+	}
+	x->next++;
+	x->seen++;
+	return 0;
+}
+
+static void compare_range(struct smr_cow *c, const struct ref *r, uint32_t lo,
+			  uint32_t hi)
+{
+	struct cmp_ctx x = { .r = r, .next = lo, .last = hi };
+	struct smr_key from, to;
+
+	id_key(lo, &from);
+	id_key(hi, &to);
+	SMR_ASSERT_OK(smr_bt_iterate(c, SMR_TREE_FS, &from, &to, cmp_fn, &x));
+	while (x.next <= x.last && !r->present[x.next])
+		x.next++;
+	CU_ASSERT_FALSE(x.bad);
+	CU_ASSERT(x.next > x.last);
+}
+
+static void compare_all(struct smr_cow *c, const struct ref *r)
+{
+	uint64_t n = 0;
+
+	compare_range(c, r, 0, DOMAIN - 1);
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &n));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(n, r->nr);
+}
+
+static int64_t ref_next(const struct ref *r, int64_t id, int dir)
+{
+	while (id >= 0 && id < DOMAIN && !r->present[id])
+		id += dir;
+	return id >= 0 && id < DOMAIN ? id : -1;
+}
+
+static unsigned long env_ops(unsigned long def)
+{
+	const char *s = getenv("SMR_TEST_OPS");
+
+	return s ? strtoul(s, NULL, 0) : def;
+}
+
+static void test_model(void)
+{
+	unsigned long nops = env_ops(1000000), fails = 0;
+	struct smr_cow_opts o = { .cache_bytes = 2 * SMR_MIB,
+				  .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct ref r = { 0 };
+	struct smr_cow *c = NULL;
+	struct smr_cow_stats st;
+	uint64_t rs = 0x1234567;
+	uint8_t *val = malloc(SMR_COW_MAX_ITEM), *got = malloc(SMR_COW_MAX_ITEM);
+	int height_max = 0;
+
+	printf("\n  model test: %lu operations (SMR_TEST_OPS to change)\n", nops);
+	r.present = calloc(DOMAIN, 1);
+	r.len = calloc(DOMAIN, sizeof(*r.len));
+	r.seed = calloc(DOMAIN, sizeof(*r.seed));
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	for (unsigned long i = 0; i < nops && c; i++) {
+		/* Grow for 40000 ops, then shrink for 40000. */
+		bool grow = (i / 40000) % 2 == 0;
+		uint32_t id = (uint32_t)(smr_test_rand(&rs) % DOMAIN);
+		uint32_t op = (uint32_t)(smr_test_rand(&rs) % 100);
+		struct smr_key k, f;
+		struct smr_txn *t;
+		size_t len;
+		int rc, want;
+
+		id_key(id, &k);
+		if (op < (grow ? 35u : 10u)) { /* insert */
+			uint32_t l = pick_len(&rs), seed = (uint32_t)i;
+
+			fill_val(val, l, seed);
+			SMR_ASSERT_OK(smr_txn_begin(c, &t));
+			rc = smr_bt_insert(t, SMR_TREE_FS, &k, val, l);
+			smr_txn_end(t);
+			want = r.present[id] ? -EEXIST : 0;
+			if (!want) {
+				r.present[id] = 1;
+				r.len[id] = (uint16_t)l;
+				r.seed[id] = seed;
+				r.nr++;
+			}
+		} else if (op < 50) { /* update or put */
+			uint32_t l = pick_len(&rs), seed = (uint32_t)i;
+			bool put = op & 1;
+
+			fill_val(val, l, seed);
+			SMR_ASSERT_OK(smr_txn_begin(c, &t));
+			rc = put ? smr_bt_put(t, SMR_TREE_FS, &k, val, l) :
+				   smr_bt_update(t, SMR_TREE_FS, &k, val, l);
+			smr_txn_end(t);
+			want = !put && !r.present[id] ? -ENOENT : 0;
+			if (!want) {
+				r.nr += !r.present[id];
+				r.present[id] = 1;
+				r.len[id] = (uint16_t)l;
+				r.seed[id] = seed;
+			}
+		} else if (op < (grow ? 60u : 85u)) { /* delete */
+			SMR_ASSERT_OK(smr_txn_begin(c, &t));
+			rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+			smr_txn_end(t);
+			want = r.present[id] ? 0 : -ENOENT;
+			if (!want) {
+				r.present[id] = 0;
+				r.nr--;
+			}
+		} else if (op < 90) { /* lookup */
+			len = SMR_COW_MAX_ITEM;
+			rc = smr_bt_lookup(c, SMR_TREE_FS, &k, got, &len);
+			want = r.present[id] ? 0 : -ENOENT;
+			if (!rc && !check_val(&r, id, got, len))
+				rc = -EBADMSG;
+		} else if (op < 97) { /* next / prev */
+			int dir = op < 94 ? 1 : -1;
+			int64_t e = ref_next(&r, id, dir);
+
+			len = SMR_COW_MAX_ITEM;
+			rc = dir > 0 ? smr_bt_next(c, SMR_TREE_FS, &k, &f, got, &len) :
+				       smr_bt_prev(c, SMR_TREE_FS, &k, &f, got, &len);
+			want = e < 0 ? -ENOENT : 0;
+			if (!rc && (key_id(&f) != e ||
+				    !check_val(&r, (uint32_t)e, got, len)))
+				rc = -EBADMSG;
+		} else { /* a short range */
+			uint32_t hi = SMR_MIN(id + 200, DOMAIN - 1);
+
+			compare_range(c, &r, id, hi);
+			rc = want = 0;
+		}
+		if (rc != want) {
+			if (fails++ < 10)
+				fprintf(stderr, "op %lu (kind %u, id %u): rc %d, want %d\n",
+					i, op, id, rc, want);
+			CU_ASSERT_EQUAL(rc, want);
+		}
+		if (i % 5000 == 4999)
+			SMR_ASSERT_OK(smr_cow_commit(c));
+		if (i % 20000 == 19999) {
+			int h = smr_bt_height(c, SMR_TREE_FS);
+
+			height_max = SMR_MAX(height_max, h);
+			compare_all(c, &r);
+		}
+		if (i % 50000 == 49999) {
+			SMR_ASSERT_OK(smr_cow_close(c));
+			c = NULL;
+			SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms,
+							 &o, &c));
+			if (c)
+				compare_all(c, &r);
+		}
+	}
+	if (c) {
+		compare_all(c, &r);
+		smr_cow_get_stats(c, &st);
+		printf("  items now %" PRIu64 ", max height %d, node reads %" PRIu64
+		       ", nodes written %" PRIu64 ", commits %" PRIu64 "\n",
+		       r.nr, height_max, st.node_reads, st.nodes_written,
+		       st.commits);
+		CU_ASSERT(height_max >= 2);
+		SMR_ASSERT_OK(smr_cow_close(c));
+	}
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (c) {
+		compare_all(c, &r);
+		SMR_ASSERT_OK(smr_cow_close(c));
+	}
+	smr_memstore_free(ms);
+	free(r.present);
+	free(r.len);
+	free(r.seed);
+	free(val);
+	free(got);
+}
+
+/* Sequential then reverse inserts of many small items, then deleting all:
+ * the tree grows to several levels and shrinks back to an empty root. */
+static void test_grow_shrink(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	const uint64_t n = 200000;
+	uint64_t items;
+	int h;
+
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (uint64_t i = 0; i < n; i++) {
+		struct smr_key k = { .objid = i % 2 ? n - i : i, .type = 1 };
+
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &i, sizeof(i)));
+	}
+	smr_txn_end(t);
+	h = smr_bt_height(c, SMR_TREE_FS);
+	CU_ASSERT(h >= 3);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(items, n);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (uint64_t i = 0; i < n; i++) {
+		struct smr_key k = { .objid = (i * 7919) % n, .type = 1 };
+
+		if (k.objid == 0 && i)
+			continue;
+		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+	}
+	smr_txn_end(t);
+	CU_ASSERT_EQUAL(smr_bt_height(c, SMR_TREE_FS), 1);
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(items, 0);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
+/* A failed write turns the engine read-only and keeps the last commit. */
+static void test_write_failure(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	struct smr_key k = { .objid = 1, .type = 1 };
+	uint64_t v = 1;
+	size_t len = sizeof(v);
+
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v)));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	v = 2;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &v, sizeof(v)));
+	smr_txn_end(t);
+	smr_memstore_fail_after(ms, 0);
+	SMR_ASSERT_RC(smr_cow_commit(c), -EIO);
+	CU_ASSERT_TRUE(smr_cow_is_read_only(c));
+	SMR_ASSERT_RC(smr_txn_begin(c, &t), -EROFS);
+	smr_cow_close(c);
+	smr_memstore_fail_after(ms, -1);
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, &v, &len));
+	CU_ASSERT_EQUAL(v, 1);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
+static void test_limits(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	struct smr_key k = { .objid = 5 };
+	static uint8_t big[SMR_COW_MAX_ITEM + 1];
+
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_RC(smr_bt_insert(t, SMR_TREE_FS, &k, big, sizeof(big)), -E2BIG);
+	SMR_ASSERT_RC(smr_bt_delete(t, SMR_TREE_FS, &k), -ENOENT);
+	SMR_ASSERT_RC(smr_bt_update(t, SMR_TREE_FS, &k, big, 1), -ENOENT);
+	SMR_ASSERT_RC(smr_bt_insert(t, 0, &k, big, 1), -EINVAL);
+	/* Many maximum-size items: each leaf holds only a few. */
+	for (uint64_t i = 0; i < 200; i++) {
+		k.objid = i;
+		big[0] = (uint8_t)i;
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, big,
+					    SMR_COW_MAX_ITEM));
+	}
+	smr_txn_end(t);
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, NULL, NULL), 0);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
+static const struct smr_test model_tests[] = {
+	{ "limits", test_limits },
+	{ "write_failure", test_write_failure },
+	{ "grow_shrink", test_grow_shrink },
+	{ "model", test_model },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "bt_model", model_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(SMR_LOG_ERR + 0);
+	return smr_test_main(argc, argv, suites);
+}
