@@ -279,23 +279,25 @@ static void test_write_at_wp(void)
 	struct smr_dev *dev = open_zdev(false);
 	uint32_t z = seq_zone(dev, 0);
 	uint64_t start = smr_dev_zone_start(dev, z);
+	/* Then up to 1 MiB in one write, within the zone capacity. */
+	size_t big = SMR_MIN(SMR_MIB, smr_dev_zone_cap(dev, z) - 65536);
 
 	SMR_ASSERT_OK(smr_dev_zone_reset(dev, z));
 	SMR_ASSERT_OK(put(dev, start, 65536, 2));
 	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z), start + 65536);
 	CU_ASSERT_EQUAL(kzone(dev, z).wp, start + 65536);
 	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_IMP_OPEN);
-	SMR_ASSERT_OK(put(dev, start + 65536, SMR_MIB, 3));
+	SMR_ASSERT_OK(put(dev, start + 65536, big, 3));
 	CU_ASSERT_TRUE(zone_agrees(dev, z));
 	CU_ASSERT_TRUE(holds(dev, start, 65536, 2));
-	CU_ASSERT_TRUE(holds(dev, start + 65536, SMR_MIB, 3));
+	CU_ASSERT_TRUE(holds(dev, start + 65536, big, 3));
 	SMR_ASSERT_OK(smr_dev_flush(dev));
 	SMR_ASSERT_OK(smr_dev_close(dev));
 
 	/* Durable across handles. */
 	dev = open_zdev(false);
-	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z), start + 65536 + SMR_MIB);
-	CU_ASSERT_TRUE(holds(dev, start + 65536, SMR_MIB, 3));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z), start + 65536 + big);
+	CU_ASSERT_TRUE(holds(dev, start + 65536, big, 3));
 	SMR_ASSERT_OK(smr_dev_zone_reset(dev, z));
 	SMR_ASSERT_OK(smr_dev_close(dev));
 }

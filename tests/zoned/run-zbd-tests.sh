@@ -4,15 +4,16 @@
 # Run tests/test_zbd against real kernel zoned block devices, each in a fresh
 # VM started by the zoned-vm tool (shared/tools/zoned-vm in the development
 # environment; see its .md): null_blk (with conventional zones, open/active
-# limits, then 512-byte blocks and a zone capacity below the zone size), QEMU
-# NVMe ZNS, and scsi_debug SCSI ZBC.
+# limits; 512-byte blocks and a zone capacity below the zone size; 2048 zones,
+# more than one zone report call returns), QEMU NVMe ZNS, and scsi_debug SCSI
+# ZBC.
 #
 # Usage: tests/zoned/run-zbd-tests.sh [TEST_BINARY]
 #   Run from the build directory (the default binary is tests/test_zbd).
 #   ZONED_VM_TOOL   path of the zoned-vm script (default: zoned-vm in PATH)
 #   ZBD_TIMEOUT     seconds allowed per VM (default 300)
 #   ZBD_DEVICES     the configurations to run (default: all of
-#                   "nullb nullb-512-cap zns smr")
+#                   "nullb nullb-512-cap nullb-many zns smr")
 #
 # Exit status: 0 when every device passed; 1 when a test failed; 2 when the
 # VM could not be started or timed out (nothing was tested on that device),
@@ -22,7 +23,7 @@
 test_bin=${1:-tests/test_zbd}
 tool=${ZONED_VM_TOOL:-$(command -v zoned-vm)}
 timeout_s=${ZBD_TIMEOUT:-300}
-devices=${ZBD_DEVICES:-nullb nullb-512-cap zns smr}
+devices=${ZBD_DEVICES:-nullb nullb-512-cap nullb-many zns smr}
 
 if [ -z "$tool" ] || [ ! -x "$tool" ]; then
 	echo "run-zbd-tests: the zoned-vm tool was not found; set ZONED_VM_TOOL" >&2
@@ -73,6 +74,8 @@ run nullb --dev nullb --zones 16 --zone-size 16 --conv 4 \
 	--max-open 4 --max-active 6
 run nullb-512-cap --dev nullb --zones 16 --zone-size 16 --zone-cap 8 \
 	--conv 2 --lbs 512
+run nullb-many --dev nullb --zones 2048 --zone-size 1 --conv 8 \
+	--max-open 8 --max-active 12
 run zns --dev zns --zones 16 --zone-size 16 --zone-cap 8 --conv 0 \
 	--max-open 4 --max-active 6
 run smr --dev smr --zones 16 --zone-size 16 --conv 2 --max-open 4
