@@ -335,11 +335,215 @@ static void test_state_machine(void)
 	smr_zc_free(zc);
 }
 
+/* ------------------------------------------------------------------------
+ * Random walk of the state machine, checked against the rules and the
+ * invariants after every step.
+ * ------------------------------------------------------------------------ */
+
+struct zc_copy {
+	uint64_t zs[16];
+	uint32_t lru[16];
+	uint32_t lru_len, nr_open, nr_active;
+};
+
+static void zc_save(const struct smr_zcache *zc, struct zc_copy *c)
+{
+	memset(c, 0, sizeof(*c));
+	memcpy(c->zs, zc->zs, zc->nr_zones * sizeof(c->zs[0]));
+	if (zc->lru)
+		memcpy(c->lru, zc->lru, zc->lru_len * sizeof(c->lru[0]));
+	c->lru_len = zc->lru_len;
+	c->nr_open = zc->nr_open;
+	c->nr_active = zc->nr_active;
+}
+
+static bool zc_same(const struct smr_zcache *zc, const struct zc_copy *c)
+{
+	struct zc_copy now;
+
+	zc_save(zc, &now);
+	return !memcmp(&now, c, sizeof(now));
+}
+
+/* The invariants of a cache at rest; returns a reason or NULL. */
+static const char *zc_invariants(const struct smr_zcache *zc)
+{
+	uint32_t open = 0, active = 0, imp = 0;
+
+	for (uint32_t z = 0; z < zc->nr_zones; z++) {
+		uint64_t w = zc->zs[z];
+		uint32_t wpb = (uint32_t)(w & SMR_ZC_WP_MASK);
+		uint32_t capb = (uint32_t)(smr_zc_region_of(zc, z)->zone_cap >>
+					   zc->block_shift);
+		uint8_t c = smr_zc_word_cond(w);
+
+		if (w & SMR_ZC_BUSY)
+			return "busy at rest";
+		if (c == SMR_ZONE_COND_FULL && wpb != capb)
+			return "full but wp below capacity";
+		if (c == SMR_ZONE_COND_EMPTY && wpb)
+			return "empty but wp moved";
+		if (c != SMR_ZONE_COND_FULL && wpb >= capb)
+			return "wp at capacity but not full";
+		if (c == SMR_ZONE_COND_CLOSED && !wpb)
+			return "closed with nothing written";
+		if (c == SMR_ZONE_COND_IMP_OPEN && !wpb)
+			return "implicitly open with nothing written";
+		if (c == SMR_ZONE_COND_IMP_OPEN)
+			imp++;
+		if (c == SMR_ZONE_COND_IMP_OPEN || c == SMR_ZONE_COND_EXP_OPEN)
+			open++;
+		if (c == SMR_ZONE_COND_IMP_OPEN ||
+		    c == SMR_ZONE_COND_EXP_OPEN || c == SMR_ZONE_COND_CLOSED)
+			active++;
+	}
+	if (open != zc->nr_open || active != zc->nr_active)
+		return "counters differ from the zones";
+	if (zc->max_open && open > zc->max_open)
+		return "more open zones than max open";
+	if (zc->max_active && active > zc->max_active)
+		return "more active zones than max active";
+	if (zc->max_open) {
+		if (zc->lru_len != imp)
+			return "LRU does not hold every implicitly open zone";
+		for (uint32_t i = 0; i < zc->lru_len; i++) {
+			if (smr_zc_word_cond(zc->zs[zc->lru[i]]) !=
+			    SMR_ZONE_COND_IMP_OPEN)
+				return "LRU holds a zone not implicitly open";
+			for (uint32_t j = 0; j < i; j++)
+				if (zc->lru[j] == zc->lru[i])
+					return "LRU holds a zone twice";
+		}
+	}
+	return NULL;
+}
+
+static void random_walk(uint32_t max_open, uint32_t max_active, uint64_t seed)
+{
+	const uint32_t nz = 12;
+	struct smr_zcache *zc = small(nz, max_open, max_active);
+	unsigned int ok_writes = 0, refused = 0, undone = 0;
+
+	for (int step = 0; step < 20000; step++) {
+		uint32_t z = (uint32_t)(smr_test_rand(&seed) % nz);
+		unsigned int what = (unsigned int)(smr_test_rand(&seed) % 10);
+		uint64_t w = zc->zs[z];
+		uint8_t cond = smr_zc_word_cond(w);
+		uint64_t wp = smr_zc_wp(zc, z), start = smr_zc_start(zc, z);
+		uint64_t end = start + SMR_MIB;
+		struct zc_copy before;
+		struct smr_zc_undo u;
+		const char *why;
+		int rc;
+
+		zc_save(zc, &before);
+		if (what < 6) {
+			/* A write: mostly at the write pointer, sometimes
+			 * elsewhere, sometimes across the capacity. */
+			uint64_t len = 4096 * (1 + smr_test_rand(&seed) % 64);
+			uint64_t off = wp;
+			bool fail_io = smr_test_rand(&seed) % 8 == 0;
+
+			if (what == 5)
+				off = start + 4096 * (smr_test_rand(&seed) % 256);
+			if (off + len > end && smr_test_rand(&seed) % 2)
+				len = end - off;
+			rc = smr_zc_write_prep(zc, z, off, len, true, &u);
+			if (cond == SMR_ZONE_COND_FULL || off != wp ||
+			    off + len > end) {
+				CU_ASSERT_EQUAL(rc, -EIO);
+			}
+			if (rc) {
+				CU_ASSERT_EQUAL(rc, -EIO);
+				CU_ASSERT(zc_same(zc, &before));
+				refused++;
+			} else {
+				smr_zc_write_done(zc, z, len, !fail_io, &u);
+				if (fail_io) {
+					CU_ASSERT(zc_same(zc, &before));
+					undone++;
+				} else {
+					CU_ASSERT_EQUAL(smr_zc_wp(zc, z),
+							wp + len);
+					CU_ASSERT_EQUAL(
+						smr_zc_word_cond(zc->zs[z]),
+						wp + len == end ?
+							SMR_ZONE_COND_FULL :
+						cond == SMR_ZONE_COND_EXP_OPEN ?
+							SMR_ZONE_COND_EXP_OPEN :
+							SMR_ZONE_COND_IMP_OPEN);
+					ok_writes++;
+				}
+			}
+		} else {
+			static const enum smr_zc_op ops[] = {
+				SMR_ZC_OP_OPEN, SMR_ZC_OP_CLOSE,
+				SMR_ZC_OP_FINISH, SMR_ZC_OP_RESET,
+			};
+			enum smr_zc_op op = ops[what - 6];
+			bool fail_io = smr_test_rand(&seed) % 8 == 0;
+
+			rc = smr_zc_op_prep(zc, op, z, &u);
+			if (op == SMR_ZC_OP_CLOSE &&
+			    (cond == SMR_ZONE_COND_EMPTY ||
+			     cond == SMR_ZONE_COND_FULL)) {
+				CU_ASSERT_EQUAL(rc, -EIO);
+			}
+			if (op == SMR_ZC_OP_OPEN && cond == SMR_ZONE_COND_FULL) {
+				CU_ASSERT_EQUAL(rc, -EIO);
+			}
+			if (rc == 0) {
+				uint8_t now;
+
+				smr_zc_op_done(zc, op, z, !fail_io, &u);
+				now = smr_zc_word_cond(zc->zs[z]);
+				if (fail_io) {
+					CU_ASSERT(zc_same(zc, &before));
+				} else if (op == SMR_ZC_OP_RESET) {
+					CU_ASSERT_EQUAL(smr_zc_wp(zc, z), start);
+					CU_ASSERT_EQUAL(now, SMR_ZONE_COND_EMPTY);
+				} else if (op == SMR_ZC_OP_FINISH) {
+					CU_ASSERT_EQUAL(now, SMR_ZONE_COND_FULL);
+				} else if (op == SMR_ZC_OP_OPEN) {
+					CU_ASSERT_EQUAL(now,
+							SMR_ZONE_COND_EXP_OPEN);
+				} else {
+					CU_ASSERT(now == SMR_ZONE_COND_CLOSED ||
+						  now == SMR_ZONE_COND_EMPTY);
+				}
+			} else {
+				CU_ASSERT(zc_same(zc, &before));
+			}
+		}
+		why = zc_invariants(zc);
+		if (why) {
+			fprintf(stderr, "step %d: %s\n", step, why);
+			CU_FAIL("zone cache invariant broken");
+			break;
+		}
+	}
+	/* The walk must have exercised all three outcomes. */
+	CU_ASSERT(ok_writes > 1000);
+	CU_ASSERT(refused > 1000);
+	CU_ASSERT(undone > 100);
+	smr_zc_free(zc);
+}
+
+static void test_random_walk(void)
+{
+	random_walk(0, 0, 1);
+	random_walk(3, 0, 2);
+	random_walk(0, 4, 3);
+	random_walk(2, 5, 4);
+	random_walk(4, 4, 5);
+}
+
 static const struct smr_test zcache_tests[] = {
 	{ "smr_26tb", test_smr_26tb },
 	{ "bad_report", test_bad_report },
 	{ "regions", test_regions },
 	{ "state_machine", test_state_machine },
+	{ "random_walk", test_random_walk },
 	{ NULL, NULL },
 };
 

@@ -451,11 +451,6 @@ int smr_zc_write_prep(struct smr_zcache *zc, uint32_t zno, uint64_t off,
 		set_state(zc, zno, wpb, SMR_ZONE_COND_IMP_OPEN, true);
 		return 0;
 	}
-	if (cond == SMR_ZONE_COND_IMP_OPEN) {
-		/* Most recently used now. */
-		lru_remove(zc, zno);
-		lru_add(zc, zno, false);
-	}
 	set_busy(zc, zno, true);
 	return 0;
 }
@@ -473,10 +468,17 @@ void smr_zc_write_done(struct smr_zcache *zc, uint32_t zno, uint64_t len,
 		return;
 	}
 	wpb += (uint32_t)(len >> zc->block_shift);
-	if (wpb >= capb)
+	if (wpb >= capb) {
 		set_state(zc, zno, capb, SMR_ZONE_COND_FULL, false);
-	else
-		set_state(zc, zno, wpb, smr_zc_word_cond(w), false);
+		return;
+	}
+	if (undo->old_cond == SMR_ZONE_COND_IMP_OPEN) {
+		/* Most recently used now (only once the write succeeded, so
+		 * that a failed one leaves the order as it was). */
+		lru_remove(zc, zno);
+		lru_add(zc, zno, false);
+	}
+	set_state(zc, zno, wpb, smr_zc_word_cond(w), false);
 }
 
 /* ------------------------------------------------------------------------
