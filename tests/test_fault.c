@@ -803,7 +803,7 @@ static void test_cut_every_write(void)
 		char *p1 = new_zloop(), *p2 = new_zloop();
 		struct smr_dev *d1 = open_dev(p1), *d2 = open_dev(p2), *fd1;
 		struct smr_fault *f1;
-		uint64_t writes = 0, upto = 0;
+		uint64_t writes = 0, upto = 0, cut = 0;
 		uint8_t *img;
 
 		/* Run the recorded log again through a fault device that cuts
@@ -821,8 +821,10 @@ static void test_cut_every_write(void)
 				break;
 			upto = i + 1;
 		}
+		SMR_ASSERT_OK(smr_fault_cut_prefix(f, n, &cut));
+		CU_ASSERT_EQUAL(cut, upto);
 		/* Zone operations after the cut are lost as well. */
-		SMR_ASSERT_OK(smr_fault_replay(f, upto, NULL, d2));
+		SMR_ASSERT_OK(smr_fault_replay(f, cut, NULL, d2));
 		img = snapshot(d2);
 		CU_ASSERT_TRUE(same_image(d1, img));
 		smr_dev_buf_free(img);
@@ -831,6 +833,22 @@ static void test_cut_every_write(void)
 		SMR_ASSERT_OK(smr_dev_close(d2));
 		drop_path(p1);
 		drop_path(p2);
+	}
+	/* The whole log for all its writes; more is out of range. */
+	{
+		uint64_t writes = 0, cut = 0;
+
+		for (uint64_t i = 0; i < nr; i++) {
+			struct smr_fault_rec r;
+
+			SMR_ASSERT_OK(smr_fault_record(f, i, &r));
+			writes += r.op == SMR_FOP_WRITE;
+		}
+		/* (The close added a flush after nr.) */
+		SMR_ASSERT_OK(smr_fault_cut_prefix(f, writes, &cut));
+		CU_ASSERT_EQUAL(cut, smr_fault_nr_records(f));
+		SMR_ASSERT_RC(smr_fault_cut_prefix(f, writes + 1, &cut),
+			      -ERANGE);
 	}
 	free_workload(&w);
 	smr_fault_free(f);

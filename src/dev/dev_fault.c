@@ -619,6 +619,27 @@ out:
 	return rc;
 }
 
+int smr_fault_cut_prefix(struct smr_fault *f, uint64_t n, uint64_t *nr)
+{
+	uint64_t writes = 0, i;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (i = 0; i < f->nr_recs; i++) {
+		if (f->recs[i].op != SMR_FOP_WRITE)
+			continue;
+		if (writes == n)
+			break;
+		writes++;
+	}
+	if (writes < n)
+		rc = -ERANGE;
+	else
+		*nr = i;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
 size_t smr_fault_log_bytes(struct smr_fault *f)
 {
 	size_t n;

@@ -174,6 +174,18 @@ uint64_t smr_fault_nr_records(struct smr_fault *f);
 /* Fill *@r with record @i: 0, or -ERANGE when @i >= the number of records. */
 int smr_fault_record(struct smr_fault *f, uint64_t i, struct smr_fault_rec *r);
 
+/*
+ * The prefix of the log that a power cut at write @n + 1 leaves: the records
+ * before the (@n + 1)-th WRITE record (0-based: the first @n writes and the
+ * flushes and zone operations that came before write @n + 1), or the whole
+ * log when it holds only @n writes. This is what the lower device holds after
+ * a DROP_WRITES rule with .after = @n, so that "cut after every write" can be
+ * run by replaying smr_fault_cut_prefix(f, n) records for each n.
+ * Returns 0 with the number of records in *@nr, or -ERANGE when the log holds
+ * fewer than @n writes.
+ */
+int smr_fault_cut_prefix(struct smr_fault *f, uint64_t n, uint64_t *nr);
+
 /* Bytes of memory the log holds (records and data copies). */
 size_t smr_fault_log_bytes(struct smr_fault *f);
 
