@@ -512,6 +512,22 @@ static void test_params_checked(void)
 	SMR_ASSERT_RC(smr_dev_open(dir, &o, &dev), -EINVAL);
 	CU_ASSERT_PTR_NULL(dev);
 
+	/* Comments of any length are skipped. */
+	snprintf(path, sizeof(path), "%s/zloop.params", dir);
+	{
+		FILE *f = fopen(path, "a");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fputs("# ", f);
+		for (int i = 0; i < 100; i++)
+			fputs("a long comment ", f);
+		fputs("\n", f);
+		fclose(f);
+	}
+	SMR_ASSERT_OK(smr_dev_open(dir, NULL, &dev));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	dev = NULL;
+
 	/* Creating over it is refused, as are bad parameters. */
 	SMR_ASSERT_RC(smr_zloop_create(dir, &p), -EEXIST);
 	other = p;

@@ -83,21 +83,60 @@ static bool params_equal(const struct smr_zloop_params *a,
 	       a->block_size == b->block_size;
 }
 
-static int params_write(int dirfd, const struct smr_zloop_params *p)
+/*
+ * The line that hands the directory to the kernel driver, as a comment for
+ * the reader of zloop.params: the driver wants sizes in MiB and finds the
+ * device in BASE_DIR/ID, so the directory's parent and name fill those in.
+ */
+static void kernel_hint(char *buf, size_t len, const char *dir,
+			const struct smr_zloop_params *p)
 {
-	char buf[1024];
+	char path[PATH_MAX], *slash, *id;
+	int n;
+
+	buf[0] = 0;
+	if (p->capacity % SMR_MIB || p->zone_size % SMR_MIB ||
+	    p->zone_cap % SMR_MIB || !realpath(dir, path))
+		return;
+	slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return;
+	*slash = 0;
+	id = slash + 1;
+	if (!*id || strspn(id, "0123456789") != strlen(id))
+		return;
+	n = snprintf(buf, len,
+		     "# For the kernel zloop driver (it ignores this file):\n"
+		     "# echo \"add id=%s,capacity_mb=%llu,zone_size_mb=%llu,"
+		     "zone_capacity_mb=%llu,conv_zones=%u,base_dir=%s\" "
+		     "> /dev/zloop-control\n",
+		     id, (unsigned long long)(p->capacity / SMR_MIB),
+		     (unsigned long long)(p->zone_size / SMR_MIB),
+		     (unsigned long long)(p->zone_cap / SMR_MIB), p->nr_cnv,
+		     path);
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = 0;
+}
+
+static int params_write(int dirfd, const char *dir,
+			const struct smr_zloop_params *p)
+{
+	char buf[1024 + PATH_MAX], hint[256 + PATH_MAX];
 	int len, fd, rc = 0;
 
+	kernel_hint(hint, sizeof(hint), dir, p);
 	len = snprintf(buf, sizeof(buf),
 		       "# smrfs zoned loop directory: the zone files follow the "
-		       "layout of the Linux zloop driver.\n"
+		       "layout of the Linux zloop driver.\n%s"
 		       "capacity=%llu\nzone_size=%llu\nzone_capacity=%llu\n"
 		       "conv_zones=%u\nmax_open=%u\nmax_active=%u\n"
 		       "block_size=%u\n",
-		       (unsigned long long)p->capacity,
+		       hint, (unsigned long long)p->capacity,
 		       (unsigned long long)p->zone_size,
 		       (unsigned long long)p->zone_cap, p->nr_cnv, p->max_open,
 		       p->max_active, p->block_size);
+	if (len < 0 || (size_t)len >= sizeof(buf))
+		return -ENAMETOOLONG;
 	fd = openat(dirfd, ZLOOP_PARAMS ".tmp",
 		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -116,7 +155,8 @@ static int params_write(int dirfd, const struct smr_zloop_params *p)
 /* Read the parameters file: 0, -ENOENT if missing, -EINVAL if malformed. */
 static int params_read(int dirfd, struct smr_zloop_params *p)
 {
-	char line[256];
+	char *line = NULL;
+	size_t cap = 0;
 	unsigned int seen = 0;
 	FILE *f;
 	int fd, rc = 0;
@@ -130,7 +170,7 @@ static int params_read(int dirfd, struct smr_zloop_params *p)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) > 0) {
 		char key[32];
 		unsigned long long v;
 
@@ -159,6 +199,7 @@ static int params_read(int dirfd, struct smr_zloop_params *p)
 			break;
 		}
 	}
+	free(line);
 	fclose(f);
 	if (!rc && seen != 127)
 		rc = -EINVAL;
@@ -245,7 +286,7 @@ int smr_zloop_create(const char *dir, const struct smr_zloop_params *in)
 		}
 		close(fd);
 	}
-	rc = params_write(dirfd, &p);
+	rc = params_write(dirfd, dir, &p);
 	if (rc)
 		goto out_unlink;
 	if (fsync(dirfd))
