@@ -146,10 +146,66 @@ static void test_refused(void)
 	SMR_ASSERT_RC(smr_dev_open("/nonexistent/img", NULL, &a), -ENOENT);
 }
 
+/*
+ * A conventional block device, when SMR_TEST_BDEV names one whose contents
+ * may be destroyed (a RAM disk in a test VM, for instance); skipped
+ * otherwise. No test touches a real device unless told to.
+ */
+static void test_bdev(void)
+{
+	const char *path = getenv("SMR_TEST_BDEV");
+	const struct smr_dev_info *info;
+	struct smr_dev *dev = NULL, *other = NULL;
+	uint8_t *w, *r;
+	uint32_t bs;
+
+	if (!path || !*path) {
+		fprintf(stderr, "\n  (SMR_TEST_BDEV not set: skipped) ");
+		return;
+	}
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	info = smr_dev_info(dev);
+	bs = info->block_size;
+	fprintf(stderr, "\n  %s: %s, %llu bytes, block %u, rotational %d, "
+		"discard %d ", path, smr_dev_kind_str(info->kind),
+		(unsigned long long)info->capacity, bs, info->rotational,
+		info->discard);
+	CU_ASSERT_STRING_EQUAL(info->backend, "file");
+	CU_ASSERT_EQUAL(info->kind, SMR_DEV_KIND_BDEV);
+	CU_ASSERT(!info->zoned);
+	CU_ASSERT(bs == 512 || bs == 4096);
+	CU_ASSERT(info->capacity >= 2 * SMR_MIB);
+	SMR_ASSERT_RC(smr_dev_open(path, NULL, &other), -EBUSY);
+
+	w = smr_dev_buf_alloc(SMR_MIB);
+	r = smr_dev_buf_alloc(SMR_MIB);
+	fill(w, SMR_MIB, 77);
+	/* Out of order, then read back in one piece. */
+	SMR_ASSERT_OK(smr_dev_write(dev, w + 512 * 1024, 512 * 1024,
+				    512 * 1024));
+	SMR_ASSERT_OK(smr_dev_write(dev, w, bs, 0));
+	SMR_ASSERT_OK(smr_dev_write(dev, w + bs, 512 * 1024 - bs, bs));
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	SMR_ASSERT_OK(smr_dev_read(dev, r, SMR_MIB, 0));
+	CU_ASSERT_EQUAL(memcmp(r, w, SMR_MIB), 0);
+	SMR_ASSERT_RC(smr_dev_write(dev, w, bs, bs / 2), -EINVAL);
+	SMR_ASSERT_RC(smr_dev_read(dev, r, bs, info->capacity), -EINVAL);
+	if (info->discard)
+		SMR_ASSERT_OK(smr_dev_discard(dev, SMR_MIB, SMR_MIB));
+	else
+		SMR_ASSERT_RC(smr_dev_discard(dev, SMR_MIB, SMR_MIB),
+			      -EOPNOTSUPP);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_dev_buf_free(w);
+	smr_dev_buf_free(r);
+}
+
 static const struct smr_test file_tests[] = {
 	{ "geometry", test_geometry },
 	{ "random_writes", test_random_writes },
 	{ "refused", test_refused },
+	{ "bdev", test_bdev },
 	{ NULL, NULL },
 };
 
