@@ -193,22 +193,23 @@ size_t smr_fault_log_bytes(struct smr_fault *f);
  * Replay
  * ------------------------------------------------------------------------ */
 
-/* Writes after the last FLUSH of the prefix are "unflushed". By default all
- * of them are replayed (the device wrote back its cache before the cut). */
-#define SMR_REPLAY_DROP_UNFLUSHED (1U << 0) /* drop every unflushed write */
-#define SMR_REPLAY_DROP_RANDOM (1U << 1)    /* drop a pseudo-random subset
-					     * (seeded by opts->seed): in a
-					     * sequential zone a suffix of its
-					     * unflushed writes */
-#define SMR_REPLAY_TEAR_LAST (1U << 2)      /* the prefix's last record is a
-					     * write: replay only its first
-					     * opts->tear_bytes (rounded down
-					     * to the block size) */
-#define SMR_REPLAY_EXACT (1U << 3)          /* one write per record and the
-					     * flushes where they were; by
-					     * default contiguous writes are
-					     * merged and one flush ends the
-					     * replay, which is faster */
+/*
+ * Flags of a replay. Writes after the last FLUSH of the prefix are
+ * "unflushed"; by default all of them are replayed (the device wrote back its
+ * cache before the cut).
+ */
+
+/* Drop every unflushed write. */
+#define SMR_REPLAY_DROP_UNFLUSHED (1U << 0)
+/* Drop a pseudo-random subset of the unflushed writes (seeded by opts->seed);
+ * in a sequential zone always a suffix of its unflushed writes. */
+#define SMR_REPLAY_DROP_RANDOM (1U << 1)
+/* The prefix's last record is a write: replay only its first opts->tear_bytes
+ * (rounded down to the block size). */
+#define SMR_REPLAY_TEAR_LAST (1U << 2)
+/* One write per record, and each flush where it was. By default contiguous
+ * writes are merged and one flush ends the replay, which is faster. */
+#define SMR_REPLAY_EXACT (1U << 3)
 
 /* Zeroed (or NULL) = replay the prefix exactly. */
 struct smr_replay_opts {
