@@ -498,13 +498,6 @@ int smr_dev_write_zone(const struct smr_dev *dev, size_t len, uint64_t off,
 	return 0;
 }
 
-void smr_dev_wait_release(struct smr_dev *dev)
-{
-	pthread_mutex_lock(&dev->zlock);
-	pthread_cond_wait(&dev->zcond, &dev->zlock);
-	pthread_mutex_unlock(&dev->zlock);
-}
-
 int smr_dev_write_begin(struct smr_dev *dev, uint32_t zno, uint64_t off,
 			uint64_t len, bool wait, struct smr_zc_undo *undo)
 {

@@ -34,9 +34,6 @@ int smr_dev_write_begin(struct smr_dev *dev, uint32_t zno, uint64_t off,
 void smr_dev_write_end(struct smr_dev *dev, uint32_t zno, uint64_t len,
 		       bool ok, const struct smr_zc_undo *undo);
 
-/* Wait until some busy zone is released (a write or zone op ended). */
-void smr_dev_wait_release(struct smr_dev *dev);
-
 /* The part of [off, off+len) (within one zone) that is below the write
  * pointer: bytes that must be read from the medium; the rest reads as
  * zeros. */
