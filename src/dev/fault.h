@@ -97,6 +97,8 @@ enum smr_fault_what {
 	SMR_FAULT_FAIL_RESETS = 5,
 };
 
+/* Operations are counted as the fault device receives them: a read or write
+ * that spans several zones counts once per zone. */
 struct smr_fault_rule {
 	enum smr_fault_what what;
 	uint64_t after;      /* operations of that kind that still pass */
@@ -229,6 +231,10 @@ struct smr_replay_opts {
  * Unless SMR_REPLAY_EXACT, the target is flushed once at the end (if the
  * prefix holds a flush) and sees contiguous writes merged: use EXACT to
  * replay onto a fault device that counts writes.
+ *
+ * With DROP_RANDOM, a zone left partly written by a dropped write stays
+ * active where the recorded device had filled it, so on a target with a
+ * max_active limit a later kept write can fail with -EIO: try another seed.
  *
  * Returns 0, or: -ENOMEM; -EINVAL for @nr beyond the log, a geometry mismatch,
  * TEAR_LAST when record @nr - 1 is not a write, or TEAR_LAST together with
