@@ -30,6 +30,7 @@
 #define SMR_RING_DEPTH 128
 #define SMR_MERGE_MAX 64
 #define SMR_MERGE_BYTES (8 * SMR_MIB)
+#define SMR_IO_CHUNK ((size_t)SMR_GIB) /* largest single transfer */
 
 struct smr_dev_uring {
 	struct io_uring ring;
@@ -344,12 +345,16 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 		piece_sync(b, p);
 		return 0;
 	}
+	/* A transfer longer than SMR_IO_CHUNK goes in parts, as if short. */
 	if (p->io->op == SMR_IO_READ)
-		io_uring_prep_read(sqe, fd, p->buf, (unsigned int)p->len, foff);
+		io_uring_prep_read(sqe, fd, p->buf,
+				   (unsigned int)SMR_MIN(p->len, SMR_IO_CHUNK),
+				   foff);
 	else if (p->nmemb > 1)
 		io_uring_prep_writev(sqe, fd, p->iov, build_iov(p), foff);
 	else
-		io_uring_prep_write(sqe, fd, p->buf, (unsigned int)p->len,
+		io_uring_prep_write(sqe, fd, p->buf,
+				    (unsigned int)SMR_MIN(p->len, SMR_IO_CHUNK),
 				    foff);
 	io_uring_sqe_set_data(sqe, p);
 	b->inflight++;
