@@ -640,6 +640,9 @@ int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n)
 		if (io->op == SMR_IO_WRITE && dev->zc) {
 			uint32_t z = smr_dev_zone_no(dev, io->off);
 
+			if (z != UINT32_MAX &&
+			    smr_dev_zone_type(dev, z) == SMR_ZONE_TYPE_CNV)
+				z = UINT32_MAX; /* random writes: no order */
 			for (unsigned int j = 0; j < i && z != UINT32_MAX; j++)
 				if (ios[j].op == SMR_IO_WRITE &&
 				    ios[j].result != 0 &&

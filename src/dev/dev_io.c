@@ -8,14 +8,14 @@
  * many as the ring holds; the writes of one sequential zone form a queue in
  * array order of which only the head is in flight, the next one issued when
  * it completes, because io_uring does not keep the order of several writes
- * to one file or zone. Consecutive writes of one zone that follow each
- * other on the device are merged into one vectored write (up to
- * SMR_MERGE_MAX requests, SMR_MERGE_BYTES bytes), which is what lets a zone
- * queue keep up with the others. Each sequential write passes the handle's write gate
- * (zone rules, implicit open, busy flag) just before it is issued, and its
- * completion updates the zone cache. Short transfers are resubmitted for the
- * rest; reads of a sequential zone stop at the write pointer and the rest is
- * zero-filled.
+ * to one file or zone. Writes of one zone that follow each other on the
+ * device are merged into one vectored write (up to SMR_MERGE_MAX requests,
+ * SMR_MERGE_BYTES bytes), so that a zone's queue costs one round trip per
+ * run rather than per request. Each sequential write passes the handle's
+ * write gate (zone rules, implicit open, busy flag) just before it is
+ * issued, and its completion updates the zone cache. Short transfers are
+ * resubmitted for the rest; reads of a sequential zone stop at the write
+ * pointer and the rest is zero-filled.
  *
  * Rings are kept in a small pool per handle: a call takes one (creating it
  * the first time) and gives it back, so that threads never share a ring.
@@ -76,7 +76,6 @@ struct batch {
 	unsigned int nr_zq;
 	struct iovec *iov; /* room for merged writes */
 	struct piece *ready, *ready_tail;
-	struct piece *deferred; /* zone or its LRU victims busy elsewhere */
 	unsigned int inflight;
 	unsigned int left; /* pieces not finished */
 };
@@ -537,10 +536,14 @@ static int run(struct batch *b)
 				b->ready_tail = p;
 		}
 		if (b->inflight) {
-			rc = io_uring_submit(b->ring);
+			do
+				rc = io_uring_submit(b->ring);
+			while (rc == -EINTR || rc == -EAGAIN);
 			if (rc < 0)
 				return rc;
-			rc = io_uring_wait_cqe(b->ring, &cqe);
+			do
+				rc = io_uring_wait_cqe(b->ring, &cqe);
+			while (rc == -EINTR);
 			if (rc < 0)
 				return rc;
 			do {
