@@ -234,8 +234,10 @@ struct smr_io {
  * Run @n requests together (liburing: one submission, many in flight) and
  * wait for all of them. Writes to one sequential zone are issued in array
  * order, one in flight at a time, so that each lands at the write pointer;
- * writes to different zones and reads proceed in parallel. Returns 0 if all
- * succeeded, else the first failing request's error.
+ * writes to different zones and reads proceed in parallel (a read does not
+ * wait for the writes of its own batch: to read what a batch writes, read
+ * after it returns). Returns 0 if all succeeded, else the error of the first
+ * failing request in array order; every request's own result is set.
  */
 int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n);
 
