@@ -194,6 +194,21 @@ static void test_batch_errors(void)
 	};
 
 	fill(b, 16 * 4096, 5);
+	/* Empty requests do nothing, wherever they point. */
+	{
+		struct smr_io empty[3] = {
+			{ SMR_IO_WRITE, b, 0, 0, 1 },
+			{ SMR_IO_READ, b, 0, z2, 1 },
+			{ SMR_IO_WRITE, b, 0, NZ * (uint64_t)ZS, 1 },
+		};
+
+		SMR_ASSERT_OK(smr_dev_submit(dev, empty, 3));
+		CU_ASSERT_EQUAL(empty[0].result, 0);
+		CU_ASSERT_EQUAL(empty[2].result, 0);
+		SMR_ASSERT_OK(smr_dev_write(dev, b, 0, z2 + 4096));
+		CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 2), z2);
+		CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, 2), SMR_ZONE_COND_EMPTY);
+	}
 	SMR_ASSERT_RC(smr_dev_submit(dev, ios, SMR_ARRAY_SIZE(ios)), -EIO);
 	CU_ASSERT_EQUAL(ios[0].result, 0);
 	CU_ASSERT_EQUAL(ios[1].result, 0);

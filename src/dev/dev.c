@@ -480,7 +480,7 @@ int smr_dev_write_zone(const struct smr_dev *dev, size_t len, uint64_t off,
 
 	*seq = false;
 	*zno = UINT32_MAX;
-	if (!dev->zc)
+	if (!dev->zc || !len)
 		return 0;
 	z = smr_zc_zone_no(dev->zc, off);
 	last = smr_zc_zone_no(dev->zc, off + len - 1);
