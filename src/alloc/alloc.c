@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* alloc.c - the allocator registry and the locking wrappers. */
+/*
+ * alloc.c - the allocator registry, module selection, the handle, and the
+ * wrappers that take the handle's lock around every op.
+ */
 #include "alloc/alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *smr_stream_str(enum smr_stream s)
 {
@@ -9,4 +17,301 @@ const char *smr_stream_str(enum smr_stream s)
 	};
 
 	return (unsigned int)s < SMR_STREAM_NR ? names[s] : "unknown";
+}
+
+const struct smr_alloc_ops *const smr_alloc_modules[] = {
+	&smr_zoned_ops,
+	&smr_rot_ops,
+	&smr_flash_ops,
+	NULL,
+};
+
+const struct smr_alloc_ops *smr_alloc_find(const char *name)
+{
+	for (int i = 0; smr_alloc_modules[i]; i++)
+		if (!strcmp(smr_alloc_modules[i]->name, name))
+			return smr_alloc_modules[i];
+	return NULL;
+}
+
+int smr_alloc_select(const struct smr_dev_info *info, const char *name,
+		     const struct smr_alloc_ops **ops, char *why, size_t whylen)
+{
+	const struct smr_alloc_ops *best = NULL;
+	char reason[128], best_reason[128] = "";
+	int score, best_score = 0;
+
+	if (name) {
+		const struct smr_alloc_ops *o = smr_alloc_find(name);
+
+		if (!o) {
+			snprintf(why, whylen, "no allocator module named \"%s\"",
+				 name);
+			return -ENOENT;
+		}
+		reason[0] = '\0';
+		if (!o->probe(info, reason, sizeof(reason))) {
+			snprintf(why, whylen, "allocator %s cannot serve this "
+				 "device: %s", o->name, reason);
+			return -EINVAL;
+		}
+		snprintf(why, whylen, "allocator %s, as asked (%s)", o->name,
+			 reason);
+		*ops = o;
+		return 0;
+	}
+	for (int i = 0; smr_alloc_modules[i]; i++) {
+		reason[0] = '\0';
+		score = smr_alloc_modules[i]->probe(info, reason,
+						    sizeof(reason));
+		if (score > best_score) {
+			best_score = score;
+			best = smr_alloc_modules[i];
+			memcpy(best_reason, reason, sizeof(reason));
+		}
+	}
+	if (!best) {
+		snprintf(why, whylen, "no allocator module can serve this "
+			 "device");
+		return -EINVAL;
+	}
+	snprintf(why, whylen, "allocator %s chosen: %s", best->name,
+		 best_reason);
+	*ops = best;
+	return 0;
+}
+
+int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		   uint64_t data_start, const uint8_t fs_uuid[16],
+		   const struct smr_alloc_ref *ref, struct smr_alloc **ap)
+{
+	static const struct smr_alloc_ref zero_ref;
+	const struct smr_dev_info *info = smr_dev_info(dev);
+	struct smr_alloc *a;
+	int rc;
+
+	if (data_start % info->block_size || data_start >= info->capacity)
+		return -EINVAL;
+	if (info->zoned && data_start &&
+	    smr_dev_zone_start(dev, smr_dev_zone_no(dev, data_start)) !=
+		    data_start)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->ops = ops;
+	a->dev = dev;
+	a->info = info;
+	a->data_start = data_start;
+	memcpy(a->fs_uuid, fs_uuid, sizeof(a->fs_uuid));
+	pthread_mutex_init(&a->lock, NULL);
+	for (int i = 0; i < SMR_STREAM_NR; i++) {
+		pthread_mutex_init(&a->stream_lock[i], NULL);
+		a->stream_share[i] = (uint8_t)i;
+	}
+	if (ref && !memcmp(ref, &zero_ref, sizeof(*ref)))
+		ref = NULL;
+	pthread_mutex_lock(&a->lock);
+	rc = ops->init(a, ref);
+	pthread_mutex_unlock(&a->lock);
+	if (rc) {
+		for (int i = 0; i < SMR_STREAM_NR; i++)
+			pthread_mutex_destroy(&a->stream_lock[i]);
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return rc;
+	}
+	*ap = a;
+	return 0;
+}
+
+void smr_alloc_close(struct smr_alloc *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->ops->fini(a);
+	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < SMR_STREAM_NR; i++)
+		pthread_mutex_destroy(&a->stream_lock[i]);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+pthread_mutex_t *smr_alloc_stream_lock(struct smr_alloc *a,
+				       enum smr_stream stream)
+{
+	if ((unsigned int)stream >= SMR_STREAM_NR)
+		stream = SMR_STREAM_META;
+	return &a->stream_lock[a->stream_share[stream]];
+}
+
+/* ------------------------------------------------------------------------
+ * Wrappers
+ * ------------------------------------------------------------------------ */
+
+int smr_alloc_extent(struct smr_alloc *a, uint64_t len,
+		     const struct smr_alloc_hint *hint, enum smr_stream stream,
+		     struct smr_extent *ext, unsigned int max_ext)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->alloc(a, len, hint, stream, ext, max_ext);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->free(a, off, len);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	if (!a->ops->write_failed)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->ops->write_failed(a, off, len);
+	pthread_mutex_unlock(&a->lock);
+}
+
+int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
+		     struct smr_alloc_ref *ref)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->commit(a, gen, ref);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+int smr_alloc_committed(struct smr_alloc *a)
+{
+	int rc = 0;
+
+	if (!a->ops->committed)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->committed(a);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp)
+{
+	pthread_mutex_lock(&a->lock);
+	a->ops->space(a, sp);
+	pthread_mutex_unlock(&a->lock);
+}
+
+int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
+		      uint32_t *zno)
+{
+	int rc;
+
+	if (!a->ops->gc_pick)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->gc_pick(a, policy, zno);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno)
+{
+	int64_t rc;
+
+	if (!a->ops->zone_live)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->zone_live(a, zno);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!a->ops->stats)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->ops->stats(a, st);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Allocate and write
+ * ------------------------------------------------------------------------ */
+
+int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
+		    const struct smr_alloc_hint *hint, enum smr_stream stream,
+		    struct smr_extent *ext, unsigned int max_ext)
+{
+	pthread_mutex_t *sl = smr_alloc_stream_lock(a, stream);
+	const uint8_t *p = buf;
+	uint64_t got = 0, done = 0;
+	unsigned int n = 0, i;
+	int rc = 0;
+
+	if (!max_ext || !len)
+		return -EINVAL;
+	pthread_mutex_lock(sl);
+	while (got < len && n < max_ext) {
+		rc = smr_alloc_extent(a, len - got, hint, stream, ext + n,
+				      max_ext - n);
+		if (rc < 0)
+			break;
+		for (int k = 0; k < rc; k++)
+			got += ext[n + k].len;
+		/* Join a piece that continues the previous one. */
+		if (n && ext[n - 1].off + ext[n - 1].len == ext[n].off) {
+			ext[n - 1].len += ext[n].len;
+			memmove(&ext[n], &ext[n + 1],
+				sizeof(*ext) * (unsigned int)(rc - 1));
+			rc--;
+		}
+		n += (unsigned int)rc;
+		rc = 0;
+	}
+	if (!n)
+		goto out_unlock;
+	/* Out of space part way: write and keep what was had (the caller
+	 * sees a total below @len). */
+	rc = 0;
+
+	/* Write in allocation order: on a zoned device each extent sits at
+	 * its zone's write pointer only once the ones before it are written. */
+	for (i = 0; i < n; i++) {
+		int wrc = smr_dev_write(a->dev, p + done, ext[i].len,
+					ext[i].off);
+
+		if (wrc) {
+			smr_err("alloc: writing %" PRIu64 " bytes at %" PRIu64
+				" (%s stream) failed: %s", ext[i].len,
+				ext[i].off, smr_stream_str(stream),
+				strerror(-wrc));
+			for (unsigned int k = i; k < n; k++)
+				smr_alloc_write_failed(a, ext[k].off,
+						       ext[k].len);
+			rc = wrc;
+			break;
+		}
+		done += ext[i].len;
+	}
+	if (rc) {
+		for (unsigned int k = 0; k < i; k++)
+			smr_alloc_free(a, ext[k].off, ext[k].len);
+		goto out_unlock;
+	}
+	rc = (int)n;
+out_unlock:
+	pthread_mutex_unlock(sl);
+	return rc;
 }

@@ -19,6 +19,10 @@
  * does allocate-and-write under the stream's lock for callers that do not
  * batch; a caller that batches (the COW commit) holds the stream for itself.
  * A write that fails must be reported with smr_alloc_write_failed().
+ * On a device with fewer active zones than streams, several streams share
+ * one zone and therefore one lock: "holding a stream" means holding
+ * smr_alloc_stream_lock(a, stream), never a->stream_lock[stream] directly
+ * (META's lock is always stream_lock[SMR_STREAM_META]).
  *
  * Freeing is deferred. smr_alloc_free() marks an extent dead in the *next*
  * checkpoint: the space is not handed out again (rotational, flash) and its
@@ -176,7 +180,13 @@ struct smr_alloc_ops {
 	/*
 	 * Persist the state as of now, counting every pending free as done,
 	 * in generation @gen, through the metadata stream; fill *@ref. The
-	 * previous state's blocks become a pending free. Must not be NULL.
+	 * previous state's blocks become a pending free. The caller holds the
+	 * META stream (smr_alloc_stream_lock) and has written every extent
+	 * META handed out before, since the state is appended behind them; it
+	 * flushes the device before it writes the checkpoint holding *@ref.
+	 * Errors: -ENOSPC (no room for the state even in the reserve),
+	 * -ENOMEM, the device's write error. On error nothing changed but
+	 * the statistics. Must not be NULL.
 	 */
 	int (*commit)(struct smr_alloc *a, uint64_t gen,
 		      struct smr_alloc_ref *ref);
@@ -222,6 +232,10 @@ struct smr_alloc {
 	pthread_mutex_t lock;            /* protects everything the ops touch */
 	pthread_mutex_t stream_lock[SMR_STREAM_NR]; /* see "Write order" */
 	void *priv;                      /* the module's; protected by lock */
+	/* The stream whose lock and open zone each stream uses: identity
+	 * unless the device has too few active zones (set by init, constant
+	 * afterwards). */
+	uint8_t stream_share[SMR_STREAM_NR];
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -240,12 +254,19 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 
 /*
  * Open an allocator over @dev managing [data_start, capacity). @ref as for
- * ops->init. Returns 0 with a handle in *@ap, or the init's error.
+ * ops->init (NULL or a zeroed ref: a fresh filesystem). Returns 0 with a
+ * handle in *@ap, -EINVAL for a data_start that is not block-aligned (or
+ * not a zone boundary on a zoned device) or not below the capacity,
+ * -ENOMEM, or the init's error.
  */
 int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		   uint64_t data_start, const uint8_t fs_uuid[16],
 		   const struct smr_alloc_ref *ref, struct smr_alloc **ap);
 void smr_alloc_close(struct smr_alloc *a);
+
+/* The lock that serialises the writes of @stream (see "Write order"). */
+pthread_mutex_t *smr_alloc_stream_lock(struct smr_alloc *a,
+				       enum smr_stream stream);
 
 /* Wrappers that take a->lock around the op. */
 int smr_alloc_extent(struct smr_alloc *a, uint64_t len,

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * extent_mod.c - the body shared by the rotational and flash modules: free
+ * space as an extent index, deferred frees, the metadata reserve, and the
+ * persisted free-extent list. The modules differ only in placement (their
+ * pick function) and in whether released ranges are discarded.
+ *
+ * Deferred frees go through two stages: smr_alloc_free() puts a range in
+ * `pending`; commit() moves `pending` to `committing` (the checkpoint being
+ * written no longer references it) and committed() moves `committing` to
+ * `free` (that checkpoint is durable, so no older one will be mounted).
+ */
+#include "alloc/alloc_int.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The metadata reserve: 1/64 of the range, at most 64 MiB, at least the
+ * state of a badly fragmented range. */
+static uint64_t xmod_reserve(uint64_t capacity, uint64_t bs)
+{
+	uint64_t r = SMR_MIN(capacity / 64, 64 * SMR_MIB);
+
+	r = SMR_MAX(r, 4 * (uint64_t)SMR_ALLOC_STATE_BLKSZ);
+	r = SMR_MIN(r, capacity / 2);
+	return SMR_ROUND_DOWN(r, bs);
+}
+
+static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
+		     const struct smr_alloc_ref *ref)
+{
+	struct smr_state_sum sum;
+	void *ents = NULL;
+	uint64_t n = 0, prev_end = 0;
+	int rc;
+
+	rc = smr_state_read(a, m->module, ref, sizeof(struct smr_alloc_ext_d),
+			    &sum, &ents, &n, m->state_ext, &m->state_nr);
+	if (rc)
+		return rc;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct smr_alloc_ext_d *d =
+			(const struct smr_alloc_ext_d *)ents + i;
+		uint64_t off = le64toh(d->off), len = le64toh(d->len);
+
+		/* Sorted, disjoint, not touching, aligned, in range. */
+		if (!len || off % m->block_size || len % m->block_size ||
+		    off < a->data_start || len > a->info->capacity - off ||
+		    (i && off <= prev_end)) {
+			rc = smr_corrupt(ref->off,
+					 "allocator state: bad free extent");
+			goto out;
+		}
+		rc = smr_xidx_insert(&m->free, off, len);
+		if (rc)
+			goto out;
+		prev_end = off + len;
+	}
+	/* The state's own blocks must not be free. */
+	for (unsigned int i = 0; i < m->state_nr; i++) {
+		if (smr_xidx_overlaps(&m->free, m->state_ext[i].off,
+				      m->state_ext[i].len)) {
+			rc = smr_corrupt(ref->off,
+					 "allocator state: its blocks are free");
+			goto out;
+		}
+	}
+	m->st = sum.stats;
+	m->cursor = sum.cursor;
+out:
+	free(ents);
+	return rc;
+}
+
+int smr_xmod_init(struct smr_alloc *a, const struct smr_alloc_ref *ref,
+		  uint32_t module, bool discard, smr_xmod_pick_fn pick)
+{
+	struct smr_xmod *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	m->module = module;
+	m->discard = discard && a->info->discard;
+	m->pick = pick;
+	m->block_size = a->info->block_size;
+	m->capacity = a->info->capacity - a->data_start;
+	m->reserve = xmod_reserve(m->capacity, m->block_size);
+	m->cursor = a->data_start;
+	smr_xidx_init(&m->free);
+	smr_xidx_init(&m->pending);
+	smr_xidx_init(&m->committing);
+	a->priv = m;
+
+	if (!ref) {
+		rc = m->capacity ? smr_xidx_insert(&m->free, a->data_start,
+						   m->capacity) : 0;
+	} else {
+		rc = xmod_load(a, m, ref);
+	}
+	if (rc) {
+		smr_xmod_fini(a);
+		return rc;
+	}
+	return 0;
+}
+
+void smr_xmod_fini(struct smr_alloc *a)
+{
+	struct smr_xmod *m = a->priv;
+
+	if (!m)
+		return;
+	smr_xidx_destroy(&m->free);
+	smr_xidx_destroy(&m->pending);
+	smr_xidx_destroy(&m->committing);
+	free(m);
+	a->priv = NULL;
+}
+
+int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
+		   const struct smr_alloc_hint *hint, enum smr_stream stream,
+		   struct smr_extent *ext, unsigned int max_ext)
+{
+	static const struct smr_alloc_hint none;
+	struct smr_xmod *m = a->priv;
+	uint64_t avail = m->free.bytes;
+	int n;
+
+	if (!len || len % m->block_size || !max_ext ||
+	    (unsigned int)stream >= SMR_STREAM_NR)
+		return -EINVAL;
+	if (stream != SMR_STREAM_META)
+		avail = avail > m->reserve ? avail - m->reserve : 0;
+	if (!avail)
+		return -ENOSPC;
+	n = m->pick(m, SMR_MIN(len, avail), hint ? hint : &none, ext, max_ext);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		m->st.bytes_allocated[stream] += ext[i].len;
+	m->st.nr_allocs++;
+	return n;
+}
+
+int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	struct smr_xmod *m = a->priv;
+	int rc;
+
+	if (!len || off % m->block_size || len % m->block_size ||
+	    off < a->data_start || len > a->info->capacity - off)
+		return -EINVAL;
+	if (smr_xidx_overlaps(&m->free, off, len) ||
+	    smr_xidx_overlaps(&m->pending, off, len) ||
+	    smr_xidx_overlaps(&m->committing, off, len)) {
+		smr_err("alloc: freeing %" PRIu64 "+%" PRIu64
+			" that is already free", off, len);
+		return -EINVAL;
+	}
+	rc = smr_xidx_insert(&m->pending, off, len);
+	if (rc)
+		return rc;
+	m->st.bytes_freed += len;
+	return 0;
+}
+
+/* Move every extent of @from into @to; @from ends empty. */
+static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
+{
+	struct smr_extent e;
+	uint64_t at = 0;
+	int rc;
+
+	if (!to->nr) {
+		struct smr_xidx t = *to;
+
+		*to = *from;
+		*from = t;
+		return 0;
+	}
+	while (!smr_xidx_next(from, at, &e)) {
+		rc = smr_xidx_insert(to, e.off, e.len);
+		if (rc)
+			return rc;
+		at = e.off + e.len;
+	}
+	smr_xidx_destroy(from);
+	return 0;
+}
+
+static int xidx_add_all(struct smr_xidx *to, const struct smr_xidx *from)
+{
+	struct smr_extent e;
+	uint64_t at = 0;
+	int rc;
+
+	while (!smr_xidx_next(from, at, &e)) {
+		rc = smr_xidx_insert(to, e.off, e.len);
+		if (rc)
+			return rc;
+		at = e.off + e.len;
+	}
+	return 0;
+}
+
+int smr_xmod_commit(struct smr_alloc *a, uint64_t gen,
+		    struct smr_alloc_ref *ref)
+{
+	struct smr_xmod *m = a->priv;
+	struct smr_extent ext[SMR_ALLOC_STATE_MAX_EXT], e;
+	struct smr_alloc_ext_d *ents = NULL;
+	struct smr_state_sum sum;
+	struct smr_xidx img;
+	uint64_t n, at = 0, i = 0;
+	int nr, rc;
+
+	/* Allocating the state may split a free extent per extent taken. */
+	n = m->free.nr + m->pending.nr + m->committing.nr + m->state_nr +
+	    SMR_ALLOC_STATE_MAX_EXT;
+	nr = smr_state_alloc(a, smr_state_bytes(sizeof(*ents), n), ext);
+	if (nr < 0)
+		return nr;
+
+	/* The image: all that is free once this checkpoint is durable. */
+	smr_xidx_init(&img);
+	rc = xidx_add_all(&img, &m->free);
+	if (!rc)
+		rc = xidx_add_all(&img, &m->pending);
+	if (!rc)
+		rc = xidx_add_all(&img, &m->committing);
+	for (unsigned int k = 0; !rc && k < m->state_nr; k++)
+		rc = smr_xidx_insert(&img, m->state_ext[k].off,
+				     m->state_ext[k].len);
+	if (rc == -EEXIST)
+		rc = smr_corrupt(a->data_start,
+				 "alloc: free lists overlap at commit");
+	if (rc)
+		goto out_undo;
+	ents = calloc(img.nr ? img.nr : 1, sizeof(*ents));
+	if (!ents) {
+		rc = -ENOMEM;
+		goto out_undo;
+	}
+	while (!smr_xidx_next(&img, at, &e)) {
+		ents[i].off = htole64(e.off);
+		ents[i].len = htole64(e.len);
+		i++;
+		at = e.off + e.len;
+	}
+	smr_state_sum_init(a, &sum);
+	sum.stats = m->st;
+	sum.cursor = m->cursor;
+	rc = smr_state_write(a, m->module, gen, &sum, ents, sizeof(*ents), i,
+			     ext, (unsigned int)nr, ref);
+	if (rc)
+		goto out_undo;
+
+	/* The old state's blocks are dead once this checkpoint is. */
+	rc = xidx_move(&m->committing, &m->pending);
+	for (unsigned int k = 0; !rc && k < m->state_nr; k++)
+		rc = smr_xidx_insert(&m->committing, m->state_ext[k].off,
+				     m->state_ext[k].len);
+	memcpy(m->state_ext, ext, sizeof(ext[0]) * (unsigned int)nr);
+	m->state_nr = (unsigned int)nr;
+	goto out;
+
+out_undo:
+	smr_state_unalloc(a, ext, (unsigned int)nr);
+out:
+	free(ents);
+	smr_xidx_destroy(&img);
+	return rc;
+}
+
+int smr_xmod_committed(struct smr_alloc *a)
+{
+	struct smr_xmod *m = a->priv;
+	struct smr_extent e;
+	uint64_t at = 0;
+	int rc;
+
+	while (!smr_xidx_next(&m->committing, at, &e)) {
+		at = e.off + e.len;
+		if (m->discard) {
+			rc = smr_dev_discard(a->dev, e.off, e.len);
+			if (rc && rc != -EOPNOTSUPP)
+				smr_warn("alloc: discard %" PRIu64 "+%" PRIu64
+					 ": %s", e.off, e.len, strerror(-rc));
+		}
+	}
+	return xidx_move(&m->free, &m->committing);
+}
+
+void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
+{
+	struct smr_xmod *m = a->priv;
+
+	sp->capacity = m->capacity;
+	sp->reclaimable = m->pending.bytes + m->committing.bytes;
+	sp->reserved = SMR_MIN(m->reserve, m->free.bytes);
+	sp->free = m->free.bytes - sp->reserved;
+	sp->used = m->capacity - m->free.bytes - sp->reclaimable;
+}
+
+void smr_xmod_stats(struct smr_alloc *a, struct smr_alloc_stats *st)
+{
+	struct smr_xmod *m = a->priv;
+
+	*st = m->st;
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * state.c - the persisted allocator state: blocks of entries behind a
+ * summary, sealed and verified with the common block header.
+ *
+ * Block 0 lists the extents the state occupies, so that a reader finds the
+ * whole state from the one offset the checkpoint holds, and reads the rest
+ * in one batch.
+ */
+#include "alloc/alloc_int.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/blk.h"
+
+/* A corrupt reference must not make us allocate without bound. */
+#define STATE_MAX_BYTES (1ULL << 30)
+
+static size_t entries_in_blk(uint32_t idx, size_t entry_size)
+{
+	size_t at = idx ? SMR_ALLOC_STATE_ENTRIES_OFF :
+			  SMR_ALLOC_STATE_ENTRIES0_OFF;
+
+	return (SMR_ALLOC_STATE_BLKSZ - at) / entry_size;
+}
+
+static int state_verify(const void *blk, size_t len, uint64_t addr)
+{
+	const uint8_t *b = blk;
+	const struct smr_alloc_state_blk *sb =
+		(const void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+	uint32_t idx = le32toh(sb->blk_index);
+	uint32_t es = le32toh(sb->entry_size);
+	uint32_t mod = le32toh(sb->module);
+
+	if (len != SMR_ALLOC_STATE_BLKSZ)
+		return smr_corrupt(addr, "allocator state: bad block size");
+	if (mod < SMR_ALLOC_MOD_ZONED || mod > SMR_ALLOC_MOD_FLASH)
+		return smr_corrupt(addr, "allocator state: unknown module");
+	if (es != sizeof(struct smr_alloc_zone_d) &&
+	    es != sizeof(struct smr_alloc_ext_d))
+		return smr_corrupt(addr, "allocator state: bad entry size");
+	if (idx >= le32toh(sb->nr_blks))
+		return smr_corrupt(addr, "allocator state: index past count");
+	if (le32toh(sb->nr_entries) > entries_in_blk(idx, es))
+		return smr_corrupt(addr, "allocator state: too many entries");
+	if (sb->reserved)
+		return smr_corrupt(addr, "allocator state: reserved not zero");
+	if (idx == 0) {
+		const struct smr_alloc_state_head *h =
+			(const void *)(b + SMR_ALLOC_STATE_HEAD_OFF);
+
+		if (le32toh(h->nr_ext) < 1 ||
+		    le32toh(h->nr_ext) > SMR_ALLOC_STATE_MAX_EXT)
+			return smr_corrupt(addr,
+					   "allocator state: bad extent count");
+		if (h->reserved[0] || h->reserved[1] || h->reserved[2])
+			return smr_corrupt(addr,
+					   "allocator state: reserved not zero");
+	}
+	return 0;
+}
+
+static const struct smr_blk_ops state_blk_ops = {
+	.name = "allocator state",
+	.magic = SMR_MAGIC_ALLOC,
+	.verify = state_verify,
+};
+
+void smr_state_sum_init(struct smr_alloc *a, struct smr_state_sum *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	sum->data_start = a->data_start;
+	sum->capacity = a->info->capacity;
+	sum->block_size = a->info->block_size;
+	sum->nr_zones = a->info->nr_zones;
+	for (int i = 0; i < SMR_STREAM_NR; i++)
+		sum->slot_zone[i] = SMR_ALLOC_NO_ZONE;
+}
+
+uint64_t smr_state_bytes(size_t entry_size, uint64_t n)
+{
+	uint64_t blks = 1;
+	uint64_t first = entries_in_blk(0, entry_size);
+	uint64_t per = entries_in_blk(1, entry_size);
+
+	if (n > first)
+		blks += SMR_DIV_ROUND_UP(n - first, per);
+	return blks * SMR_ALLOC_STATE_BLKSZ;
+}
+
+void smr_state_unalloc(struct smr_alloc *a, const struct smr_extent *ext,
+		       unsigned int nr)
+{
+	for (unsigned int i = 0; i < nr; i++) {
+		if (a->ops->write_failed)
+			a->ops->write_failed(a, ext[i].off, ext[i].len);
+		else
+			a->ops->free(a, ext[i].off, ext[i].len);
+	}
+}
+
+int smr_state_alloc(struct smr_alloc *a, uint64_t bytes,
+		    struct smr_extent *ext)
+{
+	struct smr_alloc_hint hint = { .contiguous = true };
+	unsigned int nr = 0;
+	uint64_t got = 0;
+	int rc;
+
+	while (got < bytes && nr < SMR_ALLOC_STATE_MAX_EXT) {
+		rc = a->ops->alloc(a, bytes - got, &hint, SMR_STREAM_META,
+				   ext + nr, SMR_ALLOC_STATE_MAX_EXT - nr);
+		if (rc < 0)
+			goto out_undo;
+		for (int i = 0; i < rc; i++)
+			got += ext[nr + i].len;
+		nr += rc;
+	}
+	if (got < bytes) {
+		rc = -ENOSPC;
+		goto out_undo;
+	}
+	return (int)nr;
+
+out_undo:
+	smr_state_unalloc(a, ext, nr);
+	return rc;
+}
+
+/* Device address of state block @i laid over @ext. */
+static uint64_t blk_addr(const struct smr_extent *ext, unsigned int nr_ext,
+			 uint64_t i)
+{
+	uint64_t at = i * SMR_ALLOC_STATE_BLKSZ;
+
+	for (unsigned int e = 0; e < nr_ext; e++) {
+		if (at < ext[e].len)
+			return ext[e].off + at;
+		at -= ext[e].len;
+	}
+	return UINT64_MAX;
+}
+
+static void sum_to_disk(const struct smr_state_sum *s, uint64_t total,
+			const struct smr_extent *ext, unsigned int nr_ext,
+			struct smr_alloc_state_head *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->data_start = htole64(s->data_start);
+	h->capacity = htole64(s->capacity);
+	h->total_entries = htole64(total);
+	h->block_size = htole32(s->block_size);
+	h->nr_zones = htole32(s->nr_zones);
+	h->nr_ext = htole32(nr_ext);
+	h->reserve_zones = htole32(s->reserve_zones);
+	for (int i = 0; i < SMR_STREAM_NR; i++) {
+		h->slot_zone[i] = htole32(s->slot_zone[i]);
+		h->bytes_allocated[i] = htole64(s->stats.bytes_allocated[i]);
+	}
+	h->bytes_freed = htole64(s->stats.bytes_freed);
+	h->nr_allocs = htole64(s->stats.nr_allocs);
+	h->zones_reset = htole64(s->stats.zones_reset);
+	h->zones_finished = htole64(s->stats.zones_finished);
+	h->cursor = htole64(s->cursor);
+	for (unsigned int i = 0; i < nr_ext; i++) {
+		h->ext[i].off = htole64(ext[i].off);
+		h->ext[i].len = htole64(ext[i].len);
+	}
+}
+
+static void sum_from_disk(const struct smr_alloc_state_head *h,
+			  struct smr_state_sum *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->data_start = le64toh(h->data_start);
+	s->capacity = le64toh(h->capacity);
+	s->block_size = le32toh(h->block_size);
+	s->nr_zones = le32toh(h->nr_zones);
+	s->reserve_zones = le32toh(h->reserve_zones);
+	for (int i = 0; i < SMR_STREAM_NR; i++) {
+		s->slot_zone[i] = le32toh(h->slot_zone[i]);
+		s->stats.bytes_allocated[i] = le64toh(h->bytes_allocated[i]);
+	}
+	s->stats.bytes_freed = le64toh(h->bytes_freed);
+	s->stats.nr_allocs = le64toh(h->nr_allocs);
+	s->stats.zones_reset = le64toh(h->zones_reset);
+	s->stats.zones_finished = le64toh(h->zones_finished);
+	s->cursor = le64toh(h->cursor);
+}
+
+int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,
+		    const struct smr_state_sum *sum, const void *entries,
+		    size_t entry_size, uint64_t n, const struct smr_extent *ext,
+		    unsigned int nr_ext, struct smr_alloc_ref *ref)
+{
+	struct smr_io ios[SMR_ALLOC_STATE_MAX_EXT];
+	uint64_t total = 0, nblks, done = 0;
+	uint8_t *buf;
+	size_t pos;
+	int rc;
+
+	for (unsigned int i = 0; i < nr_ext; i++)
+		total += ext[i].len;
+	nblks = total / SMR_ALLOC_STATE_BLKSZ;
+	if (total < smr_state_bytes(entry_size, n) || nblks > UINT32_MAX)
+		return smr_corrupt(ext[0].off,
+				   "allocator state larger than its space");
+	buf = smr_dev_buf_alloc(total);
+	if (!buf)
+		return -ENOMEM;
+
+	for (uint64_t i = 0; i < nblks; i++) {
+		uint8_t *b = buf + i * SMR_ALLOC_STATE_BLKSZ;
+		struct smr_alloc_state_blk *sb =
+			(void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+		uint64_t cnt = SMR_MIN(n - done, entries_in_blk(i, entry_size));
+
+		smr_blk_hdr_init(b, &state_blk_ops, SMR_ALLOC_STATE_BLKSZ,
+				 blk_addr(ext, nr_ext, i), gen,
+				 SMR_OWNER_ALLOC, a->fs_uuid, 0);
+		sb->module = htole32(module);
+		sb->blk_index = htole32((uint32_t)i);
+		sb->nr_blks = htole32((uint32_t)nblks);
+		sb->entry_size = htole32((uint32_t)entry_size);
+		sb->first_entry = htole64(done);
+		sb->nr_entries = htole32((uint32_t)cnt);
+		if (i == 0) {
+			sum_to_disk(sum, n, ext, nr_ext,
+				    (void *)(b + SMR_ALLOC_STATE_HEAD_OFF));
+			pos = SMR_ALLOC_STATE_ENTRIES0_OFF;
+		} else {
+			pos = SMR_ALLOC_STATE_ENTRIES_OFF;
+		}
+		memcpy(b + pos, (const uint8_t *)entries + done * entry_size,
+		       cnt * entry_size);
+		done += cnt;
+		rc = smr_blk_seal(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops);
+		if (rc)
+			goto out_free;
+	}
+
+	pos = 0;
+	for (unsigned int i = 0; i < nr_ext; i++) {
+		ios[i].op = SMR_IO_WRITE;
+		ios[i].buf = buf + pos;
+		ios[i].len = ext[i].len;
+		ios[i].off = ext[i].off;
+		ios[i].result = 0;
+		pos += ext[i].len;
+	}
+	rc = smr_dev_submit(a->dev, ios, nr_ext);
+	if (rc) {
+		smr_err("allocator state: writing %" PRIu64 " bytes at %" PRIu64
+			" failed: %s", total, ext[0].off, strerror(-rc));
+		goto out_free;
+	}
+	ref->off = ext[0].off;
+	ref->len = total;
+	ref->csum = smr_hash64(buf, total, 0);
+	ref->gen = gen;
+
+out_free:
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
+static int check_sum(struct smr_alloc *a, const struct smr_state_sum *s)
+{
+	if (s->data_start != a->data_start || s->capacity != a->info->capacity ||
+	    s->block_size != a->info->block_size ||
+	    s->nr_zones != a->info->nr_zones) {
+		smr_err("allocator state is of another device or layout: "
+			"data start %" PRIu64 " capacity %" PRIu64
+			" block %u zones %u, device has %" PRIu64 " %" PRIu64
+			" %u %u", s->data_start, s->capacity, s->block_size,
+			s->nr_zones, a->data_start, a->info->capacity,
+			a->info->block_size, a->info->nr_zones);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int smr_state_read(struct smr_alloc *a, uint32_t module,
+		   const struct smr_alloc_ref *ref, size_t entry_size,
+		   struct smr_state_sum *sum, void **entries, uint64_t *n,
+		   struct smr_extent *ext, unsigned int *nr_ext)
+{
+	struct smr_io ios[SMR_ALLOC_STATE_MAX_EXT];
+	struct smr_blk_expect exp = {
+		.addr = ref->off,
+		.gen = ref->gen,
+		.owner = SMR_OWNER_ALLOC,
+		.uuid = a->fs_uuid,
+	};
+	const struct smr_alloc_state_head *h;
+	uint64_t total = 0, nblks, done = 0, count;
+	uint8_t *buf, *out = NULL;
+	unsigned int ne;
+	size_t pos;
+	int rc;
+
+	if (ref->len < SMR_ALLOC_STATE_BLKSZ || ref->len > STATE_MAX_BYTES ||
+	    ref->len % SMR_ALLOC_STATE_BLKSZ || ref->off < a->data_start ||
+	    ref->off + ref->len > a->info->capacity)
+		return smr_corrupt(ref->off, "allocator state: bad reference");
+	buf = smr_dev_buf_alloc(ref->len);
+	if (!buf)
+		return -ENOMEM;
+	rc = smr_dev_read(a->dev, buf, SMR_ALLOC_STATE_BLKSZ, ref->off);
+	if (rc) {
+		smr_err("allocator state: reading block 0 at %" PRIu64 ": %s",
+			ref->off, strerror(-rc));
+		goto out_free;
+	}
+	rc = smr_blk_verify(buf, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, &exp);
+	if (rc)
+		goto out_free;
+	h = (const void *)(buf + SMR_ALLOC_STATE_HEAD_OFF);
+	ne = le32toh(h->nr_ext);
+	for (unsigned int i = 0; i < ne; i++) {
+		ext[i].off = le64toh(h->ext[i].off);
+		ext[i].len = le64toh(h->ext[i].len);
+		if (ext[i].len % SMR_ALLOC_STATE_BLKSZ || !ext[i].len ||
+		    ext[i].off < a->data_start ||
+		    ext[i].off + ext[i].len > a->info->capacity) {
+			rc = smr_corrupt(ref->off,
+					 "allocator state: bad extent table");
+			goto out_free;
+		}
+		total += ext[i].len;
+	}
+	if (total != ref->len || ext[0].off != ref->off) {
+		rc = smr_corrupt(ref->off,
+				 "allocator state: extents differ from reference");
+		goto out_free;
+	}
+	sum_from_disk(h, sum);
+	count = le64toh(h->total_entries);
+
+	/* The rest of the first extent and the other extents, in one go. */
+	pos = 0;
+	for (unsigned int i = 0; i < ne; i++) {
+		uint64_t skip = i == 0 ? SMR_ALLOC_STATE_BLKSZ : 0;
+
+		ios[i].op = SMR_IO_READ;
+		ios[i].buf = buf + pos + skip;
+		ios[i].len = ext[i].len - skip;
+		ios[i].off = ext[i].off + skip;
+		ios[i].result = 0;
+		pos += ext[i].len;
+	}
+	if (ios[0].len == 0) {
+		ios[0] = ios[ne - 1];
+		ne--;
+	}
+	rc = ne ? smr_dev_submit(a->dev, ios, ne) : 0;
+	if (rc) {
+		smr_err("allocator state: reading %" PRIu64 " bytes at %" PRIu64
+			": %s", ref->len, ref->off, strerror(-rc));
+		goto out_free;
+	}
+	ne = le32toh(h->nr_ext);
+
+	nblks = total / SMR_ALLOC_STATE_BLKSZ;
+	if (count > nblks * (SMR_ALLOC_STATE_BLKSZ / entry_size)) {
+		rc = smr_corrupt(ref->off, "allocator state: entry count");
+		goto out_free;
+	}
+	out = malloc(count ? count * entry_size : 1);
+	if (!out) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	for (uint64_t i = 0; i < nblks; i++) {
+		uint8_t *b = buf + i * SMR_ALLOC_STATE_BLKSZ;
+		const struct smr_alloc_state_blk *sb =
+			(const void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+		uint64_t cnt;
+
+		exp.addr = blk_addr(ext, ne, i);
+		rc = smr_blk_verify(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops,
+				    &exp);
+		if (rc)
+			goto out_free;
+		cnt = le32toh(sb->nr_entries);
+		if (le32toh(sb->module) != module ||
+		    le32toh(sb->entry_size) != entry_size ||
+		    le32toh(sb->blk_index) != i ||
+		    le32toh(sb->nr_blks) != nblks ||
+		    le64toh(sb->first_entry) != done || done + cnt > count) {
+			char why[96];
+
+			snprintf(why, sizeof(why),
+				 "allocator state: block %" PRIu64
+				 " out of place or of another module", i);
+			rc = smr_corrupt(exp.addr, why);
+			goto out_free;
+		}
+		memcpy(out + done * entry_size,
+		       b + (i ? SMR_ALLOC_STATE_ENTRIES_OFF :
+				SMR_ALLOC_STATE_ENTRIES0_OFF),
+		       cnt * entry_size);
+		done += cnt;
+	}
+	if (done != count) {
+		rc = smr_corrupt(ref->off, "allocator state: entries missing");
+		goto out_free;
+	}
+	if (smr_hash64(buf, total, 0) != ref->csum) {
+		smr_err("allocator state at %" PRIu64
+			": checksum of the whole state differs from the "
+			"checkpoint's", ref->off);
+		rc = -SMR_EFSBADCRC;
+		goto out_free;
+	}
+	rc = check_sum(a, sum);
+	if (rc)
+		goto out_free;
+	*entries = out;
+	out = NULL;
+	*n = count;
+	*nr_ext = ne;
+
+out_free:
+	free(out);
+	smr_dev_buf_free(buf);
+	return rc;
+}

@@ -1,0 +1,846 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * zoned.c - the allocator for host-managed and host-aware zoned devices.
+ *
+ * Space is handed out only at allocation pointers: each managed zone has
+ * one (ap, bytes from the zone start), which runs ahead of the device's
+ * write pointer by what was handed out and not yet written. Callers write
+ * in allocation order (alloc.h, "Write order"), so every extent lands at the
+ * write pointer.
+ *
+ * Streams and zones. Each stream has its own open zone (its "slot"), so
+ * that hot data, cold data, metadata and relocated data never share a zone
+ * and zones die whole. The allocator never holds more zones open than the
+ * device allows: the budget is the smaller of max_open and max_active, less
+ * one for the caller's checkpoint log when there are sequential zones below
+ * data_start. With a budget of 4 or more every stream has its own zone;
+ * below that, streams share (3: relocation writes into the cold zone;
+ * 2: all data in one zone, metadata in the other; 1: everything in one).
+ * Shared streams also share a lock (a->stream_share).
+ *
+ * A zone's life: FREE (empty) -> OPEN (a slot allocates from it) -> FULL
+ * (ap reached the capacity, or it was finished) -> reset -> FREE. A zone
+ * whose tail is too short for a contiguous request is RETIRING: no longer a
+ * slot's, finished as soon as its write pointer has caught up with ap.
+ *
+ * Live bytes are exact: alloc adds, free subtracts. A FULL zone with no live
+ * byte is reset only by committed() after the commit that saw it dead, since
+ * the checkpoint before may still reference its data.
+ *
+ * The reserve: data streams (hot, cold) cannot open a zone when only
+ * `reserve` free zones are left; metadata and relocation can, down to the
+ * last free zone, which only the allocator's own state may take: a commit
+ * is what gives dead space back, so it must always find room.
+ */
+#include "alloc/alloc_int.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ZS_FREE 0
+#define ZS_OPEN 1
+#define ZS_FULL 2
+#define ZS_RETIRING 3
+#define ZS_BAD 4 /* offline or read-only: not managed */
+
+#define NO_SLOT UINT32_MAX
+#define RESERVE_ZONES 3
+
+/* One managed zone. */
+struct zz {
+	uint64_t start;
+	uint64_t len;
+	uint64_t cap;
+	uint64_t ap;      /* allocated bytes from start; ap >= device wp */
+	uint64_t live;    /* live bytes; live <= ap */
+	uint64_t age_gen; /* generation of the last allocation */
+	uint8_t state;    /* ZS_* */
+	uint8_t stream;   /* last stream that allocated, SMR_ALLOC_NO_STREAM */
+	bool cnv;         /* conventional zone: our ap is the write pointer */
+	bool reset_ok;    /* dead as of a commit: reset by committed() */
+};
+
+/* The module's state. Protected by a->lock. */
+struct zoned {
+	uint32_t first;                  /* first managed zone number */
+	uint32_t nz;                     /* managed zones */
+	struct zz *z;
+	uint64_t *freemap;               /* bit per free zone */
+	uint32_t nfree;
+	uint32_t reserve;                /* free zones data cannot take */
+	uint32_t budget;                 /* zones we may hold open */
+	uint32_t nopen;                  /* OPEN + RETIRING */
+	uint32_t slot[SMR_STREAM_NR];    /* open zone (index) per slot */
+	uint64_t bs;
+	uint64_t gen;                    /* generation being built */
+	uint64_t finish_thresh;          /* retire a zone with less left */
+	bool state_alloc;                /* commit is allocating its state */
+	uint64_t state_bytes;            /* size of one persisted state */
+	struct smr_extent state_ext[SMR_ALLOC_STATE_MAX_EXT];
+	unsigned int state_nr;
+	struct smr_alloc_stats st;
+};
+
+static bool is_data(enum smr_stream s)
+{
+	return s == SMR_STREAM_HOT || s == SMR_STREAM_COLD;
+}
+
+static void free_set(struct zoned *m, uint32_t i)
+{
+	m->freemap[i / 64] |= 1ULL << (i % 64);
+	m->nfree++;
+}
+
+static void free_clear(struct zoned *m, uint32_t i)
+{
+	m->freemap[i / 64] &= ~(1ULL << (i % 64));
+	m->nfree--;
+}
+
+/* First free zone at or after @from, wrapping; UINT32_MAX if none. */
+static uint32_t free_find(const struct zoned *m, uint32_t from)
+{
+	uint32_t words = SMR_DIV_ROUND_UP(m->nz, 64);
+
+	for (uint32_t k = 0; k <= words; k++) {
+		uint32_t w = (from / 64 + k) % words;
+		uint64_t bits = m->freemap[w];
+
+		if (k == 0)
+			bits &= ~0ULL << (from % 64);
+		if (bits)
+			return w * 64 + (uint32_t)__builtin_ctzll(bits);
+	}
+	return UINT32_MAX;
+}
+
+static uint64_t dev_wp(struct smr_alloc *a, struct zoned *m, uint32_t i)
+{
+	struct zz *z = &m->z[i];
+
+	if (z->cnv)
+		return z->ap;
+	return smr_dev_zone_wp(a->dev, m->first + i) - z->start;
+}
+
+static int zone_finish(struct smr_alloc *a, struct zoned *m, uint32_t i)
+{
+	struct zz *z = &m->z[i];
+	int rc = 0;
+
+	if (!z->cnv && dev_wp(a, m, i) < z->cap) {
+		rc = smr_dev_zone_finish(a->dev, m->first + i);
+		if (rc)
+			smr_err("alloc: finishing zone %u: %s", m->first + i,
+				strerror(-rc));
+		else
+			m->st.zones_finished++;
+	}
+	return rc;
+}
+
+/* Finish the retiring zones whose writes have all landed. */
+static void finish_retired(struct smr_alloc *a, struct zoned *m)
+{
+	for (uint32_t i = 0; i < m->nz && m->nopen; i++) {
+		struct zz *z = &m->z[i];
+
+		if (z->state != ZS_RETIRING || dev_wp(a, m, i) != z->ap)
+			continue;
+		if (zone_finish(a, m, i))
+			continue;
+		z->state = ZS_FULL;
+		m->nopen--;
+	}
+}
+
+/*
+ * A zone holds data we do not know about (written behind our back, or after
+ * the last checkpoint): all of it is dead. Finish it if partly written, so
+ * that it does not hold an active zone.
+ */
+static void zone_adopt_dead(struct smr_alloc *a, struct zoned *m, uint32_t i,
+			    uint64_t wp)
+{
+	struct zz *z = &m->z[i];
+
+	z->ap = wp;
+	z->live = SMR_MIN(z->live, wp);
+	z->state = ZS_FULL;
+	if (wp < z->cap)
+		zone_finish(a, m, i);
+}
+
+static void set_slots(struct smr_alloc *a, struct zoned *m)
+{
+	static const uint8_t share[5][SMR_STREAM_NR] = {
+		{ 0, 0, 0, 0 }, /* unused */
+		{ 0, 0, 0, 0 }, /* 1 zone: everything together */
+		{ 0, 1, 1, 1 }, /* 2: metadata apart from data */
+		{ 0, 1, 2, 2 }, /* 3: relocated data is cold */
+		{ 0, 1, 2, 3 },
+	};
+	uint32_t k = SMR_MIN(m->budget, 4U);
+
+	memcpy(a->stream_share, share[k], SMR_STREAM_NR);
+}
+
+/* Geometry, budget and an all-free table. */
+static int zoned_setup(struct smr_alloc *a, struct zoned *m)
+{
+	const struct smr_dev_info *info = a->info;
+	uint32_t limit = UINT32_MAX, outside = 0;
+
+	m->first = a->data_start ? smr_dev_zone_no(a->dev, a->data_start) : 0;
+	if (m->first >= info->nr_zones)
+		return -EINVAL;
+	m->nz = info->nr_zones - m->first;
+	m->bs = info->block_size;
+	m->gen = 1;
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		m->slot[s] = NO_SLOT;
+	m->z = calloc(m->nz, sizeof(*m->z));
+	m->freemap = calloc(SMR_DIV_ROUND_UP(m->nz, 64), sizeof(uint64_t));
+	if (!m->z || !m->freemap)
+		return -ENOMEM;
+
+	if (info->max_open)
+		limit = info->max_open;
+	if (info->max_active)
+		limit = SMR_MIN(limit, info->max_active);
+	for (uint32_t i = 0; i < m->first; i++)
+		if (smr_dev_zone_type(a->dev, i) != SMR_ZONE_TYPE_CNV)
+			outside = 1;
+	if (limit != UINT32_MAX && limit <= outside) {
+		smr_err("alloc: zoned: the device allows %u open zones, none "
+			"left for data", limit);
+		return -EINVAL;
+	}
+	m->budget = limit == UINT32_MAX ? UINT32_MAX : limit - outside;
+	m->reserve = SMR_MIN((uint32_t)RESERVE_ZONES, m->nz / 4);
+	set_slots(a, m);
+
+	for (uint32_t i = 0; i < m->nz; i++) {
+		struct smr_zone zn;
+		struct zz *z = &m->z[i];
+
+		smr_dev_zone(a->dev, m->first + i, &zn);
+		z->start = zn.start;
+		z->len = zn.len;
+		z->cap = zn.cap;
+		z->cnv = smr_zone_is_cnv(&zn);
+		z->stream = SMR_ALLOC_NO_STREAM;
+		if (zn.cond == SMR_ZONE_COND_OFFLINE ||
+		    zn.cond == SMR_ZONE_COND_READONLY) {
+			z->state = ZS_BAD;
+			continue;
+		}
+		z->state = ZS_FREE;
+		free_set(m, i);
+	}
+	m->state_bytes = smr_state_bytes(sizeof(struct smr_alloc_zone_d),
+					 m->nz);
+	if (m->nz && m->z[0].cap)
+		m->finish_thresh = SMR_MAX(m->bs, SMR_MIN(m->z[0].cap / 16,
+							   SMR_MIB));
+	return 0;
+}
+
+/* Fresh filesystem: zones should be empty; any data in them is dead. */
+static void zoned_fresh(struct smr_alloc *a, struct zoned *m)
+{
+	for (uint32_t i = 0; i < m->nz; i++) {
+		struct zz *z = &m->z[i];
+		uint64_t wp;
+
+		if (z->state != ZS_FREE || z->cnv)
+			continue;
+		wp = dev_wp(a, m, i);
+		if (!wp)
+			continue;
+		free_clear(m, i);
+		zone_adopt_dead(a, m, i, wp);
+		z->reset_ok = true;
+	}
+}
+
+static int zoned_load(struct smr_alloc *a, struct zoned *m,
+		      const struct smr_alloc_ref *ref)
+{
+	struct smr_state_sum sum;
+	struct smr_alloc_zone_d *ents = NULL;
+	uint64_t n = 0;
+	int rc;
+
+	rc = smr_state_read(a, SMR_ALLOC_MOD_ZONED, ref, sizeof(*ents), &sum,
+			    (void **)&ents, &n, m->state_ext, &m->state_nr);
+	if (rc)
+		return rc;
+	if (n != m->nz) {
+		rc = smr_corrupt(ref->off, "allocator state: zone count");
+		goto out;
+	}
+	m->st = sum.stats;
+	m->gen = ref->gen + 1;
+
+	for (uint32_t i = 0; i < m->nz; i++) {
+		const struct smr_alloc_zone_d *d = &ents[i];
+		struct zz *z = &m->z[i];
+		uint64_t ap = (uint64_t)le32toh(d->ap_blocks) * m->bs;
+		uint64_t live = (uint64_t)le32toh(d->live_blocks) * m->bs;
+		uint8_t fl = d->flags;
+		uint64_t wp;
+
+		if (live > ap || ap > z->cap || (fl & ~SMR_ALLOC_ZF_ALL) ||
+		    d->pad || d->reserved) {
+			char why[80];
+
+			snprintf(why, sizeof(why),
+				 "allocator state: bad entry of zone %u",
+				 m->first + i);
+			rc = smr_corrupt(ref->off, why);
+			goto out;
+		}
+		if (z->state == ZS_BAD)
+			continue;
+		z->age_gen = le64toh(d->age_gen);
+		z->stream = d->stream;
+		z->live = live;
+		/* Trust the device: data after the checkpoint is dead, and a
+		 * write pointer never goes back. Bytes handed out but never
+		 * written cannot be live. */
+		wp = z->cnv ? ap : dev_wp(a, m, i);
+		if (z->live > wp) {
+			smr_debug("alloc: zone %u: %" PRIu64 " live bytes "
+				  "were never written", m->first + i,
+				  z->live - wp);
+			z->live = wp;
+		}
+		if (wp == 0 && !(z->cnv && (fl & SMR_ALLOC_ZF_FULL))) {
+			continue; /* stays FREE */
+		}
+		free_clear(m, i);
+		z->ap = wp;
+		if (wp == z->cap) {
+			z->state = ZS_FULL;
+		} else if (z->cnv && (fl & SMR_ALLOC_ZF_FULL)) {
+			z->state = ZS_FULL;
+		} else if (!(fl & SMR_ALLOC_ZF_OPEN) || ap == 0) {
+			zone_adopt_dead(a, m, i, wp);
+		} else {
+			z->state = ZS_OPEN; /* reattached below or finished */
+		}
+	}
+	/* Give each slot back its zone; finish open zones nobody owns. */
+	for (int s = 0; s < SMR_STREAM_NR; s++) {
+		uint32_t zno = sum.slot_zone[s], i;
+
+		if (zno == SMR_ALLOC_NO_ZONE || zno < m->first ||
+		    zno - m->first >= m->nz)
+			continue;
+		i = zno - m->first;
+		if (m->z[i].state != ZS_OPEN || a->stream_share[s] != s ||
+		    m->nopen >= m->budget || m->slot[s] != NO_SLOT)
+			continue;
+		m->slot[s] = i;
+		m->nopen++;
+	}
+	for (uint32_t i = 0; i < m->nz; i++) {
+		bool owned = false;
+
+		if (m->z[i].state != ZS_OPEN)
+			continue;
+		for (int s = 0; s < SMR_STREAM_NR; s++)
+			owned |= m->slot[s] == i;
+		if (!owned)
+			zone_adopt_dead(a, m, i, m->z[i].ap);
+	}
+	/* The checkpoint we read is durable: its dead zones can go. */
+	for (uint32_t i = 0; i < m->nz; i++)
+		if (m->z[i].state == ZS_FULL && !m->z[i].live)
+			m->z[i].reset_ok = true;
+out:
+	free(ents);
+	return rc;
+}
+
+static void zoned_fini(struct smr_alloc *a)
+{
+	struct zoned *m = a->priv;
+
+	if (!m)
+		return;
+	free(m->z);
+	free(m->freemap);
+	free(m);
+	a->priv = NULL;
+}
+
+static int zoned_init(struct smr_alloc *a, const struct smr_alloc_ref *ref)
+{
+	struct zoned *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	a->priv = m;
+	if (!a->info->zoned) {
+		rc = -EINVAL;
+		goto out_fini;
+	}
+	rc = zoned_setup(a, m);
+	if (rc)
+		goto out_fini;
+	if (ref)
+		rc = zoned_load(a, m, ref);
+	else
+		zoned_fresh(a, m);
+	if (rc)
+		goto out_fini;
+	return 0;
+
+out_fini:
+	zoned_fini(a);
+	return rc;
+}
+
+static int zoned_probe(const struct smr_dev_info *info, char *why,
+		       size_t len)
+{
+	if (!info->zoned) {
+		snprintf(why, len, "not a zoned device: no zones to manage");
+		return 0;
+	}
+	snprintf(why, len, "%s zoned device: appending at write pointers",
+		 info->host_aware ? "host-aware (driven as host-managed)" :
+				    "host-managed");
+	return 100;
+}
+
+/* Give slot @slot a free zone for @stream. */
+static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
+		     enum smr_stream stream, const struct smr_alloc_hint *hint)
+{
+	/* Data stops at the reserve; metadata and relocation leave the last
+	 * free zone to the allocator's own state, so that a commit (which
+	 * is what frees space) can always be written. */
+	uint32_t need = is_data(stream) ? m->reserve + 1 :
+			m->state_alloc || !m->reserve ? 1 : 2;
+	uint32_t from = 0, i;
+
+	if (m->nopen >= m->budget)
+		finish_retired(a, m);
+	if (m->nopen >= m->budget)
+		return -ENOSPC;
+	if (hint && hint->near >= a->data_start &&
+	    hint->near < a->info->capacity)
+		from = smr_dev_zone_no(a->dev, hint->near) - m->first;
+	for (;;) {
+		uint64_t wp;
+
+		if (m->nfree < need)
+			return -ENOSPC;
+		i = free_find(m, from);
+		if (i == UINT32_MAX)
+			return -ENOSPC;
+		free_clear(m, i);
+		wp = dev_wp(a, m, i);
+		if (!wp)
+			break;
+		/* Written behind our back: dead data, skip the zone. */
+		smr_warn("alloc: free zone %u has a write pointer at +%" PRIu64,
+			 m->first + i, wp);
+		zone_adopt_dead(a, m, i, wp);
+	}
+	m->z[i].state = ZS_OPEN;
+	m->z[i].ap = 0;
+	m->z[i].live = 0;
+	m->z[i].reset_ok = false;
+	m->slot[slot] = i;
+	m->nopen++;
+	return 0;
+}
+
+static int zoned_alloc(struct smr_alloc *a, uint64_t len,
+		       const struct smr_alloc_hint *hint,
+		       enum smr_stream stream, struct smr_extent *ext,
+		       unsigned int max_ext)
+{
+	struct zoned *m = a->priv;
+	uint64_t done = 0;
+	unsigned int n = 0;
+	uint32_t slot;
+	int rc;
+
+	if (!len || len % m->bs || !max_ext ||
+	    (unsigned int)stream >= SMR_STREAM_NR)
+		return -EINVAL;
+	slot = a->stream_share[stream];
+	if (m->nopen)
+		finish_retired(a, m);
+	while (done < len && n < max_ext) {
+		uint32_t i = m->slot[slot];
+		uint64_t take, off, left;
+		struct zz *z;
+
+		if (i == NO_SLOT) {
+			rc = open_zone(a, m, slot, stream, hint);
+			if (rc) {
+				if (n)
+					break;
+				return rc;
+			}
+			i = m->slot[slot];
+		}
+		z = &m->z[i];
+		left = z->cap - z->ap;
+		/* A contiguous request that does not fit a short tail: retire
+		 * the zone rather than split, if a zone is to spare. */
+		if (hint && hint->contiguous && left < len - done &&
+		    left < m->finish_thresh && z->ap &&
+		    m->nopen < m->budget && m->nfree > m->reserve) {
+			z->state = ZS_RETIRING;
+			m->slot[slot] = NO_SLOT;
+			continue;
+		}
+		/* No free zone left: keep room for the next state in the
+		 * metadata zone, or no commit could ever give space back. */
+		if (!m->nfree && !m->state_alloc &&
+		    slot == a->stream_share[SMR_STREAM_META]) {
+			if (left <= m->state_bytes) {
+				if (n)
+					break;
+				return -ENOSPC;
+			}
+			left -= m->state_bytes;
+		}
+		take = SMR_MIN(len - done, left);
+		off = z->start + z->ap;
+		if (n && ext[n - 1].off + ext[n - 1].len == off) {
+			ext[n - 1].len += take;
+		} else {
+			ext[n].off = off;
+			ext[n].len = take;
+			n++;
+		}
+		z->ap += take;
+		z->live += take;
+		z->age_gen = m->gen;
+		z->stream = (uint8_t)stream;
+		done += take;
+		if (z->ap == z->cap) {
+			/* The device fills it with the last write. */
+			z->state = ZS_FULL;
+			m->slot[slot] = NO_SLOT;
+			m->nopen--;
+		}
+	}
+	m->st.bytes_allocated[stream] += done;
+	m->st.nr_allocs++;
+	return (int)n;
+}
+
+/* Zone index of @off, or UINT32_MAX. */
+static uint32_t zone_of(struct smr_alloc *a, struct zoned *m, uint64_t off)
+{
+	uint32_t zno = smr_dev_zone_no(a->dev, off);
+
+	if (zno == UINT32_MAX || zno < m->first || zno - m->first >= m->nz)
+		return UINT32_MAX;
+	return zno - m->first;
+}
+
+#define LIVE_CHECK 0
+#define LIVE_SUB 1
+#define LIVE_ADD 2
+
+/* Walk [off, off + len) zone by zone: check that every piece is allocated
+ * and has that many live bytes (LIVE_CHECK), or take them off (LIVE_SUB),
+ * or put them back (LIVE_ADD). */
+static int walk_live(struct smr_alloc *a, struct zoned *m, uint64_t off,
+		     uint64_t len, int op)
+{
+	uint64_t end = off + len;
+
+	while (off < end) {
+		uint32_t i = zone_of(a, m, off);
+		struct zz *z;
+		uint64_t piece;
+
+		if (i == UINT32_MAX)
+			return -EINVAL;
+		z = &m->z[i];
+		piece = SMR_MIN(end, z->start + z->len) - off;
+		if (op == LIVE_ADD)
+			z->live += piece;
+		else if (z->state == ZS_FREE || z->state == ZS_BAD ||
+			 off + piece > z->start + z->ap || piece > z->live)
+			return -EINVAL;
+		else if (op == LIVE_SUB)
+			z->live -= piece;
+		off += piece;
+	}
+	return 0;
+}
+
+static int zoned_free(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	struct zoned *m = a->priv;
+	int rc;
+
+	if (!len || off % m->bs || len % m->bs || off < a->data_start ||
+	    len > a->info->capacity - off)
+		return -EINVAL;
+	rc = walk_live(a, m, off, len, LIVE_CHECK);
+	if (rc) {
+		smr_err("alloc: freeing %" PRIu64 "+%" PRIu64
+			" that is not allocated", off, len);
+		return rc;
+	}
+	walk_live(a, m, off, len, LIVE_SUB);
+	m->st.bytes_freed += len;
+	return 0;
+}
+
+static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
+			       uint64_t len)
+{
+	struct zoned *m = a->priv;
+	uint64_t end = off + len;
+
+	while (off < end) {
+		uint32_t i = zone_of(a, m, off);
+		struct zz *z;
+		uint64_t piece, wp;
+
+		if (i == UINT32_MAX)
+			return;
+		z = &m->z[i];
+		piece = SMR_MIN(end, z->start + z->len) - off;
+		z->live -= SMR_MIN(piece, z->live);
+		off += piece;
+		if (z->state == ZS_FREE || z->state == ZS_BAD)
+			continue;
+		/* The zone's ap is no longer where its write pointer will
+		 * be: stop allocating from it. */
+		if (z->state == ZS_OPEN || z->state == ZS_RETIRING) {
+			for (int s = 0; s < SMR_STREAM_NR; s++)
+				if (m->slot[s] == i)
+					m->slot[s] = NO_SLOT;
+			m->nopen--;
+		}
+		wp = dev_wp(a, m, i);
+		if (!z->cnv && wp == 0 && z->live == 0) {
+			z->state = ZS_FREE;
+			z->ap = 0;
+			z->reset_ok = false;
+			free_set(m, i);
+			continue;
+		}
+		z->state = ZS_FULL;
+		if (!z->cnv && wp < z->cap)
+			zone_finish(a, m, i);
+	}
+}
+
+static void zone_to_disk(const struct zz *z, uint64_t bs, bool open,
+			 struct smr_alloc_zone_d *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->age_gen = htole64(z->age_gen);
+	d->live_blocks = htole32((uint32_t)(z->live / bs));
+	d->ap_blocks = htole32((uint32_t)(z->ap / bs));
+	d->stream = z->stream;
+	if (z->state == ZS_FULL || z->state == ZS_RETIRING)
+		d->flags = SMR_ALLOC_ZF_FULL;
+	else if (open)
+		d->flags = SMR_ALLOC_ZF_OPEN;
+}
+
+static int zoned_commit(struct smr_alloc *a, uint64_t gen,
+			struct smr_alloc_ref *ref)
+{
+	struct zoned *m = a->priv;
+	struct smr_extent ext[SMR_ALLOC_STATE_MAX_EXT];
+	struct smr_alloc_zone_d *ents;
+	struct smr_state_sum sum;
+	int nr, rc;
+
+	ents = calloc(m->nz, sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	m->gen = gen;
+	m->state_alloc = true;
+	nr = smr_state_alloc(a, smr_state_bytes(sizeof(*ents), m->nz), ext);
+	m->state_alloc = false;
+	if (nr < 0) {
+		rc = nr;
+		goto out_free;
+	}
+	/* The old state is dead in the new one. */
+	for (unsigned int k = 0; k < m->state_nr; k++)
+		walk_live(a, m, m->state_ext[k].off, m->state_ext[k].len,
+			  LIVE_SUB);
+
+	smr_state_sum_init(a, &sum);
+	sum.reserve_zones = m->reserve;
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		if (m->slot[s] != NO_SLOT)
+			sum.slot_zone[s] = m->first + m->slot[s];
+	for (uint32_t i = 0; i < m->nz; i++)
+		zone_to_disk(&m->z[i], m->bs, m->z[i].state == ZS_OPEN,
+			     &ents[i]);
+	sum.stats = m->st;
+	rc = smr_state_write(a, SMR_ALLOC_MOD_ZONED, gen, &sum, ents,
+			     sizeof(*ents), m->nz, ext, (unsigned int)nr, ref);
+	if (rc) {
+		for (unsigned int k = 0; k < m->state_nr; k++)
+			walk_live(a, m, m->state_ext[k].off,
+				  m->state_ext[k].len, LIVE_ADD);
+		smr_state_unalloc(a, ext, (unsigned int)nr);
+		goto out_free;
+	}
+	memcpy(m->state_ext, ext, sizeof(ext[0]) * (unsigned int)nr);
+	m->state_nr = (unsigned int)nr;
+	for (uint32_t i = 0; i < m->nz; i++)
+		if (m->z[i].state == ZS_FULL && !m->z[i].live)
+			m->z[i].reset_ok = true;
+	m->gen = gen + 1;
+out_free:
+	free(ents);
+	return rc;
+}
+
+static int zoned_committed(struct smr_alloc *a)
+{
+	struct zoned *m = a->priv;
+	int rc = 0;
+
+	finish_retired(a, m);
+	for (uint32_t i = 0; i < m->nz; i++) {
+		struct zz *z = &m->z[i];
+
+		if (!z->reset_ok || z->state != ZS_FULL || z->live)
+			continue;
+		if (!z->cnv) {
+			int r = smr_dev_zone_reset(a->dev, m->first + i);
+
+			if (r) {
+				smr_err("alloc: resetting zone %u: %s",
+					m->first + i, strerror(-r));
+				rc = rc ? rc : r;
+				continue;
+			}
+		}
+		z->state = ZS_FREE;
+		z->ap = 0;
+		z->age_gen = 0;
+		z->stream = SMR_ALLOC_NO_STREAM;
+		z->reset_ok = false;
+		free_set(m, i);
+		m->st.zones_reset++;
+	}
+	return rc;
+}
+
+static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
+{
+	struct zoned *m = a->priv;
+	uint32_t reserved = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	for (uint32_t i = 0; i < m->nz; i++) {
+		const struct zz *z = &m->z[i];
+
+		switch (z->state) {
+		case ZS_BAD:
+			continue;
+		case ZS_FREE:
+			if (reserved < m->reserve) {
+				sp->reserved += z->cap;
+				reserved++;
+			} else {
+				sp->free += z->cap;
+			}
+			break;
+		case ZS_OPEN:
+			sp->used += z->live;
+			sp->reclaimable += z->ap - z->live;
+			sp->free += z->cap - z->ap;
+			break;
+		default: /* FULL, RETIRING: the tail is unwritable */
+			sp->used += z->live;
+			sp->reclaimable += z->cap - z->live;
+			break;
+		}
+		sp->capacity += z->cap;
+	}
+}
+
+static int zoned_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
+			 uint32_t *zno)
+{
+	struct zoned *m = a->priv;
+	double best = -1.0;
+	uint32_t pick = UINT32_MAX;
+
+	for (uint32_t i = 0; i < m->nz; i++) {
+		const struct zz *z = &m->z[i];
+		double u, age, score;
+
+		/* Zones with no live byte come back by commit alone. */
+		if (z->state != ZS_FULL || !z->live || z->live == z->cap)
+			continue;
+		u = (double)z->live / (double)z->cap;
+		if (policy == SMR_GC_GREEDY) {
+			score = 1.0 - u;
+		} else {
+			age = (double)(m->gen - SMR_MIN(z->age_gen, m->gen)) + 1;
+			score = (1.0 - u) * age / (1.0 + u);
+		}
+		if (score > best) {
+			best = score;
+			pick = i;
+		}
+	}
+	if (pick == UINT32_MAX)
+		return -ENOENT;
+	*zno = m->first + pick;
+	return 0;
+}
+
+static int64_t zoned_zone_live(struct smr_alloc *a, uint32_t zno)
+{
+	struct zoned *m = a->priv;
+
+	if (zno < m->first || zno - m->first >= m->nz)
+		return -EINVAL;
+	return (int64_t)m->z[zno - m->first].live;
+}
+
+static void zoned_stats(struct smr_alloc *a, struct smr_alloc_stats *st)
+{
+	struct zoned *m = a->priv;
+
+	*st = m->st;
+}
+
+const struct smr_alloc_ops smr_zoned_ops = {
+	.name = "zoned",
+	.probe = zoned_probe,
+	.init = zoned_init,
+	.fini = zoned_fini,
+	.alloc = zoned_alloc,
+	.free = zoned_free,
+	.write_failed = zoned_write_failed,
+	.commit = zoned_commit,
+	.committed = zoned_committed,
+	.space = zoned_space,
+	.gc_pick = zoned_gc_pick,
+	.zone_live = zoned_zone_live,
+	.stats = zoned_stats,
+};

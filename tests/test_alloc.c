@@ -1,0 +1,1071 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_alloc.c - the allocator layer over real device handles: module
+ * selection and refusal, the extent index, each module under long seeded
+ * random alloc/free/commit/reopen sequences checked against a reference
+ * model, the reserve and ENOSPC, the zone limits, persistence, recovery of a
+ * zoned state after writes past the checkpoint, and corrupted state blocks.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc/alloc.h"
+#include "alloc/extent_index.h"
+#include "dev/dev.h"
+#include "util/smr.h"
+
+#define BS 4096ULL
+#define ZSZ (1 * SMR_MIB)
+#define NZONES 32
+
+static const uint8_t uuid[16] = { 0x5a, 0x11, 0x0c, 1, 2, 3, 4, 5,
+				  6, 7, 8, 9, 10, 11, 12, 13 };
+
+/* ------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------ */
+
+static struct smr_dev *zloop_dev(const char *tag, uint32_t max_open,
+				 uint32_t max_active, char *path, size_t len)
+{
+	struct smr_zloop_params p = {
+		.capacity = NZONES * ZSZ,
+		.zone_size = ZSZ,
+		.max_open = max_open,
+		.max_active = max_active,
+		.block_size = BS,
+	};
+	struct smr_dev *dev = NULL;
+	const char *dir = smr_test_tmpdir(tag);
+
+	snprintf(path, len, "%s/z", dir);
+	SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	return dev;
+}
+
+static struct smr_dev *file_dev(const char *tag, uint64_t size, char *path,
+				size_t len)
+{
+	struct smr_dev *dev = NULL;
+	int fd;
+
+	snprintf(path, len, "%s/f.img", smr_test_tmpdir(tag));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	return dev;
+}
+
+/* ------------------------------------------------------------------------
+ * Selection and refusal
+ * ------------------------------------------------------------------------ */
+
+static void test_select(void)
+{
+	struct smr_dev_info hm = { .zoned = true, .nr_zones = 8 };
+	struct smr_dev_info ha = { .zoned = true, .host_aware = true };
+	struct smr_dev_info rot = { .rotational = true };
+	struct smr_dev_info ssd = { 0 };
+	const struct smr_alloc_ops *ops = NULL;
+	char why[200];
+
+	SMR_ASSERT_OK(smr_alloc_select(&hm, NULL, &ops, why, sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_zoned_ops);
+	SMR_ASSERT_OK(smr_alloc_select(&ha, NULL, &ops, why, sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_zoned_ops);
+	SMR_ASSERT_OK(smr_alloc_select(&rot, NULL, &ops, why, sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_rot_ops);
+	SMR_ASSERT_OK(smr_alloc_select(&ssd, NULL, &ops, why, sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_flash_ops);
+
+	/* A name overrides, unless the module cannot serve the device. */
+	SMR_ASSERT_OK(smr_alloc_select(&ssd, "rotational", &ops, why,
+				       sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_rot_ops);
+	SMR_ASSERT_OK(smr_alloc_select(&rot, "flash", &ops, why, sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_flash_ops);
+	SMR_ASSERT_RC(smr_alloc_select(&hm, "rotational", &ops, why,
+				       sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "random writes are refused"));
+	SMR_ASSERT_RC(smr_alloc_select(&ha, "flash", &ops, why, sizeof(why)),
+		      -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "random writes are refused"));
+	SMR_ASSERT_RC(smr_alloc_select(&ssd, "zoned", &ops, why, sizeof(why)),
+		      -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a zoned device"));
+	SMR_ASSERT_RC(smr_alloc_select(&ssd, "nosuch", &ops, why, sizeof(why)),
+		      -ENOENT);
+	CU_ASSERT_PTR_EQUAL(smr_alloc_find("flash"), &smr_flash_ops);
+	CU_ASSERT_PTR_NULL(smr_alloc_find("ext4"));
+}
+
+static void test_select_real(void)
+{
+	char zp[512], fp[512], why[200];
+	struct smr_dev *zd = zloop_dev("alloc-selz", 0, 0, zp, sizeof(zp));
+	struct smr_dev *fd = file_dev("alloc-self", 8 * SMR_MIB, fp,
+				      sizeof(fp));
+	const struct smr_alloc_ops *ops = NULL;
+	struct smr_alloc *a = NULL;
+
+	SMR_ASSERT_OK(smr_alloc_select(smr_dev_info(zd), NULL, &ops, why,
+				       sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_zoned_ops);
+	SMR_ASSERT_OK(smr_alloc_select(smr_dev_info(fd), NULL, &ops, why,
+				       sizeof(why)));
+	CU_ASSERT_PTR_EQUAL(ops, &smr_flash_ops); /* a file is not spinning */
+	SMR_ASSERT_RC(smr_alloc_select(smr_dev_info(zd), "rotational", &ops,
+				       why, sizeof(why)), -EINVAL);
+	SMR_ASSERT_RC(smr_alloc_select(smr_dev_info(zd), "flash", &ops, why,
+				       sizeof(why)), -EINVAL);
+	/* Opening the module anyway is refused too. */
+	SMR_ASSERT_RC(smr_alloc_open(&smr_zoned_ops, fd, 0, uuid, NULL, &a),
+		      -EINVAL);
+	CU_ASSERT_PTR_NULL(a);
+	smr_dev_close(zd);
+	smr_dev_close(fd);
+}
+
+/* ------------------------------------------------------------------------
+ * The extent index against a bitmap
+ * ------------------------------------------------------------------------ */
+
+static void test_extent_index(void)
+{
+	enum { N = 2048 };
+	static uint8_t map[N];
+	struct smr_xidx x;
+	uint64_t seed = 42, bytes = 0;
+
+	smr_xidx_init(&x);
+	memset(map, 0, sizeof(map));
+	for (int step = 0; step < 20000; step++) {
+		uint64_t off = smr_test_rand(&seed) % N;
+		uint64_t len = 1 + smr_test_rand(&seed) % 16;
+		bool any = false, all = true;
+		struct smr_extent e;
+		int rc;
+
+		if (off + len > N)
+			len = N - off;
+		for (uint64_t i = off; i < off + len; i++) {
+			any |= map[i];
+			all &= map[i] != 0;
+		}
+		if (smr_test_rand(&seed) & 1) {
+			rc = smr_xidx_insert(&x, off, len);
+			CU_ASSERT_EQUAL(rc, any ? -EEXIST : 0);
+			if (!rc) {
+				memset(map + off, 1, len);
+				bytes += len;
+			}
+		} else {
+			/* Inside one extent = all set and no gap. */
+			rc = smr_xidx_remove(&x, off, len);
+			CU_ASSERT_EQUAL(rc == 0, all);
+			if (!rc) {
+				memset(map + off, 0, len);
+				bytes -= len;
+			}
+		}
+		CU_ASSERT_EQUAL(smr_xidx_overlaps(&x, off, len),
+				memchr(map + off, 1, len) != NULL);
+		CU_ASSERT_EQUAL(x.bytes, bytes);
+		if (step % 500 == 0) {
+			/* Walk: extents are maximal runs of the bitmap. */
+			uint64_t at = 0, runs = 0, longest = 0, cur = 0;
+
+			for (int i = 0; i <= N; i++) {
+				if (i < N && map[i]) {
+					cur++;
+					continue;
+				}
+				if (cur)
+					runs++;
+				longest = SMR_MAX(longest, cur);
+				cur = 0;
+			}
+			CU_ASSERT_EQUAL(x.nr, runs);
+			while (!smr_xidx_next(&x, at, &e)) {
+				CU_ASSERT(map[e.off] &&
+					  (e.off == 0 || !map[e.off - 1]));
+				CU_ASSERT(e.off + e.len == N ||
+					  !map[e.off + e.len]);
+				at = e.off + e.len;
+			}
+			if (runs) {
+				SMR_ASSERT_OK(smr_xidx_largest(&x, &e));
+				CU_ASSERT_EQUAL(e.len, longest);
+				SMR_ASSERT_OK(smr_xidx_best_fit(&x, 1, 0, &e));
+				CU_ASSERT(e.len >= 1);
+			}
+			CU_ASSERT_EQUAL(smr_xidx_best_fit(&x, longest + 1, 0,
+							  &e), -ENOENT);
+		}
+	}
+	smr_xidx_destroy(&x);
+	CU_ASSERT_EQUAL(x.nr, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * The reference model: extents the allocator handed out and the test still
+ * holds (live), freed since the last commit (pending), freed before it
+ * (committing). Nothing handed out may overlap any of them.
+ * ------------------------------------------------------------------------ */
+
+struct model {
+	struct smr_extent *live;
+	unsigned int nlive;
+	struct smr_extent *dead; /* pending and committing */
+	uint64_t *dead_gen;      /* commits seen since the free */
+	unsigned int ndead;
+	unsigned int cap;
+	uint64_t live_bytes;
+};
+
+static void model_init(struct model *m, unsigned int cap)
+{
+	memset(m, 0, sizeof(*m));
+	m->cap = cap;
+	m->live = calloc(cap, sizeof(*m->live));
+	m->dead = calloc(cap, sizeof(*m->dead));
+	m->dead_gen = calloc(cap, sizeof(*m->dead_gen));
+}
+
+static void model_fini(struct model *m)
+{
+	free(m->live);
+	free(m->dead);
+	free(m->dead_gen);
+}
+
+static bool overlap(const struct smr_extent *a, const struct smr_extent *b)
+{
+	return a->off < b->off + b->len && b->off < a->off + a->len;
+}
+
+/* Count an overlap of @e with anything the model holds. */
+static int model_overlaps(const struct model *m, const struct smr_extent *e)
+{
+	int n = 0;
+
+	for (unsigned int i = 0; i < m->nlive; i++)
+		n += overlap(e, &m->live[i]);
+	for (unsigned int i = 0; i < m->ndead; i++)
+		n += overlap(e, &m->dead[i]);
+	return n;
+}
+
+static void model_add(struct model *m, const struct smr_extent *e)
+{
+	CU_ASSERT_FATAL(m->nlive < m->cap);
+	m->live[m->nlive++] = *e;
+	m->live_bytes += e->len;
+}
+
+/* Move live extent @i to the dead list. */
+static struct smr_extent model_kill(struct model *m, unsigned int i)
+{
+	struct smr_extent e = m->live[i];
+
+	m->live[i] = m->live[--m->nlive];
+	m->live_bytes -= e.len;
+	CU_ASSERT_FATAL(m->ndead < m->cap);
+	m->dead[m->ndead] = e;
+	m->dead_gen[m->ndead++] = 0;
+	return e;
+}
+
+static void model_commit(struct model *m)
+{
+	for (unsigned int i = 0; i < m->ndead; i++)
+		m->dead_gen[i]++;
+}
+
+/* committed(): what a commit saw freed is free now. */
+static void model_committed(struct model *m)
+{
+	for (unsigned int i = 0; i < m->ndead;) {
+		if (m->dead_gen[i]) {
+			m->dead[i] = m->dead[--m->ndead];
+			m->dead_gen[i] = m->dead_gen[m->ndead];
+		} else {
+			i++;
+		}
+	}
+}
+
+static uint64_t model_zone_live(const struct model *m, uint64_t zs,
+				uint64_t ze)
+{
+	uint64_t sum = 0;
+
+	for (unsigned int i = 0; i < m->nlive; i++) {
+		uint64_t s = SMR_MAX(zs, m->live[i].off);
+		uint64_t e = SMR_MIN(ze, m->live[i].off + m->live[i].len);
+
+		if (s < e)
+			sum += e - s;
+	}
+	return sum;
+}
+
+/* ------------------------------------------------------------------------
+ * The random workload, for any module
+ * ------------------------------------------------------------------------ */
+
+struct run {
+	const struct smr_alloc_ops *ops;
+	struct smr_dev *dev;
+	const char *path;
+	struct smr_alloc *a;
+	struct model m;
+	struct smr_alloc_ref ref;
+	uint64_t gen;
+	uint64_t seed;
+	uint8_t *buf;
+	uint32_t max_active;
+	unsigned int enospc, cleaned, reopened, failures;
+};
+
+static void check_space(struct run *r)
+{
+	struct smr_space sp;
+	uint64_t state = r->ref.len;
+
+	smr_alloc_space(r->a, &sp);
+	if (sp.capacity != sp.used + sp.free + sp.reclaimable + sp.reserved ||
+	    sp.used != r->m.live_bytes + state) {
+		if (r->failures++ < 5)
+			fprintf(stderr, "%s: space cap %" PRIu64 " used %" PRIu64
+				" free %" PRIu64 " recl %" PRIu64 " res %" PRIu64
+				"; model live %" PRIu64 " state %" PRIu64 "\n",
+				r->ops->name, sp.capacity, sp.used, sp.free,
+				sp.reclaimable, sp.reserved, r->m.live_bytes,
+				state);
+	}
+	CU_ASSERT_EQUAL(sp.capacity,
+			sp.used + sp.free + sp.reclaimable + sp.reserved);
+	CU_ASSERT_EQUAL(sp.used, r->m.live_bytes + state);
+	if (r->max_active)
+		CU_ASSERT(smr_dev_nr_active(r->dev) <= r->max_active);
+}
+
+/* Per-zone live bytes: the model's, plus at most the state's blocks. */
+static void check_zone_live(struct run *r)
+{
+	const struct smr_dev_info *info = smr_dev_info(r->dev);
+	uint64_t total = 0;
+
+	if (!info->zoned)
+		return;
+	for (uint32_t z = 0; z < info->nr_zones; z++) {
+		uint64_t zs = smr_dev_zone_start(r->dev, z);
+		uint64_t want = model_zone_live(&r->m, zs,
+						zs + smr_dev_zone_len(r->dev, z));
+		int64_t live = smr_alloc_zone_live(r->a, z);
+
+		CU_ASSERT(live >= (int64_t)want &&
+			  live <= (int64_t)(want + r->ref.len));
+		total += (uint64_t)live;
+	}
+	CU_ASSERT_EQUAL(total, r->m.live_bytes + r->ref.len);
+}
+
+/* Write @e where the allocator put it; on a zoned device it must be
+ * exactly at the write pointer of its zone. */
+static void write_ext(struct run *r, const struct smr_extent *e)
+{
+	const struct smr_dev_info *info = smr_dev_info(r->dev);
+	uint64_t at = 0;
+
+	while (at < e->len) {
+		uint64_t off = e->off + at, n = e->len - at;
+
+		if (info->zoned) {
+			uint32_t z = smr_dev_zone_no(r->dev, off);
+			uint64_t zend = smr_dev_zone_start(r->dev, z) +
+					smr_dev_zone_cap(r->dev, z);
+
+			CU_ASSERT_EQUAL(smr_dev_zone_wp(r->dev, z), off);
+			n = SMR_MIN(n, zend - off);
+		}
+		n = SMR_MIN(n, 64 * BS);
+		memset(r->buf, (int)(off / BS), n);
+		SMR_ASSERT_OK(smr_dev_write(r->dev, r->buf, n, off));
+		at += n;
+	}
+}
+
+static int do_alloc(struct run *r, enum smr_stream s, uint64_t len,
+		    const struct smr_alloc_hint *hint)
+{
+	struct smr_extent ext[4];
+	int n = smr_alloc_extent(r->a, len, hint, s, ext, 4);
+
+	if (n < 0)
+		return n;
+	CU_ASSERT(n >= 1 && n <= 4);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT(ext[i].len > 0 && ext[i].len % BS == 0);
+		CU_ASSERT_EQUAL(model_overlaps(&r->m, &ext[i]), 0);
+		write_ext(r, &ext[i]);
+		model_add(&r->m, &ext[i]);
+	}
+	return n;
+}
+
+static void do_commit(struct run *r, bool durable)
+{
+	SMR_ASSERT_OK(smr_alloc_commit(r->a, ++r->gen, &r->ref));
+	CU_ASSERT_EQUAL(r->ref.gen, r->gen);
+	model_commit(&r->m);
+	if (durable) {
+		SMR_ASSERT_OK(smr_dev_flush(r->dev));
+		SMR_ASSERT_OK(smr_alloc_committed(r->a));
+		model_committed(&r->m);
+	}
+}
+
+/* Commit, close, reopen from the ref: the same space and zone usage. */
+static void do_reopen(struct run *r)
+{
+	const struct smr_dev_info *info = smr_dev_info(r->dev);
+	struct smr_space before, after;
+	int64_t *zl = calloc(info->nr_zones + 1, sizeof(*zl));
+
+	do_commit(r, true);
+	smr_alloc_space(r->a, &before);
+	for (uint32_t z = 0; z < info->nr_zones; z++)
+		zl[z] = smr_alloc_zone_live(r->a, z);
+	smr_alloc_close(r->a);
+	r->a = NULL;
+	SMR_ASSERT_OK(smr_dev_close(r->dev));
+	SMR_ASSERT_OK(smr_dev_open(r->path, NULL, &r->dev));
+	SMR_ASSERT_OK(smr_alloc_open(r->ops, r->dev, 0, uuid, &r->ref, &r->a));
+	CU_ASSERT_FATAL(r->a != NULL);
+	smr_alloc_space(r->a, &after);
+	CU_ASSERT(!memcmp(&before, &after, sizeof(before)));
+	info = smr_dev_info(r->dev);
+	for (uint32_t z = 0; z < info->nr_zones; z++)
+		CU_ASSERT_EQUAL(smr_alloc_zone_live(r->a, z), zl[z]);
+	free(zl);
+	r->reopened++;
+}
+
+/* Move the live data out of a zone the allocator picks, as the cleaner
+ * would: relocate, free, commit. -ENOENT if nothing is worth cleaning. */
+static int do_clean(struct run *r, enum smr_gc_policy pol)
+{
+	uint32_t z;
+	uint64_t zs, ze;
+	int rc = smr_alloc_gc_pick(r->a, pol, &z);
+
+	if (rc)
+		return rc;
+	zs = smr_dev_zone_start(r->dev, z);
+	ze = zs + smr_dev_zone_len(r->dev, z);
+	CU_ASSERT(smr_alloc_zone_live(r->a, z) > 0);
+	for (unsigned int i = 0; i < r->m.nlive;) {
+		struct smr_extent e = r->m.live[i];
+
+		if (e.off >= ze || e.off + e.len <= zs) {
+			i++;
+			continue;
+		}
+		rc = do_alloc(r, SMR_STREAM_RELOC, e.len, NULL);
+		if (rc < 0)
+			return rc;
+		model_kill(&r->m, i);
+		SMR_ASSERT_OK(smr_alloc_free(r->a, e.off, e.len));
+	}
+	do_commit(r, true);
+	r->cleaned++;
+	return 0;
+}
+
+static void random_run(struct run *r, unsigned int steps)
+{
+	bool zoned = smr_dev_info(r->dev)->zoned;
+
+	r->buf = smr_dev_buf_alloc(64 * BS);
+	model_init(&r->m, 100000);
+	for (unsigned int step = 0; step < steps; step++) {
+		uint64_t dice = smr_test_rand(&r->seed) % 100;
+		/* Data streams mostly, metadata now and then; relocation is
+		 * what do_clean() writes. */
+		enum smr_stream s = (enum smr_stream)(1 + smr_test_rand(&r->seed) %
+							  2);
+		uint64_t len = BS * (1 + smr_test_rand(&r->seed) % 24);
+		struct smr_alloc_hint hint = { 0 };
+		int rc;
+
+		if (smr_test_rand(&r->seed) % 16 == 0)
+			s = SMR_STREAM_META;
+		if (zoned) {
+			/* Clean before the data streams run dry, as the
+			 * cleaner does: below two zones of free space. */
+			struct smr_space sp;
+
+			smr_alloc_space(r->a, &sp);
+			if (sp.free < 2 * ZSZ &&
+			    !do_clean(r, step & 1 ? SMR_GC_GREEDY :
+					 SMR_GC_COST_BENEFIT))
+				continue;
+		}
+		if (dice < 55) {
+			if (smr_test_rand(&r->seed) % 4 == 0 && r->m.nlive) {
+				struct smr_extent *l = &r->m.live[
+					smr_test_rand(&r->seed) % r->m.nlive];
+
+				hint.near = l->off + l->len;
+				hint.contiguous = smr_test_rand(&r->seed) & 1;
+			}
+			rc = do_alloc(r, s, len, &hint);
+			if (rc == -ENOSPC) {
+				r->enospc++;
+				/* Make room: clean (zoned) or free half. */
+				if (zoned &&
+				    do_clean(r, step & 1 ? SMR_GC_GREEDY :
+						SMR_GC_COST_BENEFIT) == 0)
+					continue;
+				for (unsigned int k = r->m.nlive / 2; k--;) {
+					struct smr_extent e = model_kill(
+						&r->m, (unsigned int)(smr_test_rand(
+							&r->seed) % r->m.nlive));
+
+					SMR_ASSERT_OK(smr_alloc_free(
+						r->a, e.off, e.len));
+				}
+				do_commit(r, true);
+			} else {
+				CU_ASSERT(rc > 0);
+			}
+		} else if (dice < 90 && r->m.nlive) {
+			unsigned int i = (unsigned int)(smr_test_rand(&r->seed) %
+							r->m.nlive);
+			struct smr_extent e = model_kill(&r->m, i);
+
+			SMR_ASSERT_OK(smr_alloc_free(r->a, e.off, e.len));
+			/* A second free of the same range is refused. */
+			if (dice % 8 == 0 && !zoned)
+				SMR_ASSERT_RC(smr_alloc_free(r->a, e.off, e.len),
+					      -EINVAL);
+		} else if (dice < 97) {
+			do_commit(r, dice % 2);
+		} else if (dice < 98 && zoned) {
+			do_clean(r, SMR_GC_COST_BENEFIT);
+		} else {
+			do_reopen(r);
+		}
+		check_space(r);
+		if (step % 64 == 0)
+			check_zone_live(r);
+	}
+	do_reopen(r);
+	check_space(r);
+	check_zone_live(r);
+	model_fini(&r->m);
+	smr_dev_buf_free(r->buf);
+}
+
+static void run_module(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		       const char *path, uint32_t max_active, uint64_t seed)
+{
+	struct run r = {
+		.ops = ops,
+		.dev = dev,
+		.path = path,
+		.seed = seed,
+		.max_active = max_active,
+	};
+
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &r.a));
+	CU_ASSERT_FATAL(r.a != NULL);
+	random_run(&r, 4000);
+	if (r.failures)
+		fprintf(stderr, "%s (max active %u): %u failures\n", ops->name,
+			max_active, r.failures);
+	/* The run is long enough to fill the device and come back: by
+	 * running out (extent modules) or by cleaning in time (zoned). */
+	CU_ASSERT(r.reopened > 1);
+	if (!smr_dev_info(r.dev)->zoned) {
+		CU_ASSERT(r.enospc > 0);
+	} else {
+		struct smr_alloc_stats st;
+
+		CU_ASSERT(r.cleaned > 0);
+		smr_alloc_stats(r.a, &st);
+		CU_ASSERT(st.zones_reset > 0);
+	}
+	smr_alloc_close(r.a);
+	smr_dev_close(r.dev);
+}
+
+static void test_zoned_random(void)
+{
+	static const uint32_t limits[] = { 0, 6, 4, 3, 2, 1 };
+
+	for (unsigned int i = 0; i < SMR_ARRAY_SIZE(limits); i++) {
+		char path[512];
+		struct smr_dev *dev = zloop_dev("alloc-zr", limits[i],
+						limits[i], path, sizeof(path));
+
+		run_module(&smr_zoned_ops, dev, path, limits[i], 1000 + i);
+	}
+}
+
+static void test_rot_random(void)
+{
+	char path[512];
+	struct smr_dev *dev = file_dev("alloc-rr", 16 * SMR_MIB, path,
+				       sizeof(path));
+
+	run_module(&smr_rot_ops, dev, path, 0, 7);
+}
+
+static void test_flash_random(void)
+{
+	char path[512];
+	struct smr_dev *dev = file_dev("alloc-fr", 16 * SMR_MIB, path,
+				       sizeof(path));
+
+	run_module(&smr_flash_ops, dev, path, 0, 11);
+}
+
+/* ------------------------------------------------------------------------
+ * Targeted cases
+ * ------------------------------------------------------------------------ */
+
+/* Streams: one zone each with 4 active zones or more, shared below. */
+static void test_zoned_streams(void)
+{
+	static const struct {
+		uint32_t limit;
+		uint8_t share[SMR_STREAM_NR];
+	} cases[] = {
+		{ 0, { 0, 1, 2, 3 } }, { 4, { 0, 1, 2, 3 } },
+		{ 3, { 0, 1, 2, 2 } }, { 2, { 0, 1, 1, 1 } },
+		{ 1, { 0, 0, 0, 0 } },
+	};
+
+	for (unsigned int c = 0; c < SMR_ARRAY_SIZE(cases); c++) {
+		char path[512];
+		struct smr_dev *dev = zloop_dev("alloc-zs", cases[c].limit,
+						cases[c].limit, path,
+						sizeof(path));
+		struct smr_alloc *a = NULL;
+		uint32_t zone[SMR_STREAM_NR];
+		uint8_t *buf = smr_dev_buf_alloc(BS);
+
+		SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL,
+					     &a));
+		CU_ASSERT_FATAL(a != NULL);
+		CU_ASSERT(!memcmp(a->stream_share, cases[c].share,
+				  SMR_STREAM_NR));
+		for (int s = 0; s < SMR_STREAM_NR; s++) {
+			struct smr_extent e;
+
+			CU_ASSERT_EQUAL(smr_alloc_write(a, buf, BS, NULL,
+							(enum smr_stream)s,
+							&e, 1), 1);
+			zone[s] = smr_dev_zone_no(dev, e.off);
+			CU_ASSERT_PTR_EQUAL(smr_alloc_stream_lock(a, s),
+				&a->stream_lock[cases[c].share[s]]);
+		}
+		for (int s = 0; s < SMR_STREAM_NR; s++)
+			for (int t = 0; t < SMR_STREAM_NR; t++)
+				CU_ASSERT_EQUAL(zone[s] == zone[t],
+						cases[c].share[s] ==
+							cases[c].share[t]);
+		if (cases[c].limit)
+			CU_ASSERT(smr_dev_nr_active(dev) <= cases[c].limit);
+		smr_dev_buf_free(buf);
+		smr_alloc_close(a);
+		smr_dev_close(dev);
+	}
+}
+
+/* Data streams stop at the reserve; metadata can still go on. */
+static void test_zoned_enospc(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-ze", 0, 6, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_extent e[4];
+	struct smr_space sp;
+	uint64_t got = 0;
+	int n;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.capacity, NZONES * ZSZ);
+	CU_ASSERT_EQUAL(sp.reserved, 3 * ZSZ);
+	CU_ASSERT_EQUAL(sp.free, (NZONES - 3) * ZSZ);
+	while ((n = smr_alloc_extent(a, 96 * BS, NULL, SMR_STREAM_HOT, e, 4)) >
+	       0)
+		for (int i = 0; i < n; i++)
+			got += e[i].len;
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	/* Not before the reserve: every zone but the reserve was filled. */
+	CU_ASSERT_EQUAL(got, (NZONES - 3) * ZSZ);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_COLD, e, 4),
+			-ENOSPC);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.free, 0);
+	CU_ASSERT_EQUAL(sp.reserved, 3 * ZSZ);
+	CU_ASSERT_EQUAL(sp.used, got);
+	/* The reserve is for metadata and the cleaner. */
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_META, e, 4),
+			1);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_RELOC, e, 4),
+			1);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.reserved, 1 * ZSZ);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+static void xmod_enospc(const struct smr_alloc_ops *ops, const char *tag)
+{
+	char path[512];
+	struct smr_dev *dev = file_dev(tag, 8 * SMR_MIB, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_extent e[4], first = { 0, 0 };
+	struct smr_space sp, sp0;
+	uint64_t got = 0;
+	int n;
+
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_space(a, &sp0);
+	CU_ASSERT(sp0.reserved > 0);
+	while ((n = smr_alloc_extent(a, 40 * BS, NULL, SMR_STREAM_COLD, e,
+				     4)) > 0) {
+		if (!first.len)
+			first = e[0];
+		for (int i = 0; i < n; i++)
+			got += e[i].len;
+	}
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	CU_ASSERT_EQUAL(got, sp0.free);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.free, 0);
+	CU_ASSERT_EQUAL(sp.reserved, sp0.reserved);
+	/* A freed extent is not handed out again before the commit that
+	 * freed it is durable. */
+	SMR_ASSERT_OK(smr_alloc_free(a, first.off, first.len));
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT, e, 4),
+			-ENOSPC);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.reclaimable, first.len);
+	CU_ASSERT_EQUAL(sp.capacity,
+			sp.used + sp.free + sp.reclaimable + sp.reserved);
+	/* The commit's state comes out of the reserve. */
+	{
+		struct smr_alloc_ref ref;
+
+		SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+		CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT,
+						 e, 4), -ENOSPC);
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	/* Now it is: what data can have again lies in the freed extent. */
+	{
+		bool reused = false;
+
+		while (smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT, e, 1) > 0)
+			reused |= e[0].off >= first.off &&
+				  e[0].off < first.off + first.len;
+		CU_ASSERT(reused);
+	}
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+static void test_xmod_enospc(void)
+{
+	xmod_enospc(&smr_rot_ops, "alloc-re");
+	xmod_enospc(&smr_flash_ops, "alloc-fe");
+}
+
+/* Rotational: at the hint, else best fit; flash: next fit. */
+static void test_placement(void)
+{
+	char path[512];
+	struct smr_dev *dev = file_dev("alloc-pl", 8 * SMR_MIB, path,
+				       sizeof(path));
+	struct smr_alloc_hint h = { .near = 0 };
+	struct smr_alloc *a = NULL;
+	struct smr_extent e[8], held[8];
+	struct smr_alloc_ref ref;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_rot_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	/* Carve holes of 8, 2 and 4 blocks between held extents. */
+	for (int i = 0; i < 6; i++) {
+		static const uint64_t sz[6] = { 8, 1, 2, 1, 4, 1 };
+
+		CU_ASSERT_EQUAL(smr_alloc_extent(a, sz[i] * BS, &h,
+						 SMR_STREAM_HOT, &held[i], 1),
+				1);
+		h.near = held[i].off + held[i].len;
+		if (i)
+			CU_ASSERT_EQUAL(held[i].off,
+					held[i - 1].off + held[i - 1].len);
+	}
+	SMR_ASSERT_OK(smr_alloc_free(a, held[0].off, held[0].len));
+	SMR_ASSERT_OK(smr_alloc_free(a, held[2].off, held[2].len));
+	SMR_ASSERT_OK(smr_alloc_free(a, held[4].off, held[4].len));
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	/* 3 blocks: best fit is the 4-block hole. */
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, 3 * BS, NULL, SMR_STREAM_HOT, e,
+					 1), 1);
+	CU_ASSERT_EQUAL(e[0].off, held[4].off);
+	/* 2 blocks exactly at a hint inside the 8-block hole. */
+	h.near = held[0].off + 2 * BS;
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, 2 * BS, &h, SMR_STREAM_HOT, e, 1),
+			1);
+	CU_ASSERT_EQUAL(e[0].off, held[0].off + 2 * BS);
+	smr_alloc_close(a);
+
+	/* Flash hands out in address order, wrapping. */
+	SMR_ASSERT_OK(smr_alloc_open(&smr_flash_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT, &e[0],
+					 1), 1);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT, &e[1],
+					 1), 1);
+	CU_ASSERT_EQUAL(e[0].off, 0);
+	CU_ASSERT_EQUAL(e[1].off, BS);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+/* Data written after the checkpoint is dead; the pointer does not go
+ * back; a zone the state had free but that was written is all dead. */
+static void test_zoned_recover(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zc", 0, 0, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e[4];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint32_t hz, nz;
+	int64_t live_hz;
+	int n;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 16 * BS, NULL, SMR_STREAM_HOT,
+					e, 4), 1);
+	hz = smr_dev_zone_no(dev, e[0].off);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	live_hz = smr_alloc_zone_live(a, hz);
+	CU_ASSERT_EQUAL(live_hz, 16 * BS);
+	/* After the checkpoint: fill the hot zone and spill into another. */
+	n = smr_alloc_write(a, buf, ZSZ, NULL, SMR_STREAM_HOT, e, 4);
+	CU_ASSERT_EQUAL(n, 2);
+	nz = smr_dev_zone_no(dev, e[1].off);
+	CU_ASSERT_NOT_EQUAL(nz, hz);
+	smr_alloc_close(a); /* a crash: no commit */
+	smr_dev_close(dev);
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, hz), live_hz);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, nz), 0);
+	/* The spilled-into zone was finished rather than kept open. */
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, nz), SMR_ZONE_COND_FULL);
+	/* New allocations land at the write pointers. */
+	n = smr_alloc_write(a, buf, 8 * BS, NULL, SMR_STREAM_HOT, e, 4);
+	CU_ASSERT(n >= 1);
+	/* The dead zone comes back after the next durable commit. */
+	SMR_ASSERT_OK(smr_alloc_commit(a, 2, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, nz), SMR_ZONE_COND_EMPTY);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+/* A zone is reset only after the commit that saw it dead is durable. */
+static void test_zoned_deferred_reset(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zd", 0, 0, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e[2];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint32_t z;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, ZSZ, NULL, SMR_STREAM_COLD, e,
+					2), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, e[0].len));
+	SMR_ASSERT_OK(smr_alloc_committed(a)); /* no commit yet */
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_EMPTY);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+/* ------------------------------------------------------------------------
+ * Corrupted state
+ * ------------------------------------------------------------------------ */
+
+static void flip_byte(const char *file, uint64_t off)
+{
+	int fd = open(file, O_RDWR);
+	uint8_t b = 0;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pread(fd, &b, 1, (off_t)off) == 1);
+	b ^= 0x40;
+	CU_ASSERT(pwrite(fd, &b, 1, (off_t)off) == 1);
+	close(fd);
+}
+
+static void corrupt_case(const struct smr_alloc_ops *ops, bool zoned)
+{
+	char path[512], file[600];
+	struct smr_dev *dev = zoned ? zloop_dev("alloc-cz", 0, 0, path,
+						sizeof(path)) :
+				      file_dev("alloc-cf", 8 * SMR_MIB, path,
+					       sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref, bad;
+	struct smr_extent e[2];
+	uint8_t *buf = smr_dev_buf_alloc(BS);
+	uint64_t foff;
+
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, BS, NULL, SMR_STREAM_HOT, e, 2),
+			1);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 5, &ref));
+	smr_alloc_close(a);
+	a = NULL;
+
+	/* Intact: opens. A foreign UUID, a stale generation, a wrong
+	 * checksum in the reference, another module: refused. */
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, &ref, &a));
+	smr_alloc_close(a);
+	a = NULL;
+	{
+		uint8_t other[16] = { 9 };
+
+		SMR_ASSERT_RC(smr_alloc_open(ops, dev, 0, other, &ref, &a),
+			      -SMR_EFSCORRUPTED);
+	}
+	bad = ref;
+	bad.gen = 4;
+	SMR_ASSERT_RC(smr_alloc_open(ops, dev, 0, uuid, &bad, &a),
+		      -SMR_EFSCORRUPTED);
+	bad = ref;
+	bad.csum ^= 1;
+	SMR_ASSERT_RC(smr_alloc_open(ops, dev, 0, uuid, &bad, &a),
+		      -SMR_EFSBADCRC);
+	bad = ref;
+	bad.off += BS;
+	CU_ASSERT(smr_alloc_open(ops, dev, 0, uuid, &bad, &a) < 0);
+	if (!zoned)
+		SMR_ASSERT_RC(smr_alloc_open(ops == &smr_rot_ops ?
+						     &smr_flash_ops :
+						     &smr_rot_ops,
+					     dev, 0, uuid, &ref, &a),
+			      -SMR_EFSCORRUPTED);
+	CU_ASSERT_PTR_NULL(a);
+
+	/* A flipped byte in the state block on the medium. */
+	smr_dev_close(dev);
+	if (zoned) {
+		uint32_t z = (uint32_t)(ref.off / ZSZ);
+
+		snprintf(file, sizeof(file), "%s/seq-%06u", path, z);
+		foff = ref.off - (uint64_t)z * ZSZ;
+	} else {
+		snprintf(file, sizeof(file), "%s", path);
+		foff = ref.off;
+	}
+	flip_byte(file, foff + 700);
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_RC(smr_alloc_open(ops, dev, 0, uuid, &ref, &a),
+		      -SMR_EFSBADCRC);
+	CU_ASSERT_PTR_NULL(a);
+	smr_dev_buf_free(buf);
+	smr_dev_close(dev);
+}
+
+static void test_corrupt(void)
+{
+	corrupt_case(&smr_zoned_ops, true);
+	corrupt_case(&smr_rot_ops, false);
+	corrupt_case(&smr_flash_ops, false);
+}
+
+static const struct smr_test select_tests[] = {
+	{ "select", test_select },
+	{ "select_real", test_select_real },
+	{ "extent_index", test_extent_index },
+	{ NULL, NULL },
+};
+
+static const struct smr_test zoned_tests[] = {
+	{ "zoned_streams", test_zoned_streams },
+	{ "zoned_enospc", test_zoned_enospc },
+	{ "zoned_deferred_reset", test_zoned_deferred_reset },
+	{ "zoned_recover", test_zoned_recover },
+	{ "zoned_random", test_zoned_random },
+	{ NULL, NULL },
+};
+
+static const struct smr_test xmod_tests[] = {
+	{ "xmod_enospc", test_xmod_enospc },
+	{ "placement", test_placement },
+	{ "rot_random", test_rot_random },
+	{ "flash_random", test_flash_random },
+	{ NULL, NULL },
+};
+
+static const struct smr_test state_tests[] = {
+	{ "corrupt", test_corrupt },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "alloc_select", select_tests },
+		{ "alloc_zoned", zoned_tests },
+		{ "alloc_extent", xmod_tests },
+		{ "alloc_state", state_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(SMR_LOG_ERR + 0);
+	if (getenv("SMR_TEST_VERBOSE"))
+		smr_log_set_level(SMR_LOG_DEBUG);
+	return smr_test_main(argc, argv, suites);
+}
