@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dev/dev.h"
+#include "dev/fault.h"
 
 #define ZS SMR_MIB
 #define NZ 10   /* zones */
@@ -411,10 +412,142 @@ static void test_file_batch(void)
 	smr_dev_buf_free(r);
 }
 
+/*
+ * The ring engine against the plain synchronous path: the same random
+ * batches (runs of writes at the write pointer, writes off it, misaligned
+ * ones, ones crossing the capacity, empty ones) go to one zoned loop
+ * directory through io_uring and to a twin through a fault device, which
+ * has no io_target and so takes the synchronous path. Every request's
+ * result, every zone and every byte must come out the same. (No open or
+ * active limit: with limits, which zone a write closes may rightly depend
+ * on the order writes of different zones complete in.)
+ */
+static void test_differential(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = 6 * ZS, .zone_size = ZS, .zone_cap = 768 * 1024,
+		.nr_cnv = 1, .block_size = 4096,
+	};
+	const unsigned int maxn = 48;
+	struct smr_dev *a = NULL, *lower = NULL, *b = NULL;
+	struct smr_io *ia = calloc(maxn, sizeof(*ia));
+	struct smr_io *ib = calloc(maxn, sizeof(*ib));
+	uint8_t *data = smr_dev_buf_alloc(maxn * 65536ULL + 4096);
+	uint8_t *ra = smr_dev_buf_alloc(6 * ZS), *rb = smr_dev_buf_alloc(6 * ZS);
+	struct smr_fault *f = NULL;
+	char pa[4096], pb[4096];
+	uint64_t seed = 12345, next[6] = { 0 };
+	unsigned int differ = 0, failed = 0, total = 0;
+
+	snprintf(pa, sizeof(pa), "%s/a", smr_test_tmpdir("io-diff"));
+	snprintf(pb, sizeof(pb), "%s/b", smr_test_tmpdir("io-diff"));
+	SMR_ASSERT_OK(smr_zloop_create(pa, &p));
+	SMR_ASSERT_OK(smr_zloop_create(pb, &p));
+	SMR_ASSERT_OK(smr_dev_open(pa, NULL, &a));
+	SMR_ASSERT_OK(smr_dev_open(pb, NULL, &lower));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(lower);
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &b));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	fill(data, maxn * 65536ULL + 4096, 9);
+	for (uint32_t z = 0; z < 6; z++)
+		next[z] = z * (uint64_t)ZS;
+
+	for (int round = 0; round < 150; round++) {
+		unsigned int n = 2 + (unsigned int)(smr_test_rand(&seed) % (maxn - 1));
+		uint8_t *d = data;
+
+		for (unsigned int i = 0; i < n; i++) {
+			uint32_t z = (uint32_t)(smr_test_rand(&seed) % 6);
+			uint64_t len = 4096 * (1 + smr_test_rand(&seed) % 16);
+			uint64_t off = next[z];
+			unsigned int how = (unsigned int)(smr_test_rand(&seed) % 64);
+			uint64_t end = z * (uint64_t)ZS +
+				       (smr_test_rand(&seed) % 8 ? 768 * 1024 : ZS);
+
+			if (how == 0)
+				off = z * (uint64_t)ZS +
+				      4096 * (smr_test_rand(&seed) % 256);
+			else if (how == 1)
+				off += 512;
+			else if (how == 2)
+				len = 0;
+			else if (z == 0)
+				off = 4096 * (smr_test_rand(&seed) % 200);
+			if (off + len > end)
+				len = off < end ? end - off : 4096;
+			if (off + len > (z + 1) * (uint64_t)ZS)
+				len = (z + 1) * (uint64_t)ZS - off;
+			next[z] = off + len;
+			ia[i] = (struct smr_io){ SMR_IO_WRITE, d, len, off, 1 };
+			ib[i] = ia[i];
+			d += len;
+		}
+		smr_dev_submit(a, ia, n);
+		smr_dev_submit(b, ib, n);
+		for (unsigned int i = 0; i < n; i++) {
+			total++;
+			if (ia[i].result)
+				failed++;
+			if (ia[i].result != ib[i].result) {
+				if (!differ++)
+					fprintf(stderr, "round %d request %u: "
+						"%d against %d\n", round, i,
+						ia[i].result, ib[i].result);
+			}
+		}
+		for (uint32_t z = 0; z < 6; z++) {
+			CU_ASSERT_EQUAL(smr_dev_zone_wp(a, z),
+					smr_dev_zone_wp(b, z));
+			CU_ASSERT_EQUAL(smr_dev_zone_cond(a, z),
+					smr_dev_zone_cond(b, z));
+			/* Full zones are mostly reset; the generator mostly
+			 * follows the real write pointer. */
+			if (z && smr_dev_zone_cond(a, z) == SMR_ZONE_COND_FULL &&
+			    smr_test_rand(&seed) % 4) {
+				SMR_ASSERT_OK(smr_dev_zone_reset(a, z));
+				SMR_ASSERT_OK(smr_dev_zone_reset(b, z));
+			}
+			if (z && smr_test_rand(&seed) % 8)
+				next[z] = smr_dev_zone_wp(a, z);
+		}
+		/* Now and then a zone is reset or finished on both. */
+		if (round % 7 == 3) {
+			uint32_t z = 1 + (uint32_t)(smr_test_rand(&seed) % 5);
+			bool fin = smr_test_rand(&seed) % 3 == 0;
+
+			SMR_ASSERT_RC(fin ? smr_dev_zone_finish(a, z) :
+					    smr_dev_zone_reset(a, z),
+				      fin ? smr_dev_zone_finish(b, z) :
+					    smr_dev_zone_reset(b, z));
+			next[z] = smr_dev_zone_wp(a, z);
+		}
+	}
+	CU_ASSERT_EQUAL(differ, 0);
+	fprintf(stderr, "\n  %u requests, %u failed ", total, failed);
+	/* The walk must have had both outcomes in good numbers. */
+	CU_ASSERT(failed > total / 20);
+	CU_ASSERT(total - failed > total / 3);
+	SMR_ASSERT_OK(smr_dev_read(a, ra, 6 * ZS, 0));
+	SMR_ASSERT_OK(smr_dev_read(b, rb, 6 * ZS, 0));
+	CU_ASSERT_EQUAL(memcmp(ra, rb, 6 * ZS), 0);
+
+	SMR_ASSERT_OK(smr_dev_close(b));
+	smr_fault_free(f);
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	SMR_ASSERT_OK(smr_dev_close(a));
+	smr_dev_buf_free(data);
+	smr_dev_buf_free(ra);
+	smr_dev_buf_free(rb);
+	free(ia);
+	free(ib);
+}
+
 static const struct smr_test io_tests[] = {
 	{ "many_in_flight", test_many_in_flight },
 	{ "batch_errors", test_batch_errors },
 	{ "runs", test_runs },
+	{ "differential", test_differential },
 	{ "threads", test_threads },
 	{ "file_batch", test_file_batch },
 	{ NULL, NULL },

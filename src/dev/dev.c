@@ -636,8 +636,22 @@ int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n)
 	for (unsigned int i = 0; i < n; i++) {
 		struct smr_io *io = &ios[i];
 		bool cancel = false;
+		uint32_t zno;
+		bool seq;
 
-		if (io->op == SMR_IO_WRITE && dev->zc) {
+		/* A request that is wrong in itself fails as such, before
+		 * any cancellation. */
+		io->result = smr_dev_io_check(dev, io->op, io->buf, io->len,
+					      io->off);
+		if (!io->result && io->op == SMR_IO_WRITE)
+			io->result = smr_dev_write_zone(dev, io->len, io->off,
+							&zno, &seq);
+		if (io->result) {
+			if (!first)
+				first = io->result;
+			continue;
+		}
+		if (io->op == SMR_IO_WRITE && io->len && dev->zc) {
 			uint32_t z = smr_dev_zone_no(dev, io->off);
 
 			if (z != UINT32_MAX &&
