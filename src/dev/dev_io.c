@@ -368,6 +368,10 @@ static void piece_complete(struct batch *b, struct piece *p, int res)
 		return;
 	}
 	if (res < 0) {
+		/* A zoned device refuses a write past its open or active zone
+		 * limit with these; dev.h promises -EIO for a refused write. */
+		if (res == -ETOOMANYREFS || res == -EOVERFLOW)
+			res = -EIO;
 		piece_done(b, p, res);
 		return;
 	}
