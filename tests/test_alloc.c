@@ -31,6 +31,20 @@ static const uint8_t uuid[16] = { 0x5a, 0x11, 0x0c, 1, 2, 3, 4, 5,
  * Devices
  * ------------------------------------------------------------------------ */
 
+static struct smr_dev *zloop_dev_p(const char *tag,
+				   const struct smr_zloop_params *p,
+				   char *path, size_t len)
+{
+	struct smr_dev *dev = NULL;
+	const char *dir = smr_test_tmpdir(tag);
+
+	snprintf(path, len, "%s/z", dir);
+	SMR_ASSERT_OK(smr_zloop_create(path, p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_FATAL(dev != NULL);
+	return dev;
+}
+
 static struct smr_dev *zloop_dev(const char *tag, uint32_t max_open,
 				 uint32_t max_active, char *path, size_t len)
 {
@@ -41,13 +55,8 @@ static struct smr_dev *zloop_dev(const char *tag, uint32_t max_open,
 		.max_active = max_active,
 		.block_size = BS,
 	};
-	struct smr_dev *dev = NULL;
-	const char *dir = smr_test_tmpdir(tag);
 
-	snprintf(path, len, "%s/z", dir);
-	SMR_ASSERT_OK(smr_zloop_create(path, &p));
-	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-	return dev;
+	return zloop_dev_p(tag, &p, path, len);
 }
 
 static struct smr_dev *file_dev(const char *tag, uint64_t size, char *path,
@@ -330,6 +339,7 @@ struct run {
 	struct smr_alloc *a;
 	struct model m;
 	struct smr_alloc_ref ref;
+	uint64_t data_start;
 	uint64_t gen;
 	uint64_t seed;
 	uint8_t *buf;
@@ -370,6 +380,12 @@ static void check_zone_live(struct run *r)
 		return;
 	for (uint32_t z = 0; z < info->nr_zones; z++) {
 		uint64_t zs = smr_dev_zone_start(r->dev, z);
+
+		if (zs < r->data_start) {
+			CU_ASSERT_EQUAL(smr_alloc_zone_live(r->a, z), -EINVAL);
+			continue;
+		}
+		{
 		uint64_t want = model_zone_live(&r->m, zs,
 						zs + smr_dev_zone_len(r->dev, z));
 		int64_t live = smr_alloc_zone_live(r->a, z);
@@ -377,6 +393,7 @@ static void check_zone_live(struct run *r)
 		CU_ASSERT(live >= (int64_t)want &&
 			  live <= (int64_t)(want + r->ref.len));
 		total += (uint64_t)live;
+		}
 	}
 	CU_ASSERT_EQUAL(total, r->m.live_bytes + r->ref.len);
 }
@@ -391,12 +408,15 @@ static void write_ext(struct run *r, const struct smr_extent *e)
 	while (at < e->len) {
 		uint64_t off = e->off + at, n = e->len - at;
 
+		CU_ASSERT(off >= r->data_start);
 		if (info->zoned) {
 			uint32_t z = smr_dev_zone_no(r->dev, off);
 			uint64_t zend = smr_dev_zone_start(r->dev, z) +
 					smr_dev_zone_cap(r->dev, z);
 
-			CU_ASSERT_EQUAL(smr_dev_zone_wp(r->dev, z), off);
+			if (smr_dev_zone_type(r->dev, z) != SMR_ZONE_TYPE_CNV)
+				CU_ASSERT_EQUAL(smr_dev_zone_wp(r->dev, z),
+						off);
 			n = SMR_MIN(n, zend - off);
 		}
 		n = SMR_MIN(n, 64 * BS);
@@ -451,7 +471,8 @@ static void do_reopen(struct run *r)
 	r->a = NULL;
 	SMR_ASSERT_OK(smr_dev_close(r->dev));
 	SMR_ASSERT_OK(smr_dev_open(r->path, NULL, &r->dev));
-	SMR_ASSERT_OK(smr_alloc_open(r->ops, r->dev, 0, uuid, &r->ref, &r->a));
+	SMR_ASSERT_OK(smr_alloc_open(r->ops, r->dev, r->data_start, uuid,
+				     &r->ref, &r->a));
 	CU_ASSERT_FATAL(r->a != NULL);
 	smr_alloc_space(r->a, &after);
 	CU_ASSERT(!memcmp(&before, &after, sizeof(before)));
@@ -579,17 +600,19 @@ static void random_run(struct run *r, unsigned int steps)
 }
 
 static void run_module(const struct smr_alloc_ops *ops, struct smr_dev *dev,
-		       const char *path, uint32_t max_active, uint64_t seed)
+		       const char *path, uint32_t max_active,
+		       uint64_t data_start, uint64_t seed)
 {
 	struct run r = {
 		.ops = ops,
 		.dev = dev,
 		.path = path,
 		.seed = seed,
+		.data_start = data_start,
 		.max_active = max_active,
 	};
 
-	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &r.a));
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, data_start, uuid, NULL, &r.a));
 	CU_ASSERT_FATAL(r.a != NULL);
 	random_run(&r, 4000);
 	if (r.failures)
@@ -620,8 +643,82 @@ static void test_zoned_random(void)
 		struct smr_dev *dev = zloop_dev("alloc-zr", limits[i],
 						limits[i], path, sizeof(path));
 
-		run_module(&smr_zoned_ops, dev, path, limits[i], 1000 + i);
+		run_module(&smr_zoned_ops, dev, path, limits[i], 0, 1000 + i);
 	}
+}
+
+/* Zone capacity below zone size, conventional zones managed or left to
+ * the caller below data_start. */
+static void test_zoned_geometry(void)
+{
+	static const struct {
+		uint64_t cap;
+		uint32_t nr_cnv;
+		uint32_t skip; /* zones below data_start */
+		uint32_t limit;
+	} cases[] = {
+		{ ZSZ * 3 / 4, 0, 0, 4 },
+		{ ZSZ, 2, 0, 5 },
+		{ ZSZ / 2, 2, 2, 4 },
+		{ ZSZ, 1, 2, 5 }, /* one sequential zone below: one less */
+	};
+
+	for (unsigned int i = 0; i < SMR_ARRAY_SIZE(cases); i++) {
+		struct smr_zloop_params p = {
+			.capacity = NZONES * ZSZ,
+			.zone_size = ZSZ,
+			.zone_cap = cases[i].cap,
+			.nr_cnv = cases[i].nr_cnv,
+			.max_open = cases[i].limit,
+			.max_active = cases[i].limit,
+			.block_size = BS,
+		};
+		char path[512];
+		struct smr_dev *dev = zloop_dev_p("alloc-zg", &p, path,
+						  sizeof(path));
+
+		run_module(&smr_zoned_ops, dev, path, cases[i].limit,
+			   cases[i].skip * ZSZ, 2000 + i);
+	}
+}
+
+/* A write that fails at the device: the zone is given up, not reused. */
+static void test_zoned_write_failed(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zw", 0, 4, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_extent e[4];
+	struct smr_space sp;
+	uint8_t *buf = smr_dev_buf_alloc(16 * BS);
+	uint32_t z;
+	int n;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 4 * BS, NULL, SMR_STREAM_HOT,
+					e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	/* Someone writes behind the allocator's back: its next extent is no
+	 * longer at the write pointer, and the device refuses it. */
+	SMR_ASSERT_OK(smr_dev_write(dev, buf, BS, e[0].off + e[0].len));
+	n = smr_alloc_write(a, buf, 4 * BS, NULL, SMR_STREAM_HOT, e, 4);
+	CU_ASSERT(n == -EIO || n == -EREMOTEIO);
+	/* The zone was finished and keeps only the first 4 live blocks. */
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, z), 4 * BS);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.used, 4 * BS);
+	CU_ASSERT_EQUAL(sp.capacity,
+			sp.used + sp.free + sp.reclaimable + sp.reserved);
+	/* The stream goes on in another zone. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 4 * BS, NULL, SMR_STREAM_HOT,
+					e, 4), 1);
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_no(dev, e[0].off), z);
+	CU_ASSERT(smr_dev_nr_active(dev) <= 4);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
 }
 
 static void test_rot_random(void)
@@ -630,7 +727,7 @@ static void test_rot_random(void)
 	struct smr_dev *dev = file_dev("alloc-rr", 16 * SMR_MIB, path,
 				       sizeof(path));
 
-	run_module(&smr_rot_ops, dev, path, 0, 7);
+	run_module(&smr_rot_ops, dev, path, 0, 0, 7);
 }
 
 static void test_flash_random(void)
@@ -639,7 +736,7 @@ static void test_flash_random(void)
 	struct smr_dev *dev = file_dev("alloc-fr", 16 * SMR_MIB, path,
 				       sizeof(path));
 
-	run_module(&smr_flash_ops, dev, path, 0, 11);
+	run_module(&smr_flash_ops, dev, path, 0, 0, 11);
 }
 
 /* ------------------------------------------------------------------------
@@ -1037,7 +1134,9 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_enospc", test_zoned_enospc },
 	{ "zoned_deferred_reset", test_zoned_deferred_reset },
 	{ "zoned_recover", test_zoned_recover },
+	{ "zoned_write_failed", test_zoned_write_failed },
 	{ "zoned_random", test_zoned_random },
+	{ "zoned_geometry", test_zoned_geometry },
 	{ NULL, NULL },
 };
 

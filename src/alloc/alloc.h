@@ -285,12 +285,15 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 
 /*
  * Allocate space for @len bytes of @buf in @stream and write them there,
- * holding the stream's lock so that writes land in allocation order. On
- * success returns the number of extents (<= @max_ext) that now hold the
- * data, in order; if the data needs more than @max_ext extents, -ENOSPC is
- * not returned but only the bytes that fit are written: the caller checks
- * the extents' total. On a write error the space is reported with
- * write_failed and the error is returned; nothing was allocated.
+ * holding the stream's lock so that writes land in allocation order. @buf
+ * is aligned as the device requires (smr_dev_buf_alloc). On success returns
+ * the number of extents (<= @max_ext) that now hold the data, in order; if
+ * the data needs more than @max_ext extents, or the stream runs out of
+ * space part way, -ENOSPC is not returned but only the bytes that fit are
+ * written: the caller checks the extents' total. -ENOSPC when not one byte
+ * could be had, -EINVAL for a bad length or @max_ext 0. On a write error
+ * the failed extents are reported with write_failed, the written ones are
+ * freed, and the error is returned: the caller owns nothing.
  */
 int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		    const struct smr_alloc_hint *hint, enum smr_stream stream,
