@@ -7,3 +7,4 @@ ctl_smrfsctl_LDADD = libsmrfs.la
 
 TESTS += tests/test_smrfsctl.sh
 EXTRA_DIST += tests/test_smrfsctl.sh
+dist_man_MANS += man/smrfsctl.8
