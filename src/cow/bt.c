@@ -1391,6 +1391,25 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
 	return rc;
 }
 
+int smr_bt_create_locked(struct smr_cow *c, uint32_t tree)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_node *root;
+
+	if (!t)
+		return -EINVAL;
+	if (t->addr)
+		return -EEXIST;
+	root = node_new(c, t->id, 0);
+	if (!root)
+		return -ENOMEM;
+	t->addr = root->addr;
+	t->gen = root->gen;
+	t->level = 0;
+	node_put(c, root);
+	return 0;
+}
+
 int smr_bt_height(struct smr_cow *c, uint32_t tree)
 {
 	struct smr_tree *t = tree_get(c, tree);

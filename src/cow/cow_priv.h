@@ -198,6 +198,11 @@ int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
  * 0 or -SMR_EFSCORRUPTED. Counts items into *@nr_items. */
 int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
 int smr_bt_height(struct smr_cow *c, uint32_t tree);
+/* Give an empty tree an empty root leaf (format). */
+int smr_bt_create_locked(struct smr_cow *c, uint32_t tree);
+
+/* store_dev.c: the one check that a superblock describes @dev. */
+int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 
 #define SMR_BT_INSERT 0
 #define SMR_BT_UPDATE 1

@@ -19,3 +19,11 @@ tests_test_bt_model_LDADD = $(SMR_TEST_LIBS) src/cow/libsmrfs_cow.la \
 	src/alloc/libsmrfs_alloc.la src/format/libsmrfs_format.la \
 	src/dev/libsmrfs_dev.la src/util/libsmrfs_util.la $(SMR_DEP_LIBS)
 TESTS += tests/test_bt_model
+
+# The engine on files and zoned loop directories: format/open, corruption,
+# features, group commit, timer, power loss at every write (fault device).
+check_PROGRAMS += tests/test_cow
+tests_test_cow_SOURCES = tests/test_cow.c
+tests_test_cow_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_cow_LDADD = $(tests_test_bt_model_LDADD)
+TESTS += tests/test_cow

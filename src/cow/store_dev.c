@@ -1,30 +1,948 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* store_dev.c - the node store over a device and an allocator. */
+/*
+ * store_dev.c - the node store over a device and an allocator: the
+ * superblocks, checkpoint placement, format and open.
+ *
+ * Layout (docs/FORMAT.md, "Checkpoint placement"): the engine owns the
+ * device below sb.data_start, the allocator the rest.
+ *
+ *   not zoned (SMR_CKPT_AREA) and zone 0 conventional (SMR_CKPT_CNV):
+ *     superblock copies at bytes 0 and 4096; a ring of checkpoint slots of
+ *     16 KiB from byte 65536; data from 4 MiB (AREA) or from zone 1 (CNV).
+ *     Commit n writes slot (previous slot + 1) mod nr_slots, so the ring
+ *     holds the newest checkpoints and a torn write hits only the oldest.
+ *   zone 0 sequential (SMR_CKPT_ZONELOG): zones 0 and 1 are a log; each
+ *     starts with a superblock copy followed by appended checkpoints. When
+ *     the active zone is full, the other zone (holding only older
+ *     checkpoints) is reset, gets a superblock copy and the next checkpoint,
+ *     and only once that checkpoint is durable is the full zone finished;
+ *     it is reset when the log comes back to it. Data from zone 2.
+ */
 #include "cow/cow_priv.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SD_SLOTS_START (64 * SMR_KIB)
+#define SD_AREA_DATA_START (4 * SMR_MIB)
+#define SD_AREA_SLOTS 16
+#define SD_CNV_MAX_SLOTS 64
+#define SD_MAX_FILL 16
+
+struct sd_state {
+	uint32_t next_slot;        /* AREA/CNV: slot of the next checkpoint */
+	uint32_t log_zone;         /* ZONELOG: 0 or 1, the active log zone */
+	bool meta_locked;          /* we hold the META stream */
+	struct smr_io fill[SD_MAX_FILL]; /* zone tails to pad in this commit */
+	uint32_t nr_fill;
+	void *zero;                /* a node of zeros for the padding */
+	void *blk;                 /* SMR_CKPT_SIZE I/O buffer */
+};
+
+static struct sd_state *sd(struct smr_cow *c)
+{
+	return c->store;
+}
+
+/* ========================================================================
+ * Geometry
+ * ======================================================================== */
+
+/* Fill the layout part of @sb for @dev. 0 or -EINVAL (logged). */
+static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+	struct smr_zone z0, z1, z2;
+
+	sb->block_size = di->block_size;
+	sb->capacity = di->capacity;
+	sb->nr_zones = di->zoned ? di->nr_zones : 0;
+	sb->nr_cnv_zones = di->zoned ? di->nr_cnv_zones : 0;
+	sb->ckpt_size = SMR_CKPT_SIZE;
+	if (di->block_size > SMR_SB_SIZE || SMR_SB_SIZE % di->block_size) {
+		smr_err("block size %u is not supported (at most %u)",
+			di->block_size, SMR_SB_SIZE);
+		return -EINVAL;
+	}
+	if (!di->zoned) {
+		sb->zone_size = sb->zone_cap = 0;
+		sb->ckpt_scheme = SMR_CKPT_AREA;
+		sb->ckpt_start = SD_SLOTS_START;
+		sb->ckpt_len = SMR_CKPT_SIZE;
+		sb->ckpt_nr_slots = SD_AREA_SLOTS;
+		sb->data_start = SD_AREA_DATA_START;
+		if (di->capacity < sb->data_start + 16 * SMR_MIB) {
+			smr_err("device too small: %" PRIu64 " bytes, need at least %llu",
+				di->capacity, (unsigned long long)(sb->data_start + 16 * SMR_MIB));
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (di->nr_zones < 4 || smr_dev_zone(dev, 0, &z0) ||
+	    smr_dev_zone(dev, 1, &z1) || smr_dev_zone(dev, 2, &z2)) {
+		smr_err("device too small: %u zones, need at least 4",
+			di->nr_zones);
+		return -EINVAL;
+	}
+	sb->zone_size = z0.len;
+	sb->zone_cap = z0.cap;
+	if (smr_zone_is_cnv(&z0)) {
+		uint64_t slots = (z0.cap - SD_SLOTS_START) / SMR_CKPT_SIZE;
+
+		if (z0.cap < SD_SLOTS_START + 4 * SMR_CKPT_SIZE) {
+			smr_err("conventional zone 0 too small for checkpoints");
+			return -EINVAL;
+		}
+		sb->ckpt_scheme = SMR_CKPT_CNV;
+		sb->ckpt_start = SD_SLOTS_START;
+		sb->ckpt_len = SMR_CKPT_SIZE;
+		sb->ckpt_nr_slots = (uint32_t)SMR_MIN(slots, SD_CNV_MAX_SLOTS);
+		sb->data_start = z1.start;
+		return 0;
+	}
+	if (!smr_zone_is_seq(&z1) || z1.len != z0.len || z1.cap != z0.cap ||
+	    z0.cap < SMR_SB_SIZE + 2 * SMR_CKPT_SIZE) {
+		smr_err("zones 0 and 1 cannot hold the checkpoint log (capacity %" PRIu64 ")",
+			z0.cap);
+		return -EINVAL;
+	}
+	sb->ckpt_scheme = SMR_CKPT_ZONELOG;
+	sb->ckpt_start = z0.start;
+	sb->ckpt_len = z0.len;
+	sb->ckpt_nr_slots = 2;
+	sb->data_start = z2.start;
+	return 0;
+}
+
+/*
+ * The one check that a superblock describes @dev: capacity, block size,
+ * zones and the checkpoint layout. Used by open (and so by fsck). Returns 0
+ * or -EINVAL with a log line naming the difference.
+ */
+int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev)
+{
+	struct smr_sb want = *sb;
+	int rc;
+
+	rc = sd_layout(dev, &want);
+	if (rc)
+		return rc;
+#define SD_CHECK(f, what)                                                 \
+	do {                                                              \
+		if (want.f != sb->f) {                                    \
+			smr_err("superblock does not match the device: %s " \
+				"(filesystem %" PRIu64 ", device %" PRIu64 ")", \
+				what, (uint64_t)sb->f, (uint64_t)want.f); \
+			return -EINVAL;                                   \
+		}                                                         \
+	} while (0)
+	SD_CHECK(capacity, "capacity");
+	SD_CHECK(block_size, "block size");
+	SD_CHECK(nr_zones, "number of zones");
+	SD_CHECK(nr_cnv_zones, "number of conventional zones");
+	SD_CHECK(zone_size, "zone size");
+	SD_CHECK(zone_cap, "zone capacity");
+	SD_CHECK(ckpt_scheme, "checkpoint placement");
+	SD_CHECK(ckpt_start, "checkpoint start");
+	SD_CHECK(data_start, "data start");
+	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG &&
+	    sb->ckpt_nr_slots > want.ckpt_nr_slots) {
+		smr_err("superblock does not match the device: checkpoint slots");
+		return -EINVAL;
+	}
+#undef SD_CHECK
+	return 0;
+}
+
+/* ========================================================================
+ * Superblock and checkpoint I/O
+ * ======================================================================== */
+
+static int sd_write_sb(struct smr_dev *dev, const struct smr_sb *sb,
+		       uint64_t addr)
+{
+	void *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = smr_sb_to_disk(sb, buf, addr);
+	if (!rc)
+		rc = smr_dev_write(dev, buf, SMR_SB_SIZE, addr);
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
+/* Where the superblock copies are, for whichever layout the device has. */
+static int sd_read_sb(struct smr_dev *dev, struct smr_sb *sb)
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+	uint64_t where[2] = { 0, SMR_SB_SIZE };
+	void *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
+	int rc = -EINVAL, first = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (di->zoned && di->nr_zones > 1 &&
+	    smr_dev_zone_type(dev, 0) != SMR_ZONE_TYPE_CNV)
+		where[1] = smr_dev_zone_start(dev, 1);
+	for (int i = 0; i < 2; i++) {
+		rc = smr_dev_read(dev, buf, SMR_SB_SIZE, where[i]);
+		if (rc)
+			break;
+		rc = smr_sb_from_disk(buf, where[i], sb);
+		if (!rc)
+			break;
+		if (rc != -EINVAL && !first)
+			first = rc;
+		if (i == 0 && rc != -EINVAL)
+			smr_warn("superblock at byte 0 is damaged; trying the copy at byte %" PRIu64,
+				 where[1]);
+	}
+	smr_dev_buf_free(buf);
+	if (rc == -EINVAL && first)
+		rc = first;
+	if (rc == -EINVAL)
+		smr_info("%s: no smrfs superblock", smr_dev_path(dev));
+	return rc;
+}
+
+struct sd_cand {
+	uint64_t gen, addr;
+	uint32_t slot;
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct sd_cand *x = a, *y = b;
+
+	return x->gen < y->gen ? 1 : x->gen > y->gen ? -1 : 0;
+}
+
+/* Read the checkpoint at @addr if there is one: 1 and *@ck if valid, 0 if
+ * the place is empty, or an error (logged). */
+static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
+{
+	void *buf = sd(c)->blk;
+	const struct smr_blk_hdr *h = buf;
+	int rc;
+
+	rc = smr_dev_read(c->dev, buf, SMR_CKPT_SIZE, addr);
+	if (rc)
+		return rc;
+	if (le32toh(h->magic) != SMR_MAGIC_CKPT) {
+		static const uint8_t zero[64];
+
+		if (memcmp(buf, zero, sizeof(zero)))
+			smr_warn("checkpoint at byte %" PRIu64 ": not a checkpoint (torn or damaged)",
+				 addr);
+		return 0;
+	}
+	rc = smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, c->sb.uuid, ck);
+	return rc ? rc : 1;
+}
+
+/* Every place a checkpoint may be, in no order. */
+static int sd_places(struct smr_cow *c, struct sd_cand **cp, uint32_t *np)
+{
+	struct smr_sb *sb = &c->sb;
+	struct sd_cand *v;
+	uint32_t n = 0, max;
+
+	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG) {
+		max = sb->ckpt_nr_slots;
+		v = calloc(max, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < max; i++) {
+			v[n].addr = sb->ckpt_start + (uint64_t)i * sb->ckpt_len;
+			v[n++].slot = i;
+		}
+	} else {
+		uint64_t per = (sb->zone_cap - SMR_SB_SIZE) / SMR_CKPT_SIZE;
+
+		v = calloc(2 * per, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (uint32_t z = 0; z < 2; z++) {
+			uint64_t start = smr_dev_zone_start(c->dev, z);
+			uint64_t wp = smr_dev_zone_wp(c->dev, z);
+
+			for (uint64_t a = start + SMR_SB_SIZE;
+			     a + SMR_CKPT_SIZE <= wp; a += SMR_CKPT_SIZE) {
+				v[n].addr = a;
+				v[n++].slot = z;
+			}
+		}
+	}
+	*cp = v;
+	*np = n;
+	return 0;
+}
+
+/* ========================================================================
+ * Store ops
+ * ======================================================================== */
+
+static int sd_state_new(struct smr_cow *c)
+{
+	struct sd_state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	c->store = s;
+	s->blk = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	s->zero = smr_dev_buf_alloc(SMR_NODE_MAX_SIZE);
+	if (!s->blk || !s->zero)
+		return -ENOMEM;
+	return 0;
+}
+
+static int sd_open_alloc(struct smr_cow *c, const struct smr_ckpt *ck)
+{
+	const struct smr_alloc_ops *ops;
+	const char *name = c->opts.alloc ? c->opts.alloc : c->sb.alloc;
+	struct smr_alloc_ref ref = {
+		.off = ck->alloc_off, .len = ck->alloc_len,
+		.csum = ck->alloc_csum, .gen = ck->alloc_gen,
+	};
+	int rc;
+
+	rc = smr_alloc_select(c->info, name, &ops, c->alloc_why,
+			      sizeof(c->alloc_why));
+	if (rc) {
+		smr_err("allocator '%s' %s: %s", name,
+			rc == -ENOENT ? "is unknown" : "refuses this device",
+			c->alloc_why);
+		return rc;
+	}
+	if (c->opts.alloc && strcmp(c->opts.alloc, c->sb.alloc))
+		smr_warn("allocator '%s' overrides '%s' recorded at mkfs",
+			 c->opts.alloc, c->sb.alloc);
+	return smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, &ref,
+			      &c->alloc);
+}
+
+static int sd_check_features(struct smr_cow *c)
+{
+	const struct smr_sb *sb = &c->sb;
+	uint64_t inc = sb->features_incompat & ~SMR_FEAT_INCOMPAT_SUPP;
+	uint64_t roc = sb->features_ro_compat & ~SMR_FEAT_RO_COMPAT_SUPP;
+
+	if (sb->format_major != SMR_FORMAT_MAJOR) {
+		smr_err("format version %u.%u is not supported (this build reads %u.x)",
+			sb->format_major, sb->format_minor, SMR_FORMAT_MAJOR);
+		return -EOPNOTSUPP;
+	}
+	if (inc) {
+		smr_err("unknown incompatible features 0x%" PRIx64 ": refusing to open",
+			inc);
+		return -EOPNOTSUPP;
+	}
+	if (roc && !c->opts.read_only) {
+		smr_err("unknown read-only-compatible features 0x%" PRIx64
+			": open read-only", roc);
+		return -EROFS;
+	}
+	return 0;
+}
 
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
-	(void)c;
-	(void)ck;
-	return -EOPNOTSUPP;
+	struct sd_cand *v = NULL;
+	uint32_t n = 0, good = 0;
+	int rc, first = 0;
+
+	rc = sd_state_new(c);
+	if (rc)
+		return rc;
+	rc = sd_read_sb(c->dev, &c->sb);
+	if (rc)
+		return rc;
+	rc = sd_check_features(c);
+	if (rc)
+		return rc;
+	rc = smr_cow_validate_geometry(&c->sb, c->dev);
+	if (rc)
+		return rc;
+	rc = sd_places(c, &v, &n);
+	if (rc)
+		return rc;
+	/* Note the valid ones with their generations, newest first. */
+	for (uint32_t i = 0; i < n; i++) {
+		rc = sd_read_ckpt(c, v[i].addr, ck);
+		if (rc == 1) {
+			v[good] = v[i];
+			v[good++].gen = ck->gen;
+		} else if (rc < 0 && !first) {
+			first = rc;
+		}
+	}
+	qsort(v, good, sizeof(*v), cand_cmp);
+	rc = first ? first : -SMR_EFSCORRUPTED;
+	for (uint32_t i = 0; i < good; i++) {
+		rc = sd_read_ckpt(c, v[i].addr, ck);
+		if (rc != 1) {
+			rc = rc ? rc : -SMR_EFSCORRUPTED;
+			continue;
+		}
+		rc = sd_open_alloc(c, ck);
+		if (rc == -ENOENT || rc == -EINVAL)
+			break; /* the allocator itself refuses: no fallback */
+		if (rc) {
+			smr_err("checkpoint of generation %" PRIu64 ": allocator state unusable (%s)%s",
+				ck->gen, strerror(-rc),
+				i + 1 < good ? "; trying an older checkpoint" : "");
+			continue;
+		}
+		if (i)
+			smr_warn("using the checkpoint of generation %" PRIu64
+				 ": newer ones are damaged", ck->gen);
+		if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+			sd(c)->log_zone = v[i].slot;
+		} else {
+			/* Continue after the newest slot. */
+			sd(c)->next_slot = (v[i].slot + 1) % c->sb.ckpt_nr_slots;
+		}
+		break;
+	}
+	if (!good)
+		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
+	free(v);
+	return rc;
+}
+
+static int sd_read(struct smr_cow *c, uint64_t addr, void *buf, size_t len)
+{
+	if (addr < c->sb.data_start || addr + len > c->sb.capacity)
+		return smr_corrupt(addr, "btree: node address outside the data area");
+	return smr_dev_read(c->dev, buf, len, addr);
+}
+
+static void sd_meta_lock(struct smr_cow *c)
+{
+	if (!sd(c)->meta_locked) {
+		pthread_mutex_lock(smr_alloc_stream_lock(c->alloc, SMR_STREAM_META));
+		sd(c)->meta_locked = true;
+	}
+}
+
+static void sd_meta_unlock(struct smr_cow *c)
+{
+	if (sd(c)->meta_locked) {
+		sd(c)->meta_locked = false;
+		pthread_mutex_unlock(smr_alloc_stream_lock(c->alloc, SMR_STREAM_META));
+	}
+}
+
+/* End of the zone holding @off (the device's end when not zoned). */
+static uint64_t sd_zone_end(struct smr_cow *c, uint64_t off)
+{
+	uint32_t z;
+
+	if (!c->info->zoned)
+		return c->info->capacity;
+	z = smr_dev_zone_no(c->dev, off);
+	return smr_dev_zone_start(c->dev, z) + smr_dev_zone_len(c->dev, z);
+}
+
+static int sd_meta_alloc(struct smr_cow *c, uint32_t n, uint64_t *addrs)
+{
+	struct sd_state *s = sd(c);
+	struct smr_alloc_hint hint = { 0 };
+	uint32_t got = 0;
+	int rc = 0;
+
+	sd_meta_lock(c);
+	s->nr_fill = 0;
+	while (got < n) {
+		struct smr_extent ext[16];
+
+		rc = smr_alloc_extent(c->alloc, (uint64_t)(n - got) * c->ns,
+				      &hint, SMR_STREAM_META, ext, 16);
+		if (rc < 0)
+			break;
+		for (int i = 0; i < rc; i++) {
+			uint64_t off = ext[i].off, end = off + ext[i].len;
+
+			while (off + c->ns <= end && got < n) {
+				uint64_t zend = sd_zone_end(c, off);
+
+				if (off + c->ns > zend) {
+					/* A node never crosses a zone. */
+					if (s->nr_fill == SD_MAX_FILL) {
+						rc = -ENOSPC;
+						break;
+					}
+					s->fill[s->nr_fill++] = (struct smr_io){
+						.op = SMR_IO_WRITE,
+						.buf = s->zero,
+						.len = zend - off, .off = off };
+					smr_alloc_free(c->alloc, off, zend - off);
+					off = zend;
+					continue;
+				}
+				addrs[got++] = off;
+				off += c->ns;
+			}
+			if (rc < 0)
+				break;
+			if (off < end) {
+				/* A zone's tail smaller than a node: pad it
+				 * (a zone is written in order, in full) and
+				 * give it back. */
+				if (s->nr_fill == SD_MAX_FILL) {
+					rc = -ENOSPC;
+					break;
+				}
+				s->fill[s->nr_fill++] = (struct smr_io){
+					.op = SMR_IO_WRITE, .buf = s->zero,
+					.len = end - off, .off = off };
+				smr_alloc_free(c->alloc, off, end - off);
+			}
+		}
+		if (rc < 0)
+			break;
+		rc = 0;
+	}
+	if (rc < 0) {
+		smr_err("no space for %u metadata nodes: %s", n - got,
+			strerror(-rc));
+		sd_meta_unlock(c);
+	}
+	return rc;
+}
+
+static int sd_io_cmp(const void *a, const void *b)
+{
+	const struct smr_io *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int sd_meta_write(struct smr_cow *c, struct smr_io *ios, uint32_t n)
+{
+	struct sd_state *s = sd(c);
+	struct smr_io *all = ios;
+	uint32_t total = n;
+	int rc;
+
+	if (s->nr_fill && c->info->zoned) {
+		all = calloc(n + s->nr_fill, sizeof(*all));
+		if (!all)
+			return -ENOMEM;
+		memcpy(all, ios, n * sizeof(*all));
+		memcpy(all + n, s->fill, s->nr_fill * sizeof(*all));
+		total = n + s->nr_fill;
+		/* In a sequential zone, allocation order is address order:
+		 * the padding goes between the nodes where it was handed
+		 * out. */
+		qsort(all, total, sizeof(*all), sd_io_cmp);
+	}
+	rc = smr_dev_submit(c->dev, all, total);
+	if (rc) {
+		for (uint32_t i = 0; i < total; i++) {
+			if (!all[i].result)
+				continue;
+			smr_debug("metadata write of %zu bytes at %" PRIu64 " failed: %d",
+				  all[i].len, all[i].off, all[i].result);
+			smr_alloc_write_failed(c->alloc, all[i].off, all[i].len);
+		}
+		smr_err("writing %u metadata nodes failed: %s", n, strerror(-rc));
+	}
+	if (all != ios)
+		free(all);
+	s->nr_fill = 0;
+	return rc;
+}
+
+static void sd_meta_abort(struct smr_cow *c)
+{
+	sd_meta_unlock(c);
+}
+
+static int sd_free(struct smr_cow *c, uint64_t off, uint64_t len)
+{
+	return smr_alloc_free(c->alloc, off, len);
+}
+
+/* Write the checkpoint record @buf in the next place of the log or ring. */
+static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
+{
+	struct sd_state *s = sd(c);
+	struct smr_sb *sb = &c->sb;
+	uint64_t addr;
+	int rc;
+
+	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG) {
+		addr = sb->ckpt_start + (uint64_t)s->next_slot * sb->ckpt_len;
+		rc = smr_ckpt_to_disk(ck, sb->uuid, s->blk, SMR_CKPT_SIZE, addr);
+		if (!rc)
+			rc = smr_dev_write(c->dev, s->blk, SMR_CKPT_SIZE, addr);
+		if (!rc)
+			rc = smr_dev_flush(c->dev);
+		if (!rc)
+			s->next_slot = (s->next_slot + 1) % sb->ckpt_nr_slots;
+		return rc;
+	}
+	uint32_t z = s->log_zone;
+	uint64_t start = smr_dev_zone_start(c->dev, z);
+	uint64_t wp = smr_dev_zone_wp(c->dev, z);
+	/* A torn record may have left the write pointer between records:
+	 * the next one goes to the next record boundary, where open looks. */
+	uint64_t at = start + SMR_SB_SIZE +
+		      SMR_ROUND_UP(wp - start - SMR_SB_SIZE, SMR_CKPT_SIZE);
+	bool fresh = false;
+
+	if (at + SMR_CKPT_SIZE > start + smr_dev_zone_cap(c->dev, z) ||
+	    smr_dev_zone_cond(c->dev, z) == SMR_ZONE_COND_FULL) {
+		/* Move to the other zone: it holds only older checkpoints. */
+		z ^= 1;
+		start = smr_dev_zone_start(c->dev, z);
+		rc = smr_dev_zone_reset(c->dev, z);
+		if (!rc)
+			rc = sd_write_sb(c->dev, sb, start);
+		if (rc)
+			return rc;
+		wp = at = smr_dev_zone_wp(c->dev, z);
+		fresh = true;
+	}
+	if (at > wp) {
+		memset(s->blk, 0, SMR_CKPT_SIZE);
+		rc = smr_dev_write(c->dev, s->blk, at - wp, wp);
+		if (rc)
+			return rc;
+		wp = at;
+	}
+	addr = wp;
+	rc = smr_ckpt_to_disk(ck, sb->uuid, s->blk, SMR_CKPT_SIZE, addr);
+	if (!rc)
+		rc = smr_dev_write(c->dev, s->blk, SMR_CKPT_SIZE, addr);
+	if (!rc)
+		rc = smr_dev_flush(c->dev);
+	if (rc)
+		return rc;
+	if (fresh) {
+		/* The new zone holds a durable checkpoint: the old one can
+		 * stop counting as an active zone. */
+		smr_dev_zone_finish(c->dev, s->log_zone);
+		s->log_zone = z;
+	}
+	return 0;
+}
+
+static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
+{
+	struct smr_alloc_ref ref = { 0 };
+	int rc;
+
+	sd_meta_lock(c);
+	rc = smr_alloc_commit(c->alloc, ck->gen, &ref);
+	sd_meta_unlock(c);
+	if (rc) {
+		smr_err("writing the allocator state failed: %s", strerror(-rc));
+		return rc;
+	}
+	ck->alloc_off = ref.off;
+	ck->alloc_len = ref.len;
+	ck->alloc_csum = ref.csum;
+	ck->alloc_gen = ref.gen;
+	/* Everything the checkpoint names must be durable before it. */
+	rc = smr_dev_flush(c->dev);
+	if (!rc)
+		rc = sd_put_ckpt(c, ck);
+	if (rc) {
+		smr_err("writing the checkpoint of generation %" PRIu64 " failed: %s",
+			ck->gen, strerror(-rc));
+		return rc;
+	}
+	return smr_alloc_committed(c->alloc);
 }
 
 static void sd_close(struct smr_cow *c)
 {
-	(void)c;
+	struct sd_state *s = c->store;
+
+	if (c->alloc) {
+		if (s && s->meta_locked)
+			sd_meta_unlock(c);
+		smr_alloc_close(c->alloc);
+		c->alloc = NULL;
+	}
+	if (s) {
+		smr_dev_buf_free(s->blk);
+		smr_dev_buf_free(s->zero);
+		free(s);
+		c->store = NULL;
+	}
 }
 
 const struct smr_store_ops smr_store_dev_ops = {
 	.name = "device",
 	.load = sd_load,
+	.read = sd_read,
+	.meta_alloc = sd_meta_alloc,
+	.meta_write = sd_meta_write,
+	.meta_abort = sd_meta_abort,
+	.free = sd_free,
+	.checkpoint = sd_checkpoint,
 	.close = sd_close,
 };
+
+/* ========================================================================
+ * Format
+ * ======================================================================== */
+
+static void sd_random_uuid(uint8_t uuid[16])
+{
+	FILE *f = fopen("/dev/urandom", "re");
+	uint64_t x = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)uuid;
+
+	if (!f || fread(uuid, 1, 16, f) != 16) {
+		for (int i = 0; i < 16; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			uuid[i] = (uint8_t)(x >> 56);
+		}
+	}
+	if (f)
+		fclose(f);
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40); /* version 4 */
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+static void sd_fill_info(const struct smr_sb *sb, const char *why,
+			 struct smr_cow_info *info, uint64_t gen)
+{
+	if (!info)
+		return;
+	memset(info, 0, sizeof(*info));
+	memcpy(info->uuid, sb->uuid, 16);
+	memcpy(info->label, sb->label, sizeof(info->label));
+	memcpy(info->alloc, sb->alloc, sizeof(info->alloc));
+	snprintf(info->alloc_why, sizeof(info->alloc_why), "%s", why);
+	info->block_size = sb->block_size;
+	info->node_size = sb->node_size;
+	info->capacity = sb->capacity;
+	info->data_start = sb->data_start;
+	info->gen = gen;
+	info->format_major = sb->format_major;
+	info->format_minor = sb->format_minor;
+}
+
+/* Zero the checkpoint slots, so that no checkpoint of an earlier
+ * filesystem on the device can be taken for one of this. */
+static int sd_clear_slots(struct smr_dev *dev, const struct smr_sb *sb)
+{
+	uint64_t len = (uint64_t)sb->ckpt_nr_slots * sb->ckpt_len;
+	void *buf = smr_dev_buf_alloc(len);
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = smr_dev_write(dev, buf, len, sb->ckpt_start);
+	smr_dev_buf_free(buf);
+	return rc;
+}
 
 int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 		   struct smr_cow_info *info)
 {
-	(void)dev;
-	(void)o;
-	(void)info;
-	return -EOPNOTSUPP;
+	static const struct smr_format_opts none;
+	const struct smr_alloc_ops *ops;
+	struct smr_cow *c;
+	struct smr_ckpt *ck = NULL;
+	char why[160] = "";
+	int rc;
+
+	if (!o)
+		o = &none;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->dev = dev;
+	c->info = smr_dev_info(dev);
+	c->opts.commit_secs = 1;
+	if (o->label && strlen(o->label) >= sizeof(c->sb.label)) {
+		smr_err("label too long (at most %zu bytes)",
+			sizeof(c->sb.label) - 1);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	rc = smr_alloc_select(c->info, o->alloc, &ops, why, sizeof(why));
+	if (rc) {
+		if (rc == -ENOENT)
+			smr_err("unknown allocator '%s'", o->alloc);
+		else
+			smr_err("allocator refuses the device: %s", why);
+		goto out_free;
+	}
+	c->sb.format_major = SMR_FORMAT_MAJOR;
+	c->sb.format_minor = SMR_FORMAT_MINOR;
+	c->sb.node_size = SMR_NODE_MIN_SIZE;
+	if (o->uuid)
+		memcpy(c->sb.uuid, o->uuid, 16);
+	else
+		sd_random_uuid(c->sb.uuid);
+	snprintf(c->sb.label, sizeof(c->sb.label), "%s", o->label ? o->label : "");
+	snprintf(c->sb.alloc, sizeof(c->sb.alloc), "%s", ops->name);
+	c->sb.ctime = (uint64_t)time(NULL);
+	rc = sd_layout(dev, &c->sb);
+	if (rc)
+		goto out_free;
+	snprintf(c->alloc_why, sizeof(c->alloc_why), "%s", why);
+	if (o->dry_run) {
+		sd_fill_info(&c->sb, why, info, 0);
+		goto out_free;
+	}
+	if (c->info->read_only) {
+		rc = -EROFS;
+		goto out_free;
+	}
+
+	rc = smr_dev_reset_all(dev);
+	if (rc)
+		goto out_free;
+	if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+		rc = sd_write_sb(dev, &c->sb, smr_dev_zone_start(dev, 0));
+		if (!rc)
+			rc = sd_write_sb(dev, &c->sb, smr_dev_zone_start(dev, 1));
+	} else {
+		rc = sd_clear_slots(dev, &c->sb);
+		if (!rc)
+			rc = sd_write_sb(dev, &c->sb, 0);
+		if (!rc)
+			rc = sd_write_sb(dev, &c->sb, SMR_SB_SIZE);
+	}
+	if (rc)
+		goto out_free;
+
+	/* The first checkpoint goes through the daemon's commit path. */
+	rc = sd_state_new(c);
+	if (rc)
+		goto out_store;
+	rc = smr_alloc_open(ops, dev, c->sb.data_start, c->sb.uuid, NULL,
+			    &c->alloc);
+	if (rc)
+		goto out_store;
+	c->sops = &smr_store_dev_ops;
+	c->ns = c->sb.node_size;
+	rc = smr_cow_setup(c);
+	if (rc)
+		goto out_setup;
+	ck = calloc(1, sizeof(*ck));
+	if (!ck) {
+		rc = -ENOMEM;
+		goto out_setup;
+	}
+	rc = smr_bt_load_roots(c, ck);
+	if (!rc) {
+		pthread_rwlock_wrlock(&c->lock);
+		rc = smr_bt_create_locked(c, SMR_TREE_FS);
+		pthread_rwlock_unlock(&c->lock);
+	}
+	if (!rc)
+		rc = smr_cow_commit_now(c);
+	if (!rc)
+		sd_fill_info(&c->sb, why, info, c->gen);
+out_setup:
+	smr_cow_teardown(c);
+out_store:
+	sd_close(c);
+	if (rc)
+		smr_err("%s: format failed: %s", smr_dev_path(dev), strerror(-rc));
+out_free:
+	free(ck);
+	free(c);
+	return rc;
+}
+
+/* ========================================================================
+ * Data extents
+ * ======================================================================== */
+
+void *smr_cow_buf_alloc(size_t len)
+{
+	return smr_dev_buf_alloc(len);
+}
+
+void smr_cow_buf_free(void *buf)
+{
+	smr_dev_buf_free(buf);
+}
+
+int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
+		       uint64_t near, const void *buf, uint64_t len,
+		       struct smr_data_extent *ext, unsigned int max)
+{
+	struct smr_alloc_hint hint = { .near = near };
+	struct smr_extent x[64];
+	uint64_t done = 0;
+	int n;
+
+	if (!c->alloc)
+		return -EOPNOTSUPP;
+	if (smr_cow_is_read_only(c))
+		return -EROFS;
+	if (!max || !len || len % c->info->block_size)
+		return -EINVAL;
+	n = smr_alloc_write(c->alloc, buf, len, &hint,
+			    temp == SMR_DATA_COLD ? SMR_STREAM_COLD :
+						    SMR_STREAM_HOT,
+			    x, SMR_MIN(max, (unsigned int)SMR_ARRAY_SIZE(x)));
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		ext[i].off = x[i].off;
+		ext[i].len = x[i].len;
+		done += x[i].len;
+	}
+	if (done != len) {
+		/* Too fragmented for @max extents: give the space back. */
+		for (int i = 0; i < n; i++)
+			smr_alloc_free(c->alloc, x[i].off, x[i].len);
+		return -ENOSPC;
+	}
+	return n;
+}
+
+int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
+{
+	if (!c->dev)
+		return -EOPNOTSUPP;
+	if (off < c->sb.data_start || off + len > c->sb.capacity)
+		return -EINVAL;
+	return smr_dev_read(c->dev, buf, len, off);
+}
+
+int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
+{
+	struct smr_cow *c = t->c;
+	int rc;
+
+	if (off < c->sb.data_start || off + len > c->sb.capacity || !len)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&c->lock);
+	rc = smr_xlist_add(&c->free_cur, off, len);
+	c->changed = true;
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
+{
+	struct smr_space s = { 0 };
+
+	memset(sp, 0, sizeof(*sp));
+	sp->block_size = c->sb.block_size;
+	if (!c->alloc)
+		return;
+	smr_alloc_space(c->alloc, &s);
+	sp->capacity = s.capacity;
+	sp->used = s.used;
+	sp->free = s.free;
+	sp->reclaimable = s.reclaimable;
+	sp->reserved = s.reserved;
 }

@@ -50,7 +50,8 @@ static int smr_node_verify(const void *blk, size_t len, uint64_t addr)
 				if (p->pad[j])
 					return smr_corrupt(addr,
 						"btree node: pointer pad not zero");
-			if (!p->addr || le64toh(p->addr) % len)
+			if (!p->addr || le64toh(p->addr) % 512 ||
+			    le64toh(p->addr) >> 63)
 				return smr_corrupt(addr,
 					"btree node: bad child address");
 			if (!p->gen || le64toh(p->gen) > gen)

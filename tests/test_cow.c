@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_cow.c - the COW engine on real devices: format and open on a plain
+ * file, a zoned loop directory with conventional zones and one without;
+ * checkpoint rings and logs that wrap; corruption of nodes, checkpoints and
+ * superblocks; feature and geometry checks; group commit and the timer;
+ * power loss at every write through the fault device.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cow/cow_priv.h"
+#include "dev/fault.h"
+
+#define ZONE (1 * SMR_MIB)
+#define NR_ZONES 96
+#define FILE_SIZE (96 * SMR_MIB)
+
+enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_NR };
+static const char *const kind_name[K_NR] = { "file", "zloop+cnv", "zloop" };
+
+/* A fresh device of @kind under a new scratch directory; returns its path
+ * (static storage, one per kind). */
+static const char *make_dev(enum kind k, const char *tag)
+{
+	static char paths[K_NR][512];
+	const char *dir = smr_test_tmpdir(tag);
+
+	if (k == K_FILE) {
+		int fd;
+
+		snprintf(paths[k], sizeof(paths[k]), "%s/img", dir);
+		fd = open(paths[k], O_RDWR | O_CREAT | O_TRUNC, 0644);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_FATAL(ftruncate(fd, (off_t)FILE_SIZE) == 0);
+		close(fd);
+	} else {
+		struct smr_zloop_params p = {
+			.capacity = NR_ZONES * ZONE, .zone_size = ZONE,
+			.nr_cnv = k == K_ZLOOP_CNV ? 4 : 0,
+		};
+
+		snprintf(paths[k], sizeof(paths[k]), "%s/zl", dir);
+		SMR_ASSERT_OK(smr_zloop_create(paths[k], &p));
+	}
+	return paths[k];
+}
+
+static int open_fs(const char *path, const struct smr_cow_opts *o,
+		   struct smr_dev **devp, struct smr_cow **cp)
+{
+	int rc = smr_dev_open(path, NULL, devp);
+
+	if (rc)
+		return rc;
+	rc = smr_cow_open(*devp, o, cp);
+	if (rc) {
+		smr_dev_close(*devp);
+		*devp = NULL;
+	}
+	return rc;
+}
+
+static void close_fs(struct smr_dev *dev, struct smr_cow *c)
+{
+	SMR_ASSERT_OK(smr_cow_close(c));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+}
+
+static int format_path(const char *path, struct smr_cow_info *info)
+{
+	static const uint8_t uuid[16] = { 0xc0, 0x11, 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct smr_format_opts fo = { .label = "test", .uuid = uuid };
+	struct smr_dev *dev;
+	int rc = smr_dev_open(path, NULL, &dev);
+
+	if (rc)
+		return rc;
+	rc = smr_cow_format(dev, &fo, info);
+	smr_dev_close(dev);
+	return rc;
+}
+
+/* The value of key i in version v. */
+static uint32_t val_len(uint64_t i, uint64_t v)
+{
+	return (uint32_t)((i * 7 + v * 13) % 300);
+}
+
+static void make_val(uint8_t *b, uint64_t i, uint64_t v)
+{
+	uint32_t n = val_len(i, v);
+
+	for (uint32_t j = 0; j < n; j++)
+		b[j] = (uint8_t)(i * 31 + v * 17 + j);
+}
+
+static void key_of(uint64_t i, struct smr_key *k)
+{
+	k->objid = 100 + i / 3;
+	k->type = (uint8_t)(i % 3);
+	k->offset = i * 11;
+}
+
+/* Model: version per key, 0 = absent. */
+struct model {
+	uint64_t n;
+	uint64_t *ver;
+};
+
+static void model_apply(struct smr_cow *c, struct model *m, uint64_t i,
+			uint64_t v)
+{
+	uint8_t buf[512];
+	struct smr_key k;
+	struct smr_txn *t;
+
+	key_of(i, &k);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	if (v) {
+		make_val(buf, i, v);
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, buf, val_len(i, v)));
+	} else if (m->ver[i]) {
+		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+	}
+	smr_txn_end(t);
+	m->ver[i] = v;
+}
+
+struct walk {
+	const struct model *m;
+	uint64_t next, bad, seen;
+};
+
+static int walk_fn(void *arg, const struct smr_key *key, const void *val,
+		   size_t len)
+{
+	struct walk *w = arg;
+	uint8_t want[512];
+	struct smr_key k;
+
+	while (w->next < w->m->n && !w->m->ver[w->next])
+		w->next++;
+	if (w->next >= w->m->n) {
+		w->bad++;
+		return 1;
+	}
+	key_of(w->next, &k);
+	make_val(want, w->next, w->m->ver[w->next]);
+	if (smr_key_cmp(&k, key) || len != val_len(w->next, w->m->ver[w->next]) ||
+	    memcmp(want, val, len))
+		w->bad++;
+	w->next++;
+	w->seen++;
+	return 0;
+}
+
+/* The tree holds exactly the model. Returns true if so. */
+static bool model_equal(struct smr_cow *c, const struct model *m)
+{
+	struct walk w = { .m = m };
+	struct smr_key lo = { 0 }, hi = { UINT64_MAX, 0xff, UINT64_MAX };
+	uint64_t want = 0, items = 0;
+	int rc;
+
+	for (uint64_t i = 0; i < m->n; i++)
+		want += m->ver[i] != 0;
+	rc = smr_bt_iterate(c, SMR_TREE_FS, &lo, &hi, walk_fn, &w);
+	if (rc || w.bad || w.seen != want)
+		return false;
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_bt_check(c, SMR_TREE_FS, &items);
+	pthread_rwlock_unlock(&c->lock);
+	return !rc && items == want;
+}
+
+/* ------------------------------------------------------------------------
+ * Format, open, many commits, reopen
+ * ------------------------------------------------------------------------ */
+
+static void roundtrip(enum kind k)
+{
+	const char *path = make_dev(k, kind_name[k]);
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_cow_info info, info2;
+	struct smr_cow_space sp;
+	struct model m = { .n = 4000 };
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	uint64_t rs = 42 + k;
+
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	SMR_ASSERT_OK(format_path(path, &info));
+	CU_ASSERT_STRING_EQUAL(info.label, "test");
+	CU_ASSERT_EQUAL(info.gen, 1);
+	CU_ASSERT_EQUAL(info.node_size, SMR_NODE_MIN_SIZE);
+	CU_ASSERT_STRING_EQUAL(info.alloc, k == K_FILE ? "flash" : "zoned");
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	smr_cow_info(c, &info2);
+	CU_ASSERT_EQUAL(info2.gen, 1);
+	CU_ASSERT_EQUAL(memcmp(info.uuid, info2.uuid, 16), 0);
+	CU_ASSERT_TRUE(model_equal(c, &m));
+	/* 200 commits: wraps the slot ring and moves the zone log over. */
+	for (int round = 0; round < 200; round++) {
+		for (int j = 0; j < 40; j++) {
+			uint64_t i = smr_test_rand(&rs) % m.n;
+			uint64_t v = smr_test_rand(&rs) % 4 ? round * 100 + j + 1 : 0;
+
+			model_apply(c, &m, i, v);
+		}
+		SMR_ASSERT_OK(smr_cow_commit(c));
+		if (round % 50 == 49) {
+			close_fs(dev, c);
+			SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+			if (!c)
+				return;
+			CU_ASSERT_TRUE(model_equal(c, &m));
+		}
+	}
+	smr_cow_info(c, &info2);
+	CU_ASSERT(info2.gen > 200);
+	smr_cow_space(c, &sp);
+	CU_ASSERT(sp.capacity > 0 && sp.used > 0);
+	CU_ASSERT(sp.used + sp.free + sp.reclaimable + sp.reserved == sp.capacity);
+	CU_ASSERT_TRUE(model_equal(c, &m));
+	close_fs(dev, c);
+	/* Read-only open sees the same and writes nothing. */
+	o.read_only = true;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		struct smr_txn *t;
+
+		CU_ASSERT_TRUE(model_equal(c, &m));
+		SMR_ASSERT_RC(smr_txn_begin(c, &t), -EROFS);
+		close_fs(dev, c);
+	}
+	free(m.ver);
+}
+
+static void test_roundtrip_file(void) { roundtrip(K_FILE); }
+static void test_roundtrip_zloop_cnv(void) { roundtrip(K_ZLOOP_CNV); }
+static void test_roundtrip_zloop(void) { roundtrip(K_ZLOOP_SEQ); }
+
+/* ------------------------------------------------------------------------
+ * Corruption
+ * ------------------------------------------------------------------------ */
+
+/* The file and file offset that hold device byte @off. */
+static void backing(enum kind k, const char *path, uint64_t off, char *file,
+		    size_t len, uint64_t *foff)
+{
+	if (k == K_FILE) {
+		snprintf(file, len, "%s", path);
+		*foff = off;
+		return;
+	}
+	uint32_t z = (uint32_t)(off / ZONE);
+
+	snprintf(file, len, "%s/%s-%06u", path,
+		 k == K_ZLOOP_CNV && z < 4 ? "cnv" : "seq", z);
+	*foff = off % ZONE;
+}
+
+static void flip_byte(enum kind k, const char *path, uint64_t off)
+{
+	char file[600];
+	uint64_t foff;
+	uint8_t b;
+	int fd;
+
+	backing(k, path, off, file, sizeof(file), &foff);
+	fd = open(file, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(pread(fd, &b, 1, (off_t)foff) == 1);
+	b ^= 0x20;
+	CU_ASSERT_FATAL(pwrite(fd, &b, 1, (off_t)foff) == 1);
+	close(fd);
+}
+
+/* Offset of the newest checkpoint on the device at @path. */
+static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
+{
+	struct smr_dev *dev;
+	uint8_t *buf = smr_dev_buf_alloc(4096);
+	uint64_t best = 0, cand[256];
+	uint32_t n = 0;
+
+	*gen = 0;
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	if (k == K_ZLOOP_SEQ) {
+		for (uint64_t z = 0; z < 2; z++)
+			for (uint64_t a = z * ZONE + 4096; a + SMR_CKPT_SIZE <= (z + 1) * ZONE;
+			     a += SMR_CKPT_SIZE)
+				cand[n++] = a;
+	} else {
+		uint32_t slots = k == K_FILE ? 16 : (uint32_t)((ZONE - 65536) / SMR_CKPT_SIZE);
+
+		for (uint32_t i = 0; i < slots; i++)
+			cand[n++] = 65536 + (uint64_t)i * SMR_CKPT_SIZE;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct smr_blk_hdr *h = (const void *)buf;
+
+		SMR_ASSERT_OK(smr_dev_read(dev, buf, 4096, cand[i]));
+		if (le32toh(h->magic) == SMR_MAGIC_CKPT && le64toh(h->gen) > *gen) {
+			*gen = le64toh(h->gen);
+			best = cand[i];
+		}
+	}
+	smr_dev_buf_free(buf);
+	smr_dev_close(dev);
+	return best;
+}
+
+static int copy_tree(const char *from, const char *to);
+
+/*
+ * Commit state A, then state B; rebuild the device as the power cut just
+ * before B's final flush leaves it (B's checkpoint written, not yet
+ * acknowledged) and damage B's checkpoint: open must come back with A, from
+ * the previous checkpoint, and go on from there.
+ */
+static void corrupt_ckpt(enum kind k)
+{
+	const char *path = make_dev(k, "ckpt");
+	char tmpl[600];
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct model a = { .n = 2000 }, b = { .n = 2000 };
+	struct smr_dev *lower, *dev;
+	struct smr_fault_rec r;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	uint64_t nrec, gen;
+
+	snprintf(tmpl, sizeof(tmpl), "%s.tmpl", path);
+	a.ver = calloc(a.n, sizeof(*a.ver));
+	b.ver = calloc(b.n, sizeof(*b.ver));
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(copy_tree(path, tmpl));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	for (uint64_t i = 0; i < a.n; i++) {
+		model_apply(c, &a, i, i + 1);
+		b.ver[i] = i + 1;
+	}
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	for (uint64_t i = 0; i < b.n; i += 3)
+		model_apply(c, &b, i, i % 2 ? 0 : i + 7);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	nrec = smr_fault_nr_records(f);
+	smr_fault_set_recording(f, false);
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	smr_dev_close(lower);
+
+	/* B's checkpoint is the last checkpoint-sized write below the data
+	 * area (the allocator may discard space after it). */
+	while (nrec > 0) {
+		SMR_ASSERT_OK(smr_fault_record(f, --nrec, &r));
+		if (r.op == SMR_FOP_WRITE && r.len == SMR_CKPT_SIZE &&
+		    r.off < 4 * SMR_MIB)
+			break;
+	}
+	CU_ASSERT_FATAL(r.op == SMR_FOP_WRITE && r.len == SMR_CKPT_SIZE);
+	SMR_ASSERT_OK(copy_tree(tmpl, path));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_fault_replay(f, nrec + 1, NULL, dev));
+	smr_dev_close(dev);
+	smr_fault_free(f);
+
+	/* Untouched, B is there. */
+	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
+			      &dev, &c));
+	if (c) {
+		CU_ASSERT_TRUE(model_equal(c, &b));
+		close_fs(dev, c);
+	}
+	CU_ASSERT_EQUAL(newest_ckpt(k, path, &gen), r.off);
+	flip_byte(k, path, r.off + 300);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		struct smr_cow_info info;
+
+		smr_cow_info(c, &info);
+		CU_ASSERT_EQUAL(info.gen, gen - 1);
+		CU_ASSERT_TRUE(model_equal(c, &a));
+		/* And it goes on from there. */
+		model_apply(c, &a, 5, 99);
+		SMR_ASSERT_OK(smr_cow_commit(c));
+		close_fs(dev, c);
+	}
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		CU_ASSERT_TRUE(model_equal(c, &a));
+		close_fs(dev, c);
+	}
+	free(a.ver);
+	free(b.ver);
+}
+
+static void test_corrupt_ckpt_file(void) { corrupt_ckpt(K_FILE); }
+static void test_corrupt_ckpt_zloop(void) { corrupt_ckpt(K_ZLOOP_SEQ); }
+static void test_corrupt_ckpt_zloop_cnv(void) { corrupt_ckpt(K_ZLOOP_CNV); }
+
+/* A damaged node: reads through it fail with a checksum error and never
+ * return data; the rest of the tree still reads. */
+static int count_fn(void *arg, const struct smr_key *key, const void *val,
+		    size_t len)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static void corrupt_node(enum kind k)
+{
+	const char *path = make_dev(k, "node");
+	struct smr_cow_opts o = { .commit_secs = 3600, .cache_bytes = 1 };
+	struct model m = { .n = 20000 };
+	struct smr_key lo = { 0 }, hi = { UINT64_MAX, 0xff, UINT64_MAX }, key, f;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	uint8_t *buf = smr_dev_buf_alloc(SMR_NODE_MIN_SIZE);
+	uint64_t root, leaf, cnt = 0, ok = 0, bad = 0;
+	uint8_t val[512];
+	size_t len;
+
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	for (uint64_t i = 0; i < m.n; i++)
+		model_apply(c, &m, i, 1);
+	CU_ASSERT(smr_bt_height(c, SMR_TREE_FS) >= 2);
+	close_fs(dev, c);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	root = c->trees[SMR_TREE_FS].addr;
+	SMR_ASSERT_OK(smr_dev_read(dev, buf, SMR_NODE_MIN_SIZE, root));
+	CU_ASSERT_FATAL(smr_node_level(buf) >= 1);
+	leaf = smr_int_addr(buf, 1);
+	close_fs(dev, c);
+
+	/* A leaf: its keys fail, the others read. */
+	flip_byte(k, path, leaf + 5000);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	for (uint64_t i = 0; i < m.n; i++) {
+		int rc;
+
+		key_of(i, &key);
+		len = sizeof(val);
+		rc = smr_bt_lookup(c, SMR_TREE_FS, &key, val, &len);
+		if (rc == 0)
+			ok++;
+		else if (rc == -SMR_EFSBADCRC)
+			bad++;
+		else
+			CU_FAIL("lookup: neither the value nor a checksum error");
+	}
+	CU_ASSERT(bad > 0 && ok > 0 && ok + bad == m.n);
+	SMR_ASSERT_RC(smr_bt_iterate(c, SMR_TREE_FS, &lo, &hi, count_fn, &cnt),
+		      -SMR_EFSBADCRC);
+	CU_ASSERT(cnt < m.n);
+	close_fs(dev, c);
+
+	/* The root: nothing reads, nothing crashes. */
+	flip_byte(k, path, root + 100);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	key_of(0, &key);
+	len = sizeof(val);
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &key, val, &len),
+		      -SMR_EFSBADCRC);
+	SMR_ASSERT_RC(smr_bt_next(c, SMR_TREE_FS, &key, &f, val, &len),
+		      -SMR_EFSBADCRC);
+	smr_cow_close(c); /* nothing to commit; may fail no more */
+	smr_dev_close(dev);
+	smr_dev_buf_free(buf);
+	free(m.ver);
+}
+
+static void test_corrupt_node_file(void) { corrupt_node(K_FILE); }
+static void test_corrupt_node_zloop(void) { corrupt_node(K_ZLOOP_SEQ); }
+
+/* Superblock copies, features, geometry, not-smrfs. */
+static void rewrite_sb(const char *path, void (*change)(struct smr_sb *))
+{
+	uint8_t *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
+	struct smr_dev *dev;
+	struct smr_sb sb;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_dev_read(dev, buf, SMR_SB_SIZE, 0));
+	SMR_ASSERT_OK(smr_sb_from_disk(buf, 0, &sb));
+	change(&sb);
+	for (uint64_t at = 0; at <= SMR_SB_SIZE; at += SMR_SB_SIZE) {
+		SMR_ASSERT_OK(smr_sb_to_disk(&sb, buf, at));
+		SMR_ASSERT_OK(smr_dev_write(dev, buf, SMR_SB_SIZE, at));
+	}
+	smr_dev_close(dev);
+	smr_dev_buf_free(buf);
+}
+
+static void set_incompat(struct smr_sb *sb) { sb->features_incompat = 1ULL << 40; }
+static void set_ro_compat(struct smr_sb *sb) { sb->features_incompat = 0; sb->features_ro_compat = 1ULL << 3; }
+static void set_compat(struct smr_sb *sb) { sb->features_ro_compat = 0; sb->features_compat = 1ULL << 5; }
+static void set_major(struct smr_sb *sb) { sb->format_major = 2; }
+static void set_capacity(struct smr_sb *sb) { sb->format_major = 1; sb->capacity += SMR_MIB; }
+static void set_alloc(struct smr_sb *sb) { sb->capacity -= SMR_MIB; snprintf(sb->alloc, sizeof(sb->alloc), "zoned"); }
+
+static void test_superblock(void)
+{
+	const char *path = make_dev(K_FILE, "sb");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_cow_opts ro = { .commit_secs = 3600, .read_only = true };
+	struct smr_dev *dev;
+	struct smr_cow *c = NULL;
+
+	/* Not formatted: not smrfs. */
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	/* The first copy damaged: the second is used. */
+	flip_byte(K_FILE, path, 200);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c)
+		close_fs(dev, c);
+	/* Both damaged: a checksum error. */
+	flip_byte(K_FILE, path, SMR_SB_SIZE + 200);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -SMR_EFSBADCRC);
+	flip_byte(K_FILE, path, 200);
+	flip_byte(K_FILE, path, SMR_SB_SIZE + 200);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c)
+		close_fs(dev, c);
+
+	rewrite_sb(path, set_incompat);
+	SMR_ASSERT_RC(open_fs(path, &ro, &dev, &c), -EOPNOTSUPP);
+	rewrite_sb(path, set_ro_compat);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EROFS);
+	SMR_ASSERT_OK(open_fs(path, &ro, &dev, &c));
+	if (c) {
+		CU_ASSERT_TRUE(smr_cow_is_read_only(c));
+		close_fs(dev, c);
+	}
+	rewrite_sb(path, set_compat);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c)
+		close_fs(dev, c);
+	rewrite_sb(path, set_major);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EOPNOTSUPP);
+	rewrite_sb(path, set_capacity);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);
+	/* The recorded allocator refuses the device, unless overridden. */
+	rewrite_sb(path, set_alloc);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);
+	o.alloc = "flash";
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c)
+		close_fs(dev, c);
+}
+
+/* ------------------------------------------------------------------------
+ * Group commit and the timer
+ * ------------------------------------------------------------------------ */
+
+struct writer {
+	struct smr_cow *c;
+	int id;
+	int rc;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+
+	for (int i = 0; i < 300 && !w->rc; i++) {
+		struct smr_key k = { .objid = (uint64_t)w->id + 1, .type = 1,
+				     .offset = (uint64_t)i };
+		struct smr_txn *t;
+		uint64_t v = (uint64_t)i;
+
+		w->rc = smr_txn_begin(w->c, &t);
+		if (w->rc)
+			break;
+		w->rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v));
+		smr_txn_end(t);
+		if (!w->rc && i % 10 == 0)
+			w->rc = smr_cow_commit(w->c);
+	}
+	return NULL;
+}
+
+static void test_group_commit(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "group");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct writer w[4];
+	pthread_t th[4];
+	struct smr_cow_stats st;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct writer){ .c = c, .id = i };
+		pthread_create(&th[i], NULL, writer_main, &w[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		SMR_ASSERT_OK(w[i].rc);
+	}
+	smr_cow_get_stats(c, &st);
+	/* 120 commit calls; shared ones make fewer commits. */
+	CU_ASSERT(st.commits >= 1 && st.commits <= 120);
+	printf("\n  120 commit calls from 4 threads: %" PRIu64 " commits\n",
+	       st.commits);
+	close_fs(dev, c);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	for (int id = 0; id < 4; id++)
+		for (int i = 0; i < 300; i++) {
+			struct smr_key k = { .objid = (uint64_t)id + 1, .type = 1,
+					     .offset = (uint64_t)i };
+			uint64_t v = 0;
+			size_t len = sizeof(v);
+
+			SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, &v, &len));
+			CU_ASSERT_EQUAL(v, (uint64_t)i);
+		}
+	close_fs(dev, c);
+}
+
+static void test_timer(void)
+{
+	const char *path = make_dev(K_FILE, "timer");
+	struct smr_cow_opts o = { .commit_secs = 1 };
+	struct smr_key k = { .objid = 7 };
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	struct smr_txn *t;
+
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, "x", 1));
+	smr_txn_end(t);
+	/* The timer thread commits on its own (waits for it, up to a
+	 * minute: a functional check, not a timing one). */
+	for (int i = 0; i < 600; i++) {
+		smr_cow_info(c, &info);
+		if (info.gen > 1)
+			break;
+		usleep(100000);
+	}
+	CU_ASSERT(info.gen > 1);
+	close_fs(dev, c);
+}
+
+/* ------------------------------------------------------------------------
+ * Power loss at every write
+ * ------------------------------------------------------------------------ */
+
+static int copy_tree(const char *from, const char *to)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r --sparse=always '%s' '%s'",
+		 to, from, to);
+	return system(cmd) == 0 ? 0 : -EIO;
+}
+
+#define PL_TXNS 6
+
+static void power_loss(enum kind k)
+{
+	const char *path = make_dev(k, "power");
+	char tmpl[600], target[600];
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct model states[PL_TXNS + 1], m = { .n = 600 }, scratch = { .n = 600 };
+	uint64_t done_at[PL_TXNS + 1];
+	struct smr_dev *lower, *dev;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	uint64_t nrec, writes = 0, rs = 7 + k, checked = 0, mismatches = 0;
+
+	snprintf(tmpl, sizeof(tmpl), "%s.tmpl", path);
+	snprintf(target, sizeof(target), "%s.target", path);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(copy_tree(path, tmpl));
+
+	/* Record: commit i's state and the log length when it returned. */
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	scratch.ver = calloc(m.n, sizeof(*m.ver));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	states[0].n = m.n;
+	states[0].ver = calloc(m.n, sizeof(uint64_t));
+	done_at[0] = 0;
+	for (int txn = 1; txn <= PL_TXNS && c; txn++) {
+		/* Small workloads: a few changes, then fsync. */
+		for (int j = 0; j < (txn == 1 ? 400 : 25); j++) {
+			uint64_t i = smr_test_rand(&rs) % m.n;
+
+			model_apply(c, &m, i, smr_test_rand(&rs) % 5 ?
+					      (uint64_t)txn * 1000 + j : 0);
+		}
+		SMR_ASSERT_OK(smr_cow_commit(c));
+		done_at[txn] = smr_fault_nr_records(f);
+		states[txn].n = m.n;
+		states[txn].ver = malloc(m.n * sizeof(uint64_t));
+		memcpy(states[txn].ver, m.ver, m.n * sizeof(uint64_t));
+	}
+	/* No commit at close: the log ends with the last fsync. */
+	smr_fault_set_recording(f, false);
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	for (uint64_t i = 0; i < smr_fault_nr_records(f); i++) {
+		struct smr_fault_rec r;
+
+		smr_fault_record(f, i, &r);
+		writes += r.op == SMR_FOP_WRITE;
+	}
+	nrec = smr_fault_nr_records(f);
+
+	for (uint64_t n = 0; n <= writes; n++) {
+		for (int tear = 0; tear < 2; tear++) {
+			struct smr_replay_opts ro = { 0 };
+			struct smr_fault_rec last;
+			struct smr_dev *t;
+			uint64_t pre;
+			int lo = 0, rc;
+
+			if (smr_fault_cut_prefix(f, n, &pre))
+				break;
+			if (tear) {
+				/* The (n+1)-th write, torn halfway. */
+				if (pre >= nrec)
+					break;
+				pre++;
+				smr_fault_record(f, pre - 1, &last);
+				if (last.op != SMR_FOP_WRITE || last.len < 2 * 4096)
+					continue;
+				ro.flags = SMR_REPLAY_TEAR_LAST;
+				ro.tear_bytes = last.len / 2;
+			} else {
+				ro.flags = SMR_REPLAY_DROP_UNFLUSHED;
+			}
+			while (lo < PL_TXNS && done_at[lo + 1] <= pre)
+				lo++;
+			SMR_ASSERT_OK(copy_tree(tmpl, target));
+			SMR_ASSERT_OK(smr_dev_open(target, NULL, &t));
+			SMR_ASSERT_OK(smr_fault_replay(f, pre, &ro, t));
+			smr_dev_close(t);
+			rc = open_fs(target, &o, &t, &c);
+			SMR_ASSERT_OK(rc);
+			if (rc)
+				continue;
+			/* Exactly the last durable commit; with unflushed
+			 * writes kept, possibly the one in flight. */
+			bool ok = model_equal(c, &states[lo]) ||
+				  (tear && lo < PL_TXNS &&
+				   model_equal(c, &states[lo + 1]));
+
+			if (!ok && mismatches++ < 5)
+				fprintf(stderr, "%s: cut after write %" PRIu64
+					" (tear %d, %" PRIu64 " records): not the state of commit %d\n",
+					kind_name[k], n, tear, pre, lo);
+			CU_ASSERT_TRUE(ok);
+			/* And the filesystem goes on: one more commit. */
+			scratch.ver[1] = states[lo].ver[1];
+			model_apply(c, &scratch, 1, 4242);
+			SMR_ASSERT_OK(smr_cow_commit(c));
+			close_fs(t, c);
+			checked++;
+		}
+	}
+	printf("\n  %s: %" PRIu64 " writes recorded, %" PRIu64 " power cuts checked\n",
+	       kind_name[k], writes, checked);
+	CU_ASSERT(checked > writes);
+	smr_fault_free(f);
+	smr_dev_close(lower);
+	for (int i = 0; i <= PL_TXNS; i++)
+		free(states[i].ver);
+	free(m.ver);
+	free(scratch.ver);
+}
+
+static void test_power_loss_file(void) { power_loss(K_FILE); }
+static void test_power_loss_zloop_cnv(void) { power_loss(K_ZLOOP_CNV); }
+static void test_power_loss_zloop(void) { power_loss(K_ZLOOP_SEQ); }
+
+static const struct smr_test cow_tests[] = {
+	{ "roundtrip_file", test_roundtrip_file },
+	{ "roundtrip_zloop_cnv", test_roundtrip_zloop_cnv },
+	{ "roundtrip_zloop", test_roundtrip_zloop },
+	{ "superblock", test_superblock },
+	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
+	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },
+	{ "corrupt_ckpt_zloop_cnv", test_corrupt_ckpt_zloop_cnv },
+	{ "corrupt_node_file", test_corrupt_node_file },
+	{ "corrupt_node_zloop", test_corrupt_node_zloop },
+	{ "group_commit", test_group_commit },
+	{ "timer", test_timer },
+	{ "power_loss_file", test_power_loss_file },
+	{ "power_loss_zloop_cnv", test_power_loss_zloop_cnv },
+	{ "power_loss_zloop", test_power_loss_zloop },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "cow", cow_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(getenv("SMR_TEST_VERBOSE") ? SMR_LOG_DEBUG : SMR_LOG_ERR - 1);
+	return smr_test_main(argc, argv, suites);
+}
