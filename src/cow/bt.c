@@ -222,6 +222,18 @@ void smr_cache_shrink(struct smr_cow *c)
 	pthread_mutex_unlock(&c->cache_lock);
 }
 
+void smr_cow_drop_cache(struct smr_cow *c)
+{
+	size_t bound;
+
+	pthread_mutex_lock(&c->cache_lock);
+	bound = c->cache_bytes;
+	c->cache_bytes = 0;
+	cache_shrink_locked(c);
+	c->cache_bytes = bound;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
 size_t smr_cache_dirty_bytes(struct smr_cow *c)
 {
 	size_t n;

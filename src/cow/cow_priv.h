@@ -230,6 +230,9 @@ void smr_memstore_free(struct smr_memstore *ms);
 /* Fail every write after @n more writes (negative = never). */
 void smr_memstore_fail_after(struct smr_memstore *ms, long n);
 
+/* Evict every clean node nobody holds (tests: cold-cache lookups). */
+void smr_cow_drop_cache(struct smr_cow *c);
+
 /* Engine statistics, for tests and tools. */
 void smr_cow_get_stats(struct smr_cow *c, struct smr_cow_stats *st);
 

@@ -27,3 +27,11 @@ tests_test_cow_SOURCES = tests/test_cow.c
 tests_test_cow_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_cow_LDADD = $(tests_test_bt_model_LDADD)
 TESTS += tests/test_cow
+
+# One tree of many items on a file: O(log n) node reads per lookup.
+# SMR_TEST_ITEMS sets the count (default 10000000).
+check_PROGRAMS += tests/test_bt_scale
+tests_test_bt_scale_SOURCES = tests/test_bt_scale.c
+tests_test_bt_scale_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_bt_scale_LDADD = $(tests_test_bt_model_LDADD)
+TESTS += tests/test_bt_scale
