@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc/alloc.h"
@@ -136,6 +137,9 @@ static void test_select_real(void)
 				       why, sizeof(why)), -EINVAL);
 	SMR_ASSERT_RC(smr_alloc_select(smr_dev_info(zd), "flash", &ops, why,
 				       sizeof(why)), -EINVAL);
+	/* On a zoned device the managed range starts at a zone boundary. */
+	SMR_ASSERT_RC(smr_alloc_open(&smr_zoned_ops, zd, BS, uuid, NULL, &a),
+		      -EINVAL);
 	/* Opening the module anyway is refused too. */
 	SMR_ASSERT_RC(smr_alloc_open(&smr_zoned_ops, fd, 0, uuid, NULL, &a),
 		      -EINVAL);
@@ -417,6 +421,8 @@ static void write_ext(struct run *r, const struct smr_extent *e)
 			if (smr_dev_zone_type(r->dev, z) != SMR_ZONE_TYPE_CNV)
 				CU_ASSERT_EQUAL(smr_dev_zone_wp(r->dev, z),
 						off);
+			/* No extent crosses a zone's writable end. */
+			CU_ASSERT(e->off + e->len <= zend);
 			n = SMR_MIN(n, zend - off);
 		}
 		n = SMR_MIN(n, 64 * BS);
@@ -950,6 +956,87 @@ static void test_placement(void)
 	smr_dev_close(dev);
 }
 
+/* A contiguous request that does not fit a short tail retires the zone,
+ * which is finished once its writes have landed; a split is taken when
+ * contiguity is not asked for. */
+static void test_zoned_retire(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zt", 0, 6, path, sizeof(path));
+	struct smr_alloc_hint contig = { .contiguous = true };
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_stats st;
+	struct smr_extent e[4];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint32_t z;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, ZSZ - 6 * BS, NULL,
+					SMR_STREAM_HOT, e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 10 * BS, &contig,
+					SMR_STREAM_HOT, e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].len, 10 * BS);
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_no(dev, e[0].off), z);
+	/* The next allocation finishes the retired zone. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, BS, NULL, SMR_STREAM_HOT, e,
+					4), 1);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	smr_alloc_stats(a, &st);
+	CU_ASSERT_EQUAL(st.zones_finished, 1);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, z), ZSZ - 6 * BS);
+
+	/* Without the hint, the tail is used and the request split. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, ZSZ - 4 * BS, NULL,
+					SMR_STREAM_COLD, e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	/* Two extents, even if the next zone follows: an extent never
+	 * crosses a zone, since no write may. */
+	CU_ASSERT(smr_alloc_write(a, buf, 10 * BS, NULL, SMR_STREAM_COLD, e,
+				  4) == 2);
+	CU_ASSERT_EQUAL(e[0].off, smr_dev_zone_start(dev, z) + ZSZ - 4 * BS);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+/* Flash: freed space is discarded once the freeing commit is durable. */
+static void test_flash_discard(void)
+{
+	char path[512];
+	struct smr_dev *dev = file_dev("alloc-fd", 8 * SMR_MIB, path,
+				       sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e;
+	struct stat st0, st1, st2;
+	uint8_t *buf = smr_dev_buf_alloc(SMR_MIB);
+
+	memset(buf, 0xab, SMR_MIB);
+	SMR_ASSERT_OK(smr_alloc_open(&smr_flash_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, SMR_MIB, NULL, SMR_STREAM_HOT,
+					&e, 1), 1);
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	CU_ASSERT_FATAL(stat(path, &st0) == 0);
+	SMR_ASSERT_OK(smr_alloc_free(a, e.off, e.len));
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	CU_ASSERT_FATAL(stat(path, &st1) == 0);
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	CU_ASSERT_FATAL(stat(path, &st2) == 0);
+	if (smr_dev_info(dev)->discard) {
+		/* Not before the commit is durable; then the hole. */
+		CU_ASSERT(st1.st_blocks >= st0.st_blocks);
+		CU_ASSERT(st2.st_blocks + (blkcnt_t)(SMR_MIB / 512 / 2) <=
+			  st1.st_blocks);
+	}
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 /* Data written after the checkpoint is dead; the pointer does not go
  * back; a zone the state had free but that was written is all dead. */
 static void test_zoned_recover(void)
@@ -1135,6 +1222,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_deferred_reset", test_zoned_deferred_reset },
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },
+	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_random", test_zoned_random },
 	{ "zoned_geometry", test_zoned_geometry },
 	{ NULL, NULL },
@@ -1143,6 +1231,7 @@ static const struct smr_test zoned_tests[] = {
 static const struct smr_test xmod_tests[] = {
 	{ "xmod_enospc", test_xmod_enospc },
 	{ "placement", test_placement },
+	{ "flash_discard", test_flash_discard },
 	{ "rot_random", test_rot_random },
 	{ "flash_random", test_flash_random },
 	{ NULL, NULL },

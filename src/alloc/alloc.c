@@ -270,8 +270,10 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 			break;
 		for (int k = 0; k < rc; k++)
 			got += ext[n + k].len;
-		/* Join a piece that continues the previous one. */
-		if (n && ext[n - 1].off + ext[n - 1].len == ext[n].off) {
+		/* Join a piece that continues the previous one in its zone. */
+		if (n && ext[n - 1].off + ext[n - 1].len == ext[n].off &&
+		    smr_dev_zone_no(a->dev, ext[n - 1].off) ==
+			    smr_dev_zone_no(a->dev, ext[n].off)) {
 			ext[n - 1].len += ext[n].len;
 			memmove(&ext[n], &ext[n + 1],
 				sizeof(*ext) * (unsigned int)(rc - 1));

@@ -63,7 +63,8 @@ enum smr_stream {
 const char *smr_stream_str(enum smr_stream s);
 
 /* A run of bytes on the device. off and len are multiples of the block
- * size. */
+ * size. An extent handed out by a zoned device's allocator never crosses a
+ * zone boundary, even where two zones follow each other. */
 struct smr_extent {
 	uint64_t off;
 	uint64_t len;

@@ -520,13 +520,10 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 		}
 		take = SMR_MIN(len - done, left);
 		off = z->start + z->ap;
-		if (n && ext[n - 1].off + ext[n - 1].len == off) {
-			ext[n - 1].len += take;
-		} else {
-			ext[n].off = off;
-			ext[n].len = take;
-			n++;
-		}
+		/* One extent per zone: no write may cross a zone. */
+		ext[n].off = off;
+		ext[n].len = take;
+		n++;
 		z->ap += take;
 		z->live += take;
 		z->age_gen = m->gen;
