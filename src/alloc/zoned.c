@@ -73,6 +73,7 @@ struct zoned {
 	uint32_t reserve;                /* free zones data cannot take */
 	uint32_t budget;                 /* zones we may hold open */
 	uint32_t nopen;                  /* OPEN + RETIRING */
+	uint32_t nretiring;              /* RETIRING */
 	uint32_t slot[SMR_STREAM_NR];    /* open zone (index) per slot */
 	uint64_t bs;
 	uint64_t gen;                    /* generation being built */
@@ -146,7 +147,7 @@ static int zone_finish(struct smr_alloc *a, struct zoned *m, uint32_t i)
 /* Finish the retiring zones whose writes have all landed. */
 static void finish_retired(struct smr_alloc *a, struct zoned *m)
 {
-	for (uint32_t i = 0; i < m->nz && m->nopen; i++) {
+	for (uint32_t i = 0; i < m->nz && m->nretiring; i++) {
 		struct zz *z = &m->z[i];
 
 		if (z->state != ZS_RETIRING || dev_wp(a, m, i) != z->ap)
@@ -155,6 +156,7 @@ static void finish_retired(struct smr_alloc *a, struct zoned *m)
 			continue;
 		z->state = ZS_FULL;
 		m->nopen--;
+		m->nretiring--;
 	}
 }
 
@@ -432,7 +434,7 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 			m->state_alloc || !m->reserve ? 1 : 2;
 	uint32_t from = 0, i;
 
-	if (m->nopen >= m->budget)
+	if (m->nopen >= m->budget && m->nretiring)
 		finish_retired(a, m);
 	if (m->nopen >= m->budget)
 		return -ENOSPC;
@@ -480,7 +482,7 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 	    (unsigned int)stream >= SMR_STREAM_NR)
 		return -EINVAL;
 	slot = a->stream_share[stream];
-	if (m->nopen)
+	if (m->nretiring)
 		finish_retired(a, m);
 	while (done < len && n < max_ext) {
 		uint32_t i = m->slot[slot];
@@ -504,6 +506,7 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 		    left < m->finish_thresh && z->ap &&
 		    m->nopen < m->budget && m->nfree > m->reserve) {
 			z->state = ZS_RETIRING;
+			m->nretiring++;
 			m->slot[slot] = NO_SLOT;
 			continue;
 		}
@@ -629,6 +632,8 @@ static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
 				if (m->slot[s] == i)
 					m->slot[s] = NO_SLOT;
 			m->nopen--;
+			if (z->state == ZS_RETIRING)
+				m->nretiring--;
 		}
 		wp = dev_wp(a, m, i);
 		if (!z->cnv && wp == 0 && z->live == 0) {
@@ -717,7 +722,8 @@ static int zoned_committed(struct smr_alloc *a)
 	struct zoned *m = a->priv;
 	int rc = 0;
 
-	finish_retired(a, m);
+	if (m->nretiring)
+		finish_retired(a, m);
 	for (uint32_t i = 0; i < m->nz; i++) {
 		struct zz *z = &m->z[i];
 
