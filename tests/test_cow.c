@@ -703,10 +703,26 @@ static void power_loss(enum kind k)
 	struct smr_fault *f;
 	struct smr_cow *c;
 	uint64_t nrec, writes = 0, rs = 7 + k, checked = 0, mismatches = 0;
+	bool log_moved = false;
 
 	snprintf(tmpl, sizeof(tmpl), "%s.tmpl", path);
 	snprintf(target, sizeof(target), "%s.target", path);
 	SMR_ASSERT_OK(format_path(path, NULL));
+	/* Fill the first checkpoint zone (or go round the ring) nearly, so
+	 * that the recorded commits move the log to the other zone. */
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	for (int i = 0; i < 58 && c; i++) {
+		struct smr_txn *t;
+		struct smr_key one = { .objid = 1 };
+
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &one, &i, sizeof(i)));
+		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &one));
+		smr_txn_end(t);
+		SMR_ASSERT_OK(smr_cow_commit(c));
+	}
+	if (c)
+		close_fs(dev, c);
 	SMR_ASSERT_OK(copy_tree(path, tmpl));
 
 	/* Record: commit i's state and the log length when it returned. */
@@ -741,7 +757,11 @@ static void power_loss(enum kind k)
 
 		smr_fault_record(f, i, &r);
 		writes += r.op == SMR_FOP_WRITE;
+		log_moved |= r.op == SMR_FOP_ZONE_RESET && r.off < 2 * ZONE;
 	}
+	/* The recorded commits move the checkpoint log to its other zone. */
+	if (k == K_ZLOOP_SEQ)
+		CU_ASSERT_TRUE(log_moved);
 	nrec = smr_fault_nr_records(f);
 
 	for (uint64_t n = 0; n <= writes; n++) {
