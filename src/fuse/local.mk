@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # mount.smrfs: the FUSE daemon, a thin adapter over the namespace layer.
-# Built on demand (EXTRA_PROGRAMS) until the COW engine it links is in the
-# tree; then it moves to sbin_PROGRAMS.
-EXTRA_PROGRAMS = src/fuse/mount.smrfs
+sbin_PROGRAMS += src/fuse/mount.smrfs
 src_fuse_mount_smrfs_SOURCES = \
 	src/fuse/fuse_ops.h \
 	src/fuse/fuse_ops.c \

@@ -19,3 +19,12 @@ tests_test_ns_LDADD = $(SMR_TEST_LIBS) src/namespace/libsmrfs_ns.la \
 	src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
 	$(XXHASH_LIBS) -lpthread
 TESTS += tests/test_ns
+
+# The same tests over the real COW engine on a zoned loop directory, with
+# persistence across close and reopen.
+check_PROGRAMS += tests/test_ns_cow
+tests_test_ns_cow_SOURCES = tests/test_ns.c
+tests_test_ns_cow_CPPFLAGS = $(AM_CPPFLAGS) -DNS_TEST_REAL
+tests_test_ns_cow_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_ns_cow_LDADD = $(SMR_TEST_LIBS) libsmrfs.la
+TESTS += tests/test_ns_cow
