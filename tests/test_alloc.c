@@ -1037,6 +1037,65 @@ static void test_flash_discard(void)
 	smr_dev_close(dev);
 }
 
+/* Greedy takes the fewest live bytes; cost-benefit prefers an old zone to
+ * a young one that is a little emptier. */
+static void test_zoned_gc_pick(void)
+{
+	char path[512], fpath[512];
+	struct smr_dev *dev = zloop_dev("alloc-zg", 0, 0, path, sizeof(path));
+	struct smr_dev *fdev = file_dev("alloc-fg", 8 * SMR_MIB, fpath,
+					sizeof(fpath));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e[2];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint64_t gen = 0;
+	uint32_t old_z, young_z, pick = 0;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	SMR_ASSERT_RC(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &pick), -ENOENT);
+	/* An old zone, half live. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, ZSZ, NULL, SMR_STREAM_COLD, e,
+					2), 1);
+	old_z = smr_dev_zone_no(dev, e[0].off);
+	SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, ZSZ / 2));
+	for (int i = 0; i < 20; i++)
+		SMR_ASSERT_OK(smr_alloc_commit(a, ++gen, &ref));
+	/* A young zone, a quarter live. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, ZSZ, NULL, SMR_STREAM_HOT, e,
+					2), 1);
+	young_z = smr_dev_zone_no(dev, e[0].off);
+	SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, ZSZ / 4 * 3));
+	SMR_ASSERT_OK(smr_alloc_commit(a, ++gen, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, old_z), ZSZ / 2);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, young_z), ZSZ / 4);
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &pick));
+	CU_ASSERT_EQUAL(pick, young_z);
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_COST_BENEFIT, &pick));
+	CU_ASSERT_EQUAL(pick, old_z);
+	/* The ages survive a reopen. */
+	smr_alloc_close(a);
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_COST_BENEFIT, &pick));
+	CU_ASSERT_EQUAL(pick, old_z);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, NZONES), -EINVAL);
+	smr_alloc_close(a);
+
+	/* Modules without zones have nothing to clean. */
+	SMR_ASSERT_OK(smr_alloc_open(&smr_flash_ops, fdev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	SMR_ASSERT_RC(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &pick), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, 0), -EOPNOTSUPP);
+	smr_alloc_close(a);
+	smr_dev_buf_free(buf);
+	smr_dev_close(dev);
+	smr_dev_close(fdev);
+}
+
 /* Data written after the checkpoint is dead; the pointer does not go
  * back; a zone the state had free but that was written is all dead. */
 static void test_zoned_recover(void)
@@ -1223,6 +1282,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },
 	{ "zoned_retire", test_zoned_retire },
+	{ "zoned_gc_pick", test_zoned_gc_pick },
 	{ "zoned_random", test_zoned_random },
 	{ "zoned_geometry", test_zoned_geometry },
 	{ NULL, NULL },
