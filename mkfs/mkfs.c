@@ -166,7 +166,8 @@ static int check_existing(const struct mkfs_opts *mo, struct smr_dev *dev)
 	if (rc == 0)
 		return 0;
 	if (mo->force) {
-		printf("%s holds %s; overwriting it (-f).\n", mo->dev, what);
+		printf("%s holds %s; %s it (-f).\n", mo->dev, what,
+		       mo->dry_run ? "would overwrite" : "overwriting");
 		return 0;
 	}
 	fprintf(stderr, PROG ": %s holds %s; use -f to overwrite it\n",
@@ -196,8 +197,8 @@ static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 	else
 		printf("  zones:      none (conventional device%s)\n",
 		       di->rotational ? ", rotational" : "");
-	printf("  allocator:  %s%s%s\n", info->alloc,
-	       info->alloc_why[0] ? " - " : "", info->alloc_why);
+	printf("  allocator:  %s\n",
+	       info->alloc_why[0] ? info->alloc_why : info->alloc);
 	printf("  format:     %u.%u, node size %u\n", info->format_major,
 	       info->format_minor, info->node_size);
 	printf("  label:      %s\n", info->label[0] ? info->label : "(none)");
@@ -250,6 +251,10 @@ static int make_fs(const struct mkfs_opts *mo)
 		if (rc == -ENOENT && mo->alloc)
 			fprintf(stderr, PROG ": unknown allocator '%s'\n",
 				mo->alloc);
+		else if (rc == -EINVAL && mo->alloc)
+			fprintf(stderr,
+				PROG ": %s: allocator '%s' cannot be used here\n",
+				mo->dev, mo->alloc);
 		else
 			fprintf(stderr, PROG ": %s: cannot format: %s\n",
 				mo->dev, strerror(-rc));

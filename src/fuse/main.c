@@ -303,9 +303,12 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 	}
 	rc = smr_cow_open(fs->dev, &copts, &fs->cow);
 	if (rc) {
-		if (rc == -EINVAL)
+		if (rc == -EINVAL && mo->alloc)
 			fprintf(stderr,
-				PROG ": %s: not an smrfs filesystem (or a bad option for it)\n",
+				PROG ": %s: cannot be mounted with alloc=%s\n",
+				mo->dev, mo->alloc);
+		else if (rc == -EINVAL)
+			fprintf(stderr, PROG ": %s: not an smrfs filesystem\n",
 				mo->dev);
 		else if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC)
 			fprintf(stderr,
