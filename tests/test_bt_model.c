@@ -131,6 +131,7 @@ static void compare_all(struct smr_cow *c, const struct ref *r)
 	compare_range(c, r, 0, DOMAIN - 1);
 	pthread_rwlock_rdlock(&c->lock);
 	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &n));
+	SMR_ASSERT_OK(smr_cow_audit_locked(c));
 	pthread_rwlock_unlock(&c->lock);
 	CU_ASSERT_EQUAL(n, r->nr);
 }

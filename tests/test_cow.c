@@ -177,6 +177,8 @@ static bool model_equal(struct smr_cow *c, const struct model *m)
 		return false;
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_bt_check(c, SMR_TREE_FS, &items);
+	if (!rc)
+		rc = smr_cow_audit_locked(c);
 	pthread_rwlock_unlock(&c->lock);
 	return !rc && items == want;
 }

@@ -1403,6 +1403,90 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
 	return rc;
 }
 
+struct audit {
+	uint64_t *addr;
+	size_t n, cap;
+};
+
+static int audit_walk(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
+		      uint64_t gen, uint16_t level, struct audit *a)
+{
+	struct smr_node *n;
+	int rc;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 1024;
+		uint64_t *v = realloc(a->addr, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->addr = v;
+		a->cap = cap;
+	}
+	a->addr[a->n++] = addr;
+	rc = node_get(c, t->id, addr, gen, level, &n);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; level && i < smr_node_nritems(n->buf) && !rc; i++)
+		rc = audit_walk(c, t, smr_int_addr(n->buf, i),
+				smr_int_gen(n->buf, i), (uint16_t)(level - 1),
+				a);
+	node_put(c, n);
+	return rc;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static bool in_xlist(const struct smr_xlist *l, uint64_t addr, uint32_t len)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (addr < l->x[i].off + l->x[i].len &&
+		    l->x[i].off < addr + len)
+			return true;
+	return false;
+}
+
+int smr_cow_audit_locked(struct smr_cow *c)
+{
+	struct audit a = { 0 };
+	int rc = 0;
+
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
+		struct smr_tree *t = &c->trees[id];
+		uint64_t items;
+
+		if (!t->addr)
+			continue;
+		rc = smr_bt_check(c, id, &items);
+		if (!rc)
+			rc = audit_walk(c, t, t->addr, t->gen, t->level, &a);
+	}
+	if (rc)
+		goto out;
+	qsort(a.addr, a.n, sizeof(*a.addr), u64_cmp);
+	for (size_t i = 0; i < a.n && !rc; i++) {
+		uint64_t x = a.addr[i];
+
+		if (i && a.addr[i - 1] == x)
+			rc = smr_corrupt(x, "audit: node reachable twice");
+		else if (!(x & SMR_TMP_ADDR) &&
+			 (in_xlist(&c->free_cur, x, c->ns) ||
+			  in_xlist(&c->free_prev, x, c->ns)))
+			rc = smr_corrupt(x, "audit: live node also released");
+		else if (i && !(x & SMR_TMP_ADDR) &&
+			 a.addr[i - 1] + c->ns > x)
+			rc = smr_corrupt(x, "audit: nodes overlap");
+	}
+out:
+	free(a.addr);
+	return rc;
+}
+
 int smr_bt_create_locked(struct smr_cow *c, uint32_t tree)
 {
 	struct smr_tree *t = tree_get(c, tree);

@@ -198,6 +198,14 @@ int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
  * 0 or -SMR_EFSCORRUPTED. Counts items into *@nr_items. */
 int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
 int smr_bt_height(struct smr_cow *c, uint32_t tree);
+/*
+ * The invariant, checked: every node reachable from the roots is reachable
+ * once, no two nodes overlap, and no live node is among the blocks released
+ * (pending). Runs smr_bt_check on every tree too. Engine lock held (shared
+ * is enough). 0, -ENOMEM or -SMR_EFSCORRUPTED (logged).
+ */
+int smr_cow_audit_locked(struct smr_cow *c);
+
 /* Give an empty tree an empty root leaf (format). */
 int smr_bt_create_locked(struct smr_cow *c, uint32_t tree);
 

@@ -164,8 +164,13 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 
 	if (smr_cow_is_read_only(c))
 		return -EROFS;
-	/* Too much dirty metadata: commit before taking more. */
-	if (smr_cache_dirty_bytes(c) > dirty_bound(c)) {
+	/* Too much dirty metadata: commit before taking more (unless a
+	 * handle is open: it may be the caller's own). */
+	pthread_mutex_lock(&c->txn_lock);
+	bool idle = !c->nr_handles;
+
+	pthread_mutex_unlock(&c->txn_lock);
+	if (idle && smr_cache_dirty_bytes(c) > dirty_bound(c)) {
 		int rc = smr_cow_commit_now(c);
 
 		if (rc)
