@@ -14,6 +14,9 @@
  * Fragmentation: fill the rotational module with extents of 1..64 blocks,
  * free a random half, commit, then ask for 4 MiB at a time (up to 256
  * extents each) until the space runs out; print the mean extent count.
+ *
+ * State: the size of the zoned module's persisted state for 16384 zones,
+ * and the time of one commit and of one open from it.
  */
 #include <fcntl.h>
 #include <ftw.h>
@@ -63,7 +66,7 @@ static int rm_one(const char *p, const struct stat *st, int fl,
 
 static int open_dev(const char *dir, bool zoned, struct smr_dev **dev)
 {
-	char path[4096];
+	char path[8192];
 
 	if (zoned) {
 		struct smr_zloop_params p = {
@@ -208,6 +211,60 @@ out:
 	return rc;
 }
 
+/* What persisting the zoned state costs with many zones: its size, one
+ * commit, and one open from it (what mount pays). */
+static int bench_state(const char *dir, uint32_t nzones)
+{
+	struct smr_zloop_params p = {
+		.capacity = (uint64_t)nzones * 64 * SMR_KIB,
+		.zone_size = 64 * SMR_KIB,
+		.block_size = BS,
+	};
+	struct smr_dev *dev = NULL;
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e;
+	char path[8192];
+	double t0, tc, to;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/state", dir);
+	rc = smr_zloop_create(path, &p);
+	if (!rc)
+		rc = smr_dev_open(path, NULL, &dev);
+	if (!rc)
+		rc = smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a);
+	if (rc)
+		goto out;
+	/* Some usage, so that the table is not all zeros. */
+	for (uint32_t i = 0; i < nzones / 2; i++) {
+		rc = smr_alloc_extent(a, 8 * BS, NULL, SMR_STREAM_COLD, &e, 1);
+		if (rc < 0)
+			goto out;
+	}
+	t0 = now();
+	rc = smr_alloc_commit(a, 1, &ref);
+	tc = now() - t0;
+	if (rc)
+		goto out;
+	smr_alloc_close(a);
+	a = NULL;
+	t0 = now();
+	rc = smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a);
+	to = now() - t0;
+	if (rc)
+		goto out;
+	printf("zoned state, %u zones: %" PRIu64 " KiB; commit %.1f ms, "
+	       "open %.1f ms\n", nzones, (uint64_t)(ref.len / SMR_KIB), tc * 1e3,
+	       to * 1e3);
+out:
+	if (rc < 0)
+		fprintf(stderr, "state: %s\n", strerror(-rc));
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+	return rc < 0 ? rc : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = argc > 1 ? argv[1] : getenv("TMPDIR");
@@ -237,6 +294,12 @@ int main(int argc, char **argv)
 
 		snprintf(sub, sizeof(sub), "%s/frag", dir);
 		rc = mkdir(sub, 0755) ? -errno : bench_frag(sub);
+	}
+	if (!rc) {
+		char sub[4200];
+
+		snprintf(sub, sizeof(sub), "%s/state", dir);
+		rc = mkdir(sub, 0755) ? -errno : bench_state(sub, 16384);
 	}
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return rc ? 1 : 0;
