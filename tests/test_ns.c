@@ -1232,6 +1232,18 @@ static void test_persistence(void)
 			1);
 	/* New inodes do not reuse numbers after a reopen. */
 	CU_ASSERT(mkfile(ROOT, "new", 0644) > a.ino);
+
+	/* Unlinked while open when the filesystem went down: the orphan
+	 * record survives, and the next open frees the inode. */
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "file"));
+	SMR_ASSERT_OK(smr_ns_fsync(ns, f, false));
+	smr_ns_close(ns);
+	engine_close();
+	SMR_ASSERT_OK(engine_open());
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, d, "file", &a), -ENOENT);
 	fs_teardown();
 }
 #endif
