@@ -144,7 +144,8 @@ struct smr_alloc_ops {
 	 * write pointers (data written after the last checkpoint is dead and
 	 * a write pointer never goes back). Errors: -ENOMEM, -EIO,
 	 * -SMR_EFSCORRUPTED / -SMR_EFSBADCRC for a bad state, -EINVAL when the
-	 * state does not match the device. Must not be NULL.
+	 * state does not match the device or the module cannot serve it.
+	 * Must not be NULL.
 	 */
 	int (*init)(struct smr_alloc *a, const struct smr_alloc_ref *ref);
 
@@ -157,7 +158,9 @@ struct smr_alloc_ops {
 	 * Returns the number of extents filled (>= 1); their total may be
 	 * less than @len (the caller asks again for the rest). -ENOSPC when
 	 * nothing is left for this stream (data streams cannot use the
-	 * reserve), -EINVAL for a bad length. Must not be NULL.
+	 * reserve; on a zoned device metadata and relocation cannot take the
+	 * last free zone, which is kept for the allocator's own state),
+	 * -EINVAL for a bad length. Must not be NULL.
 	 */
 	int (*alloc)(struct smr_alloc *a, uint64_t len,
 		     const struct smr_alloc_hint *hint, enum smr_stream stream,
@@ -165,8 +168,10 @@ struct smr_alloc_ops {
 
 	/*
 	 * @len bytes at @off are no longer referenced as of the next commit.
-	 * -EINVAL if the range was not allocated (a double free). Must not be
-	 * NULL.
+	 * -EINVAL if the range was not allocated (a double free), as far as
+	 * the module can tell: rotational and flash refuse any overlap with
+	 * free or pending space; zoned refuses a range past a zone's
+	 * allocation pointer or larger than its live bytes. Must not be NULL.
 	 */
 	int (*free)(struct smr_alloc *a, uint64_t off, uint64_t len);
 
