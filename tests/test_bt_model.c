@@ -401,10 +401,54 @@ static void test_limits(void)
 	smr_memstore_free(ms);
 }
 
+/* Dirty nodes pass half the cache: the next transaction commits first, and
+ * clean nodes are evicted to stay within the bound. */
+static void test_dirty_bound(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600, .cache_bytes = SMR_MIB };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_cow_stats st;
+	uint64_t rs = 5, items;
+	size_t most = 0;
+
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	for (int j = 0; j < 500; j++) {
+		struct smr_txn *t;
+
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		for (int i = 0; i < 100; i++) {
+			struct smr_key k = { .objid = smr_test_rand(&rs) };
+
+			SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &rs, 40));
+		}
+		smr_txn_end(t);
+		most = SMR_MAX(most, smr_cache_dirty_bytes(c));
+	}
+	smr_cow_get_stats(c, &st);
+	CU_ASSERT(st.commits > 0);
+	CU_ASSERT(st.evictions > 0);
+	/* At most the bound plus what one transaction dirties. */
+	CU_ASSERT(most <= SMR_MIB / 2 + 200 * 16384);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(items, 50000);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
 static const struct smr_test model_tests[] = {
 	{ "limits", test_limits },
 	{ "write_failure", test_write_failure },
 	{ "grow_shrink", test_grow_shrink },
+	{ "dirty_bound", test_dirty_bound },
 	{ "model", test_model },
 	{ NULL, NULL },
 };

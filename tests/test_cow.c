@@ -680,6 +680,148 @@ static void test_timer(void)
 }
 
 /* ------------------------------------------------------------------------
+ * Data extents, several trees, failed writes
+ * ------------------------------------------------------------------------ */
+
+static void data_and_trees(enum kind k)
+{
+	const char *path = make_dev(k, "data");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_data_extent ext[8];
+	struct smr_cow_space sp0, sp1, sp2;
+	struct smr_key key = { .objid = 3, .type = 9, .offset = 1 };
+	const size_t len = 256 * SMR_KIB;
+	uint8_t *buf = smr_cow_buf_alloc(len), *back = smr_cow_buf_alloc(len);
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	struct smr_txn *t;
+	uint64_t total = 0, v;
+	size_t vl = sizeof(v);
+	int n;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	smr_cow_space(c, &sp0);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	n = smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, len, ext, 8);
+	CU_ASSERT(n >= 1 && n <= 8);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT(ext[i].off >= c->sb.data_start);
+		SMR_ASSERT_OK(smr_cow_data_read(c, ext[i].off, back + total,
+						ext[i].len));
+		total += ext[i].len;
+	}
+	CU_ASSERT_EQUAL(total, len);
+	CU_ASSERT_EQUAL(memcmp(buf, back, len), 0);
+	/* Trees other than the namespace's are independent. */
+	v = 77;
+	SMR_ASSERT_OK(smr_bt_insert(t, 3, &key, &v, sizeof(v)));
+	v = 88;
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &key, &v, sizeof(v)));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	smr_cow_space(c, &sp1);
+	CU_ASSERT(sp1.used >= sp0.used + len);
+	close_fs(dev, c);
+
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_bt_lookup(c, 3, &key, &v, &vl));
+	CU_ASSERT_EQUAL(v, 77);
+	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &key, &v, &vl));
+	CU_ASSERT_EQUAL(v, 88);
+	SMR_ASSERT_RC(smr_bt_lookup(c, 2, &key, &v, &vl), -ENOENT);
+	memset(back, 0, len);
+	total = 0;
+	for (int i = 0; i < n; i++) {
+		SMR_ASSERT_OK(smr_cow_data_read(c, ext[i].off, back + total,
+						ext[i].len));
+		total += ext[i].len;
+	}
+	CU_ASSERT_EQUAL(memcmp(buf, back, len), 0);
+	/* Freed data comes back once two commits have passed. */
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_cow_data_free(t, ext[i].off, ext[i].len));
+	SMR_ASSERT_OK(smr_bt_delete(t, 3, &key));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	close_fs(dev, c);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	smr_cow_space(c, &sp2);
+	CU_ASSERT(sp2.used + len <= sp1.used);
+	SMR_ASSERT_RC(smr_bt_lookup(c, 3, &key, &v, &vl), -ENOENT);
+	close_fs(dev, c);
+	smr_cow_buf_free(buf);
+	smr_cow_buf_free(back);
+}
+
+static void test_data_file(void) { data_and_trees(K_FILE); }
+static void test_data_zloop(void) { data_and_trees(K_ZLOOP_SEQ); }
+
+/* A device that fails writes: the commit fails, the engine turns read-only
+ * and the last good checkpoint is what the next open finds. */
+static void test_failed_write(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "failw");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_fault_rule fail = { .what = SMR_FAULT_FAIL_WRITES };
+	struct model m = { .n = 500 };
+	struct smr_dev *lower, *dev;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	struct smr_txn *t;
+
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	for (uint64_t i = 0; i < m.n; i++)
+		model_apply(c, &m, i, 5);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	for (uint64_t after = 0; after < 3; after++) {
+		struct model lost = { .n = m.n };
+
+		lost.ver = calloc(m.n, sizeof(*m.ver));
+		memcpy(lost.ver, m.ver, m.n * sizeof(*m.ver));
+		for (uint64_t i = 0; i < m.n; i += 2)
+			model_apply(c, &lost, i, 9);
+		fail.after = after;
+		SMR_ASSERT_OK(smr_fault_arm(f, &fail));
+		CU_ASSERT(smr_cow_commit(c) < 0);
+		CU_ASSERT_TRUE(smr_cow_is_read_only(c));
+		SMR_ASSERT_RC(smr_txn_begin(c, &t), -EROFS);
+		CU_ASSERT(smr_cow_close(c) < 0);
+		smr_fault_disarm(f);
+		smr_dev_close(dev);
+		smr_fault_free(f);
+		smr_dev_close(lower);
+		free(lost.ver);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+		SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+		SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+		if (!c)
+			break;
+		CU_ASSERT_TRUE(model_equal(c, &m));
+	}
+	if (c)
+		SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	smr_fault_free(f);
+	smr_dev_close(lower);
+	free(m.ver);
+}
+
+/* ------------------------------------------------------------------------
  * Power loss at every write
  * ------------------------------------------------------------------------ */
 
@@ -843,6 +985,9 @@ static const struct smr_test cow_tests[] = {
 	{ "corrupt_ckpt_zloop_cnv", test_corrupt_ckpt_zloop_cnv },
 	{ "corrupt_node_file", test_corrupt_node_file },
 	{ "corrupt_node_zloop", test_corrupt_node_zloop },
+	{ "data_file", test_data_file },
+	{ "data_zloop", test_data_zloop },
+	{ "failed_write", test_failed_write },
 	{ "group_commit", test_group_commit },
 	{ "timer", test_timer },
 	{ "power_loss_file", test_power_loss_file },

@@ -129,6 +129,10 @@ int smr_cow_close(struct smr_cow *c)
 		 * released to the allocator, so nothing stays pending. */
 		if (!rc && c->free_prev.n)
 			rc = smr_cow_commit_now(c);
+	} else {
+		/* Turned read-only by a failed commit: what was not
+		 * committed is lost, say so. */
+		rc = c->error;
 	}
 	smr_cow_teardown(c);
 	if (c->sops->close)
