@@ -25,6 +25,7 @@ SMR_FS_TESTS = \
 	tests/fs/mount_zloop.sh \
 	tests/fs/mount_file.sh \
 	tests/fs/errors.sh \
-	tests/fs/crash.sh
+	tests/fs/crash.sh \
+	tests/fs/user_mount.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py

@@ -27,7 +27,7 @@ kill -TERM "$DAEMON"
 wait "$DAEMON"
 st=$?
 [ $st -eq 0 ] || fail "daemon exit status $st after SIGTERM"
-mountpoint -q "$M" && fail "still mounted after SIGTERM"
+is_mounted "$M" && fail "still mounted after SIGTERM"
 mount_fs "$Z" "$M"
 [ "$(cat "$M/at-exit")" = "committed at exit" ] ||
 	fail "data written before SIGTERM lost"

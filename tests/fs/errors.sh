@@ -37,7 +37,7 @@ for img in "$T/zero" "$T/junk"; do
 	[ "$(wc -l <"$T/out")" -ge 1 ] || fail "no message for $img"
 	grep -qi "not an smrfs\|damaged" "$T/out" ||
 		fail "message for $img: $(cat "$T/out")"
-	mountpoint -q "$M" && fail "$img got mounted"
+	is_mounted "$M" && fail "$img got mounted"
 	[ "$(md5sum <"$img")" = "$sum" ] || fail "$img was written to"
 done
 
@@ -45,7 +45,7 @@ note "a wrong FUSE option is refused before the device is touched"
 "$MKFS" "$T/zero" >/dev/null || fail "mkfs"
 sum=$(md5sum <"$T/zero")
 expect_fail "unknown -o option" "$MOUNT" "$T/zero" "$M" -f -o no_such_opt
-mountpoint -q "$M" && fail "mounted despite a bad option"
+is_mounted "$M" && fail "mounted despite a bad option"
 [ "$(md5sum <"$T/zero")" = "$sum" ] || fail "bad option wrote to the device"
 
 note "mkfs -n writes nothing"

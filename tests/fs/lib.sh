@@ -25,15 +25,25 @@ note() { echo "--- $*"; }
 [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "/dev/fuse not usable by $(id -un)"
 command -v fusermount3 >/dev/null || skip "no fusermount3"
 command -v python3 >/dev/null || skip "no python3"
-command -v mountpoint >/dev/null || skip "no mountpoint(1)"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-fs.XXXXXX") || fail "mktemp"
 MOUNTS=""
 PIDS=""
+# A command prefix that runs the daemon as another user (user_mount.sh).
+RUNAS=""
+# Extra cleanup a test needs (evaluated first).
+CLEANUP_HOOK=""
+
+# Is something mounted at $1? (From the mount table: stat(2) of another
+# user's FUSE mount fails even for root.)
+is_mounted() {
+	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts
+}
 
 cleanup() {
+	[ -z "$CLEANUP_HOOK" ] || eval "$CLEANUP_HOOK"
 	for m in $MOUNTS; do
-		if mountpoint -q "$m" 2>/dev/null; then
+		if is_mounted "$m"; then
 			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"
 		fi
 	done
@@ -72,15 +82,15 @@ make_zloop() {
 mount_fs() {
 	mkdir -p "$2"
 	if [ $# -ge 3 ]; then
-		"$MOUNT" "$1" "$2" -f -o "$3" 2>"$T/daemon.err" &
+		$RUNAS "$MOUNT" "$1" "$2" -f -o "$3" 2>"$T/daemon.err" &
 	else
-		"$MOUNT" "$1" "$2" -f 2>"$T/daemon.err" &
+		$RUNAS "$MOUNT" "$1" "$2" -f 2>"$T/daemon.err" &
 	fi
 	DAEMON=$!
 	PIDS="$PIDS $DAEMON"
 	MOUNTS="$MOUNTS $2"
 	i=0
-	until mountpoint -q "$2"; do
+	until is_mounted "$2"; do
 		kill -0 "$DAEMON" 2>/dev/null ||
 			fail "mount.smrfs $1 exited: $(cat "$T/daemon.err")"
 		i=$((i + 1))
