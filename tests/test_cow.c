@@ -23,8 +23,11 @@
 #define NR_ZONES 96
 #define FILE_SIZE (96 * SMR_MIB)
 
-enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_NR };
-static const char *const kind_name[K_NR] = { "file", "zloop+cnv", "zloop" };
+/* K_ZLOOP_CAP: no conventional zones, zone capacity below zone size (as on
+ * ZNS), 512-byte blocks. */
+enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_ZLOOP_CAP, K_NR };
+static const char *const kind_name[K_NR] = { "file", "zloop+cnv", "zloop",
+					     "zloop-cap" };
 
 /* A fresh device of @kind under a new scratch directory; returns its path
  * (static storage, one per kind). */
@@ -45,6 +48,8 @@ static const char *make_dev(enum kind k, const char *tag)
 		struct smr_zloop_params p = {
 			.capacity = NR_ZONES * ZONE, .zone_size = ZONE,
 			.nr_cnv = k == K_ZLOOP_CNV ? 4 : 0,
+			.zone_cap = k == K_ZLOOP_CAP ? 768 * SMR_KIB : 0,
+			.block_size = k == K_ZLOOP_CAP ? 512 : 0,
 		};
 
 		snprintf(paths[k], sizeof(paths[k]), "%s/zl", dir);
@@ -251,6 +256,7 @@ static void roundtrip(enum kind k)
 static void test_roundtrip_file(void) { roundtrip(K_FILE); }
 static void test_roundtrip_zloop_cnv(void) { roundtrip(K_ZLOOP_CNV); }
 static void test_roundtrip_zloop(void) { roundtrip(K_ZLOOP_SEQ); }
+static void test_roundtrip_zloop_cap(void) { roundtrip(K_ZLOOP_CAP); }
 
 /* ------------------------------------------------------------------------
  * Corruption
@@ -974,11 +980,13 @@ static void power_loss(enum kind k)
 static void test_power_loss_file(void) { power_loss(K_FILE); }
 static void test_power_loss_zloop_cnv(void) { power_loss(K_ZLOOP_CNV); }
 static void test_power_loss_zloop(void) { power_loss(K_ZLOOP_SEQ); }
+static void test_power_loss_zloop_cap(void) { power_loss(K_ZLOOP_CAP); }
 
 static const struct smr_test cow_tests[] = {
 	{ "roundtrip_file", test_roundtrip_file },
 	{ "roundtrip_zloop_cnv", test_roundtrip_zloop_cnv },
 	{ "roundtrip_zloop", test_roundtrip_zloop },
+	{ "roundtrip_zloop_cap", test_roundtrip_zloop_cap },
 	{ "superblock", test_superblock },
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
 	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },
@@ -993,6 +1001,7 @@ static const struct smr_test cow_tests[] = {
 	{ "power_loss_file", test_power_loss_file },
 	{ "power_loss_zloop_cnv", test_power_loss_zloop_cnv },
 	{ "power_loss_zloop", test_power_loss_zloop },
+	{ "power_loss_zloop_cap", test_power_loss_zloop_cap },
 	{ NULL, NULL },
 };
 
