@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Bad input gets one clear line and a non-zero exit, and nothing is written:
-# a missing device, a device that is not smrfs, wrong options; mkfs -n
-# writes nothing; --help and --version work.
+# Bad input gets a clear message and a non-zero exit, and nothing is
+# written: a missing device, a device that is not smrfs, damaged
+# superblocks, wrong options; mkfs -n writes nothing; --help and --version
+# work.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 mkdir -p "$M"
@@ -47,6 +48,20 @@ sum=$(md5sum <"$T/zero")
 expect_fail "unknown -o option" "$MOUNT" "$T/zero" "$M" -f -o no_such_opt
 is_mounted "$M" && fail "mounted despite a bad option"
 [ "$(md5sum <"$T/zero")" = "$sum" ] || fail "bad option wrote to the device"
+
+note "a damaged superblock: the copy serves; both damaged: refused"
+truncate -s 64M "$T/sb" || fail "truncate"
+"$MKFS" "$T/sb" >/dev/null || fail "mkfs"
+# Regular files keep superblock copies at bytes 0 and 4096 (FORMAT.md).
+printf '\377' | dd of="$T/sb" bs=1 seek=200 conv=notrunc 2>/dev/null
+mount_fs "$T/sb" "$M"
+umount_fs "$M"
+printf '\377' | dd of="$T/sb" bs=1 seek=4296 conv=notrunc 2>/dev/null
+sum=$(md5sum <"$T/sb")
+expect_fail "mount with both superblocks damaged" "$MOUNT" "$T/sb" "$M" -f
+grep -q "damaged" "$T/out" || fail "damaged message: $(cat "$T/out")"
+is_mounted "$M" && fail "a damaged filesystem got mounted"
+[ "$(md5sum <"$T/sb")" = "$sum" ] || fail "the refused mount wrote"
 
 note "mkfs -n writes nothing"
 truncate -s 64M "$T/dry" || fail "truncate"
