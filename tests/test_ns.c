@@ -19,7 +19,10 @@
 #include "namespace/ns.h"
 #include "cow/cow.h"
 #ifdef NS_TEST_REAL
+#include <endian.h>
+
 #include "dev/dev.h"
+#include "format/ondisk.h"
 #else
 #include "memcow.h"
 #endif
@@ -1248,6 +1251,64 @@ static void test_persistence(void)
 }
 #endif
 
+#ifdef NS_TEST_REAL
+/* A data block changed on the device behind the engine's back: reads of
+ * that block are -EIO, the blocks around it still read. */
+static void test_checksum_device(void)
+{
+	uint8_t buf[3 * 4096], out[3 * 4096];
+	union {
+		struct smr_ns_extent_d d;
+		uint8_t b[SMR_COW_MAX_ITEM];
+	} v;
+	struct smr_key k;
+	size_t len = sizeof(v);
+	uint64_t f, dev_off, zone = 16 * SMR_MIB;
+	char path[4200];
+	uint8_t byte;
+	int fd;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	fill_pattern(buf, sizeof(buf), 7);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, sizeof(buf)),
+			(ssize_t)sizeof(buf));
+	SMR_ASSERT_OK(smr_ns_fsync(ns, f, false));
+	k.objid = f;
+	k.type = SMR_NS_T_EXTENT;
+	k.offset = 0;
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &k, &v, &len));
+	dev_off = le64toh(v.d.dev_off) + 4096 + 10;
+	smr_ns_close(ns);
+	engine_close();
+
+	/* Zone files of a zoned loop directory: cnv-/seq-NNNNNN. */
+	snprintf(path, sizeof(path), "%s/%s-%06llu", devpath,
+		 dev_off / zone < 2 ? "cnv" : "seq",
+		 (unsigned long long)(dev_off / zone));
+	fd = open(path, O_RDWR);
+	CU_ASSERT(fd >= 0);
+	if (fd >= 0) {
+		CU_ASSERT_EQUAL(pread(fd, &byte, 1, dev_off % zone), 1);
+		byte ^= 0x40;
+		CU_ASSERT_EQUAL(pwrite(fd, &byte, 1, dev_off % zone), 1);
+		close(fd);
+	}
+
+	SMR_ASSERT_OK(engine_open());
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(out), out), -EIO);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 4096 + 100, 1, out), -EIO);
+	smr_log_set_level(SMR_LOG_ERR);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, buf, 4096));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 8192, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, buf + 8192, 4096));
+	fs_teardown();
+}
+#endif
+
 static const struct smr_test ns_tests[] = {
 	{ "root", test_root },
 	{ "names", test_names },
@@ -1265,6 +1326,7 @@ static const struct smr_test ns_tests[] = {
 	{ "read_only", test_read_only },
 #else
 	{ "persistence", test_persistence },
+	{ "checksum_device", test_checksum_device },
 #endif
 	{ "permissions", test_permissions },
 	{ "xattr", test_xattr },
