@@ -19,6 +19,7 @@
 #include "alloc/alloc.h"
 #include "alloc/extent_index.h"
 #include "dev/dev.h"
+#include "dev/fault.h"
 #include "util/smr.h"
 
 #define BS 4096ULL
@@ -1175,6 +1176,147 @@ static void test_zoned_deferred_reset(void)
 }
 
 /* ------------------------------------------------------------------------
+ * Power cuts: a cut at every write of a workload; the last durable state
+ * must open, agree with what was live when it was committed, and go on
+ * writing at the write pointers.
+ * ------------------------------------------------------------------------ */
+
+struct cut_result {
+	struct smr_alloc_ref ref; /* last durable commit, zeroed if none */
+	uint64_t live;            /* model live bytes at that commit */
+	uint64_t writes;          /* writes the fault device saw */
+};
+
+static void cut_workload(struct smr_dev *dev, struct smr_fault *f,
+			 struct cut_result *res)
+{
+	struct smr_extent held[64], e[4];
+	struct smr_alloc *a = NULL;
+	struct smr_fault_stats fst;
+	struct smr_alloc_ref ref;
+	uint8_t *buf = smr_dev_buf_alloc(64 * BS);
+	uint64_t seed = 99, live = 0;
+	unsigned int nheld = 0;
+
+	memset(res, 0, sizeof(*res));
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	for (uint64_t gen = 1; gen <= 8; gen++) {
+		for (int k = 0; k < 5; k++) {
+			enum smr_stream s = (enum smr_stream)(smr_test_rand(
+				&seed) % 3);
+			uint64_t len = BS * (1 + smr_test_rand(&seed) % 40);
+			int n = smr_alloc_write(a, buf, len, NULL, s, e, 4);
+
+			CU_ASSERT(n >= 1);
+			for (int i = 0; i < n && nheld < 64; i++) {
+				held[nheld++] = e[i];
+				live += e[i].len;
+			}
+			if (nheld > 8 && smr_test_rand(&seed) % 2) {
+				unsigned int j = (unsigned int)(smr_test_rand(
+					&seed) % nheld);
+
+				SMR_ASSERT_OK(smr_alloc_free(a, held[j].off,
+							     held[j].len));
+				live -= held[j].len;
+				held[j] = held[--nheld];
+			}
+		}
+		SMR_ASSERT_OK(smr_alloc_commit(a, gen, &ref));
+		SMR_ASSERT_OK(smr_dev_flush(dev));
+		if (!smr_fault_is_cut(f)) {
+			res->ref = ref;
+			res->live = live;
+		}
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	smr_fault_stats(f, &fst);
+	res->writes = fst.writes;
+	smr_alloc_close(a);
+	smr_dev_buf_free(buf);
+}
+
+/* Run the workload with the power cut after @after writes (0: no cut) on
+ * a new zoned loop directory at @path; then, if cut, mount what is left. */
+static void cut_once(const char *path, const struct smr_zloop_params *p,
+		     uint64_t after, struct cut_result *res)
+{
+	struct smr_fault_rule rule = { .what = SMR_FAULT_DROP_WRITES,
+				       .after = after };
+	struct smr_dev *lower = NULL, *dev = NULL;
+	struct smr_fault *f = NULL;
+	struct smr_alloc *a = NULL;
+	struct smr_space sp;
+	struct smr_extent e[4];
+	uint8_t *buf;
+	uint64_t total = 0;
+
+	SMR_ASSERT_OK(smr_zloop_create(path, p));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	CU_ASSERT_FATAL(lower != NULL);
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	CU_ASSERT_FATAL(dev != NULL);
+	if (after)
+		SMR_ASSERT_OK(smr_fault_arm(f, &rule));
+	cut_workload(dev, f, res);
+	smr_dev_close(dev);
+	smr_fault_free(f);
+	smr_dev_close(lower);
+	if (!after)
+		return;
+
+	/* Mount what the cut left, from the last durable state. */
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_FATAL(dev != NULL);
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &res->ref,
+				     &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.capacity,
+			sp.used + sp.free + sp.reclaimable + sp.reserved);
+	for (uint32_t z = 0; z < smr_dev_info(dev)->nr_zones; z++)
+		total += (uint64_t)smr_alloc_zone_live(a, z);
+	CU_ASSERT_EQUAL(total, res->live + res->ref.len);
+	CU_ASSERT_EQUAL(sp.used, total);
+	/* Every stream goes on at its write pointer. */
+	buf = smr_dev_buf_alloc(8 * BS);
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		CU_ASSERT(smr_alloc_write(a, buf, 8 * BS, NULL,
+					  (enum smr_stream)s, e, 4) >= 1);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 100, &res->ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	CU_ASSERT(smr_dev_nr_active(dev) <= p->max_active);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+static void test_zoned_power_cut(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = 16 * ZSZ,
+		.zone_size = ZSZ / 4,
+		.max_open = 4,
+		.max_active = 4,
+		.block_size = BS,
+	};
+	const char *base = smr_test_tmpdir("alloc-pc");
+	struct cut_result full, res;
+	char path[512];
+	uint64_t after;
+
+	snprintf(path, sizeof(path), "%s/full", base);
+	cut_once(path, &p, 0, &full);
+	CU_ASSERT(full.writes > 20);
+	for (after = 1; after <= full.writes; after++) {
+		snprintf(path, sizeof(path), "%s/cut%" PRIu64, base, after);
+		cut_once(path, &p, after, &res);
+		smr_test_rmtree(path);
+	}
+}
+
+/* ------------------------------------------------------------------------
  * Corrupted state
  * ------------------------------------------------------------------------ */
 
@@ -1283,6 +1425,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_write_failed", test_zoned_write_failed },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },
+	{ "zoned_power_cut", test_zoned_power_cut },
 	{ "zoned_random", test_zoned_random },
 	{ "zoned_geometry", test_zoned_geometry },
 	{ NULL, NULL },
