@@ -673,6 +673,8 @@ static void test_truncate(void)
 	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "p", S_IFIFO | 0644, 0,
 				   &a));
 	SMR_ASSERT_RC(smr_ns_setattr(ns, &root_cr, a.ino, &sa, &a), -EINVAL);
+	sa.size = (uint64_t)INT64_MAX + 1;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &root_cr, f, &sa, &a), -EFBIG);
 	fs_teardown();
 }
 

@@ -620,7 +620,7 @@ static int ns_setattr_check(const struct smr_ns_cred *cr,
 		if (!S_ISREG(ip->mode))
 			return -EINVAL;
 		if (sa->size > (uint64_t)INT64_MAX)
-			return -EINVAL;
+			return -EFBIG;
 	}
 	return 0;
 }

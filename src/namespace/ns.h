@@ -153,8 +153,8 @@ struct smr_ns_setattr {
  * root or by the owner to one of their groups (-EPERM); a chown of a
  * non-directory clears S_ISUID and (if group-executable) S_ISGID; times "now"
  * by the owner, root or a caller with write permission (-EACCES). Size:
- * -EISDIR on a directory, -EINVAL on other non-regular files or a size
- * beyond 2^63-1; truncating down frees the extents past the end and zeroes
+ * -EISDIR on a directory, -EINVAL on other non-regular files, -EFBIG beyond
+ * 2^63-1; truncating down frees the extents past the end and zeroes
  * the tail of the last block; a non-root truncate clears S_ISUID/S_ISGID.
  * ctime is set to now on every change (or to .ctime).
  */
