@@ -410,6 +410,7 @@ static void test_dirty_bound(void)
 	struct smr_cow *c = NULL;
 	struct smr_cow_stats st;
 	uint64_t rs = 5, items;
+	uint8_t val[40] = { 1, 2, 3 };
 	size_t most = 0;
 
 	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
@@ -422,7 +423,7 @@ static void test_dirty_bound(void)
 		for (int i = 0; i < 100; i++) {
 			struct smr_key k = { .objid = smr_test_rand(&rs) };
 
-			SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &rs, 40));
+			SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val, sizeof(val)));
 		}
 		smr_txn_end(t);
 		most = SMR_MAX(most, smr_cache_dirty_bytes(c));
