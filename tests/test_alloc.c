@@ -1187,8 +1187,8 @@ struct cut_result {
 	uint64_t writes;          /* writes the fault device saw */
 };
 
-static void cut_workload(struct smr_dev *dev, struct smr_fault *f,
-			 struct cut_result *res)
+static void cut_workload(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+			 struct smr_fault *f, struct cut_result *res)
 {
 	struct smr_extent held[64], e[4];
 	struct smr_alloc *a = NULL;
@@ -1199,7 +1199,7 @@ static void cut_workload(struct smr_dev *dev, struct smr_fault *f,
 	unsigned int nheld = 0;
 
 	memset(res, 0, sizeof(*res));
-	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &a));
 	CU_ASSERT_FATAL(a != NULL);
 	for (uint64_t gen = 1; gen <= 8; gen++) {
 		for (int k = 0; k < 5; k++) {
@@ -1239,8 +1239,9 @@ static void cut_workload(struct smr_dev *dev, struct smr_fault *f,
 
 /* Run the workload with the power cut after @after writes (0: no cut) on
  * a new zoned loop directory at @path; then, if cut, mount what is left. */
-static void cut_once(const char *path, const struct smr_zloop_params *p,
-		     uint64_t after, struct cut_result *res)
+static void cut_once(const struct smr_alloc_ops *ops, const char *path,
+		     const struct smr_zloop_params *p, uint64_t after,
+		     struct cut_result *res)
 {
 	struct smr_fault_rule rule = { .what = SMR_FAULT_DROP_WRITES,
 				       .after = after };
@@ -1252,14 +1253,22 @@ static void cut_once(const char *path, const struct smr_zloop_params *p,
 	uint8_t *buf;
 	uint64_t total = 0;
 
-	SMR_ASSERT_OK(smr_zloop_create(path, p));
+	if (ops == &smr_zoned_ops) {
+		SMR_ASSERT_OK(smr_zloop_create(path, p));
+	} else {
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT(ftruncate(fd, (off_t)p->capacity) == 0);
+		close(fd);
+	}
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	CU_ASSERT_FATAL(lower != NULL);
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
 	CU_ASSERT_FATAL(dev != NULL);
 	if (after)
 		SMR_ASSERT_OK(smr_fault_arm(f, &rule));
-	cut_workload(dev, f, res);
+	cut_workload(ops, dev, f, res);
 	smr_dev_close(dev);
 	smr_fault_free(f);
 	smr_dev_close(lower);
@@ -1269,14 +1278,15 @@ static void cut_once(const char *path, const struct smr_zloop_params *p,
 	/* Mount what the cut left, from the last durable state. */
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
 	CU_ASSERT_FATAL(dev != NULL);
-	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &res->ref,
-				     &a));
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, &res->ref, &a));
 	CU_ASSERT_FATAL(a != NULL);
 	smr_alloc_space(a, &sp);
 	CU_ASSERT_EQUAL(sp.capacity,
 			sp.used + sp.free + sp.reclaimable + sp.reserved);
 	for (uint32_t z = 0; z < smr_dev_info(dev)->nr_zones; z++)
 		total += (uint64_t)smr_alloc_zone_live(a, z);
+	if (ops != &smr_zoned_ops)
+		total = sp.used;
 	CU_ASSERT_EQUAL(total, res->live + res->ref.len);
 	CU_ASSERT_EQUAL(sp.used, total);
 	/* Every stream goes on at its write pointer. */
@@ -1286,13 +1296,14 @@ static void cut_once(const char *path, const struct smr_zloop_params *p,
 					  (enum smr_stream)s, e, 4) >= 1);
 	SMR_ASSERT_OK(smr_alloc_commit(a, 100, &res->ref));
 	SMR_ASSERT_OK(smr_alloc_committed(a));
-	CU_ASSERT(smr_dev_nr_active(dev) <= p->max_active);
+	if (ops == &smr_zoned_ops)
+		CU_ASSERT(smr_dev_nr_active(dev) <= p->max_active);
 	smr_dev_buf_free(buf);
 	smr_alloc_close(a);
 	smr_dev_close(dev);
 }
 
-static void test_zoned_power_cut(void)
+static void power_cut(const struct smr_alloc_ops *ops)
 {
 	struct smr_zloop_params p = {
 		.capacity = 16 * ZSZ,
@@ -1307,13 +1318,24 @@ static void test_zoned_power_cut(void)
 	uint64_t after;
 
 	snprintf(path, sizeof(path), "%s/full", base);
-	cut_once(path, &p, 0, &full);
+	cut_once(ops, path, &p, 0, &full);
 	CU_ASSERT(full.writes > 20);
 	for (after = 1; after <= full.writes; after++) {
 		snprintf(path, sizeof(path), "%s/cut%" PRIu64, base, after);
-		cut_once(path, &p, after, &res);
+		cut_once(ops, path, &p, after, &res);
 		smr_test_rmtree(path);
 	}
+}
+
+static void test_zoned_power_cut(void)
+{
+	power_cut(&smr_zoned_ops);
+}
+
+static void test_xmod_power_cut(void)
+{
+	power_cut(&smr_rot_ops);
+	power_cut(&smr_flash_ops);
 }
 
 /* ------------------------------------------------------------------------
@@ -1435,6 +1457,7 @@ static const struct smr_test xmod_tests[] = {
 	{ "xmod_enospc", test_xmod_enospc },
 	{ "placement", test_placement },
 	{ "flash_discard", test_flash_discard },
+	{ "xmod_power_cut", test_xmod_power_cut },
 	{ "rot_random", test_rot_random },
 	{ "flash_random", test_flash_random },
 	{ NULL, NULL },
