@@ -915,7 +915,10 @@ static void power_loss(enum kind k)
 	nrec = smr_fault_nr_records(f);
 
 	for (uint64_t n = 0; n <= writes; n++) {
-		for (int tear = 0; tear < 2; tear++) {
+		/* 0: unflushed writes dropped; 1: the next write torn, the
+		 * unflushed ones kept; 2: a random subset of the unflushed
+		 * writes kept (a write cache that reorders). */
+		for (int tear = 0; tear < 3; tear++) {
 			struct smr_replay_opts ro = { 0 };
 			struct smr_fault_rec last;
 			struct smr_dev *t;
@@ -924,7 +927,10 @@ static void power_loss(enum kind k)
 
 			if (smr_fault_cut_prefix(f, n, &pre))
 				break;
-			if (tear) {
+			if (tear == 2) {
+				ro.flags = SMR_REPLAY_DROP_RANDOM;
+				ro.seed = n * 7 + 1;
+			} else if (tear) {
 				/* The (n+1)-th write, torn halfway. */
 				if (pre >= nrec)
 					break;
