@@ -873,6 +873,11 @@ static void xmod_enospc(const struct smr_alloc_ops *ops, const char *tag)
 			-ENOSPC);
 	smr_alloc_space(a, &sp);
 	CU_ASSERT_EQUAL(sp.reclaimable, first.len);
+	/* Ranges outside the device or misaligned are refused. */
+	SMR_ASSERT_RC(smr_alloc_free(a, 8 * SMR_MIB, BS), -EINVAL);
+	SMR_ASSERT_RC(smr_alloc_free(a, 16 * SMR_MIB, BS), -EINVAL);
+	SMR_ASSERT_RC(smr_alloc_free(a, first.off + 1, BS), -EINVAL);
+	SMR_ASSERT_RC(smr_alloc_free(a, first.off, 0), -EINVAL);
 	CU_ASSERT_EQUAL(sp.capacity,
 			sp.used + sp.free + sp.reclaimable + sp.reserved);
 	/* The commit's state comes out of the reserve. */

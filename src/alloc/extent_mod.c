@@ -47,7 +47,8 @@ static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
 
 		/* Sorted, disjoint, not touching, aligned, in range. */
 		if (!len || off % m->block_size || len % m->block_size ||
-		    off < a->data_start || len > a->info->capacity - off ||
+		    off < a->data_start || off >= a->info->capacity ||
+		    len > a->info->capacity - off ||
 		    (i && off <= prev_end)) {
 			rc = smr_corrupt(ref->off,
 					 "allocator state: bad free extent");
@@ -151,7 +152,8 @@ int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	int rc;
 
 	if (!len || off % m->block_size || len % m->block_size ||
-	    off < a->data_start || len > a->info->capacity - off)
+	    off < a->data_start || off >= a->info->capacity ||
+	    len > a->info->capacity - off)
 		return -EINVAL;
 	if (smr_xidx_overlaps(&m->free, off, len) ||
 	    smr_xidx_overlaps(&m->pending, off, len) ||

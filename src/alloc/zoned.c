@@ -593,7 +593,7 @@ static int zoned_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	int rc;
 
 	if (!len || off % m->bs || len % m->bs || off < a->data_start ||
-	    len > a->info->capacity - off)
+	    off >= a->info->capacity || len > a->info->capacity - off)
 		return -EINVAL;
 	rc = walk_live(a, m, off, len, LIVE_CHECK);
 	if (rc) {
