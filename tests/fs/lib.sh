@@ -101,7 +101,7 @@ mount_fs() {
 
 # umount_fs MNT: unmount and check that the daemon exits with status 0.
 umount_fs() {
-	fusermount3 -u "$1" || fail "fusermount3 -u $1"
+	fusermount3 -u "$1" || fail "fusermount3 -u $1: $(cat "$T/daemon.err")"
 	wait "$DAEMON"
 	st=$?
 	[ $st -eq 0 ] || fail "mount.smrfs exited with $st: $(cat "$T/daemon.err")"
