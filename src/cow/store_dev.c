@@ -402,7 +402,16 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 			smr_warn("using the checkpoint of generation %" PRIu64
 				 ": newer ones are damaged", ck->gen);
 		if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+			uint32_t other = v[i].slot ^ 1;
+			struct smr_zone z;
+
 			sd(c)->log_zone = v[i].slot;
+			/* A cut between moving the log and finishing the old
+			 * zone leaves it active: finish it now. */
+			if (!c->opts.read_only && !c->info->read_only &&
+			    !smr_dev_zone(c->dev, other, &z) &&
+			    smr_zone_is_active(&z))
+				smr_dev_zone_finish(c->dev, other);
 		} else {
 			/* Continue after the newest slot. */
 			sd(c)->next_slot = (v[i].slot + 1) % c->sb.ckpt_nr_slots;
@@ -806,9 +815,13 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	if (rc)
 		goto out_free;
 	if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+		/* Zone 1 holds only its superblock copy until the log moves
+		 * there: finish it, so that the log keeps one zone active. */
 		rc = sd_write_sb(dev, &c->sb, smr_dev_zone_start(dev, 0));
 		if (!rc)
 			rc = sd_write_sb(dev, &c->sb, smr_dev_zone_start(dev, 1));
+		if (!rc)
+			rc = smr_dev_zone_finish(dev, 1);
 	} else {
 		rc = sd_clear_slots(dev, &c->sb);
 		if (!rc)
