@@ -754,10 +754,17 @@ static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
 {
 	struct zoned *m = a->priv;
 	uint32_t reserved = 0;
+	bool data_slot[SMR_STREAM_NR] = { false };
 
+	/* What is left in an open zone is free only if a data stream writes
+	 * there; metadata's and relocation's zones are part of the reserve. */
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		if (is_data((enum smr_stream)s))
+			data_slot[a->stream_share[s]] = true;
 	memset(sp, 0, sizeof(*sp));
 	for (uint32_t i = 0; i < m->nz; i++) {
 		const struct zz *z = &m->z[i];
+		bool data = false;
 
 		switch (z->state) {
 		case ZS_BAD:
@@ -771,9 +778,14 @@ static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
 			}
 			break;
 		case ZS_OPEN:
+			for (int s = 0; s < SMR_STREAM_NR; s++)
+				data |= m->slot[s] == i && data_slot[s];
 			sp->used += z->live;
 			sp->reclaimable += z->ap - z->live;
-			sp->free += z->cap - z->ap;
+			if (data)
+				sp->free += z->cap - z->ap;
+			else
+				sp->reserved += z->cap - z->ap;
 			break;
 		default: /* FULL, RETIRING: the tail is unwritable */
 			sp->used += z->live;
