@@ -239,6 +239,7 @@ static void roundtrip(enum kind k)
 	CU_ASSERT(sp.capacity > 0 && sp.used > 0);
 	CU_ASSERT(sp.used + sp.free + sp.reclaimable + sp.reserved == sp.capacity);
 	CU_ASSERT_TRUE(model_equal(c, &m));
+	SMR_ASSERT_OK(smr_cow_check(c));
 	close_fs(dev, c);
 	/* Read-only open sees the same and writes nothing. */
 	o.read_only = true;
@@ -482,6 +483,7 @@ static void corrupt_node(enum kind k)
 	SMR_ASSERT_RC(smr_bt_iterate(c, SMR_TREE_FS, &lo, &hi, count_fn, &cnt),
 		      -SMR_EFSBADCRC);
 	CU_ASSERT(cnt < m.n);
+	SMR_ASSERT_RC(smr_cow_check(c), -SMR_EFSBADCRC);
 	close_fs(dev, c);
 
 	/* The root: nothing reads, nothing crashes. */

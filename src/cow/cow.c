@@ -170,6 +170,16 @@ bool smr_cow_is_read_only(struct smr_cow *c)
 	return ro;
 }
 
+int smr_cow_check(struct smr_cow *c)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_cow_audit_locked(c);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------
  * Items
  * ------------------------------------------------------------------------ */

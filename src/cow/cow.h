@@ -121,6 +121,16 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info);
 /* Read-only: opened so, or turned so after a failed metadata write. */
 bool smr_cow_is_read_only(struct smr_cow *c);
 
+/*
+ * Check the trees (fsck, tests): every node verifies and is reachable from
+ * the roots exactly once, keys are ordered within and across nodes, item
+ * counts match the roots, and no live node is among the blocks released
+ * but not yet freed. Reads the whole of every tree. Returns 0, or
+ * -SMR_EFSCORRUPTED / -SMR_EFSBADCRC (the failing block is logged), -EIO,
+ * -ENOMEM.
+ */
+int smr_cow_check(struct smr_cow *c);
+
 /* ------------------------------------------------------------------------
  * Transactions
  * ------------------------------------------------------------------------ */
