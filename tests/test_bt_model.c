@@ -151,12 +151,69 @@ static unsigned long env_ops(unsigned long def)
 	return s ? strtoul(s, NULL, 0) : def;
 }
 
+/* Where the model test's engine lives: the memory store, or a zoned loop
+ * directory through the device store. */
+struct backend {
+	struct smr_memstore *ms;
+	char path[512];
+	struct smr_dev *dev;
+};
+
+static int be_open(struct backend *be, const struct smr_cow_opts *o,
+		   struct smr_cow **cp)
+{
+	int rc;
+
+	if (be->ms)
+		return smr_cow_open_store(&smr_store_mem_ops, be->ms, o, cp);
+	rc = smr_dev_open(be->path, NULL, &be->dev);
+	if (!rc)
+		rc = smr_cow_open(be->dev, o, cp);
+	return rc;
+}
+
+static int be_close(struct backend *be, struct smr_cow *c)
+{
+	int rc = smr_cow_close(c);
+
+	if (be->dev)
+		smr_dev_close(be->dev);
+	be->dev = NULL;
+	return rc;
+}
+
+static void run_model(struct backend *be, unsigned long nops);
+
 static void test_model(void)
 {
-	unsigned long nops = env_ops(1000000), fails = 0;
+	struct backend be = { .ms = smr_memstore_new(16384) };
+
+	run_model(&be, env_ops(1000000));
+	smr_memstore_free(be.ms);
+}
+
+/* The same through the device store on a zoned loop directory (fewer
+ * operations: every commit goes to the device). */
+static void test_model_zloop(void)
+{
+	struct smr_zloop_params p = { .capacity = 256 * SMR_MIB,
+				      .zone_size = 4 * SMR_MIB };
+	struct backend be = { 0 };
+	struct smr_dev *dev;
+
+	snprintf(be.path, sizeof(be.path), "%s/zl", smr_test_tmpdir("model"));
+	SMR_ASSERT_OK(smr_zloop_create(be.path, &p));
+	SMR_ASSERT_OK(smr_dev_open(be.path, NULL, &dev));
+	SMR_ASSERT_OK(smr_cow_format(dev, NULL, NULL));
+	smr_dev_close(dev);
+	run_model(&be, env_ops(1000000) / 5);
+}
+
+static void run_model(struct backend *be, unsigned long nops)
+{
+	unsigned long fails = 0;
 	struct smr_cow_opts o = { .cache_bytes = 2 * SMR_MIB,
 				  .commit_secs = 3600 };
-	struct smr_memstore *ms = smr_memstore_new(16384);
 	struct ref r = { 0 };
 	struct smr_cow *c = NULL;
 	struct smr_cow_stats st;
@@ -168,7 +225,7 @@ static void test_model(void)
 	r.present = calloc(DOMAIN, 1);
 	r.len = calloc(DOMAIN, sizeof(*r.len));
 	r.seed = calloc(DOMAIN, sizeof(*r.seed));
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(be_open(be, &o, &c));
 	for (unsigned long i = 0; i < nops && c; i++) {
 		/* Grow for 40000 ops, then shrink for 40000. */
 		bool grow = (i / 40000) % 2 == 0;
@@ -257,10 +314,9 @@ static void test_model(void)
 			compare_all(c, &r);
 		}
 		if (i % 50000 == 49999) {
-			SMR_ASSERT_OK(smr_cow_close(c));
+			SMR_ASSERT_OK(be_close(be, c));
 			c = NULL;
-			SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms,
-							 &o, &c));
+			SMR_ASSERT_OK(be_open(be, &o, &c));
 			if (c)
 				compare_all(c, &r);
 		}
@@ -273,14 +329,13 @@ static void test_model(void)
 		       r.nr, height_max, st.node_reads, st.nodes_written,
 		       st.commits);
 		CU_ASSERT(height_max >= 2);
-		SMR_ASSERT_OK(smr_cow_close(c));
+		SMR_ASSERT_OK(be_close(be, c));
 	}
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(be_open(be, &o, &c));
 	if (c) {
 		compare_all(c, &r);
-		SMR_ASSERT_OK(smr_cow_close(c));
+		SMR_ASSERT_OK(be_close(be, c));
 	}
-	smr_memstore_free(ms);
 	free(r.present);
 	free(r.len);
 	free(r.seed);
@@ -563,6 +618,7 @@ static const struct smr_test model_tests[] = {
 	{ "dirty_bound", test_dirty_bound },
 	{ "concurrent", test_concurrent },
 	{ "model", test_model },
+	{ "model_zloop", test_model_zloop },
 	{ NULL, NULL },
 };
 
