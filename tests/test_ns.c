@@ -1199,6 +1199,78 @@ static void test_threads(void)
 	fs_teardown();
 }
 
+/* Threads writing whole blocks over one another in one file: every block
+ * ends up as one writer wrote it, and no space is freed twice. */
+static uint64_t shared_ino;
+
+static void block_pattern(uint8_t *blk, uint64_t writer, uint64_t blkno)
+{
+	for (size_t i = 0; i < 4096; i += 8) {
+		uint64_t v = writer << 56 | blkno << 16 | i;
+
+		memcpy(blk + i, &v, 8);
+	}
+}
+
+static void *overlap_run(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t rnd = 77 + w->id;
+	uint8_t *buf = malloc(16 * 4096);
+
+	for (int i = 0; i < 60; i++) {
+		uint64_t first = smr_test_rand(&rnd) % 48;
+		uint64_t n = 1 + smr_test_rand(&rnd) % 16;
+
+		for (uint64_t b = 0; b < n; b++)
+			block_pattern(buf + b * 4096, w->id, first + b);
+		if (smr_ns_write(ns, &root_cr, shared_ino, first * 4096, buf,
+				 n * 4096) != (ssize_t)(n * 4096))
+			w->errors++;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void test_threads_overlap(void)
+{
+	enum { N = 4 };
+	struct worker w[N];
+	pthread_t th[N];
+	uint8_t blk[4096], want[4096];
+
+	fs_setup();
+	shared_ino = mkfile(ROOT, "shared", 0644);
+	for (int i = 0; i < N; i++) {
+		w[i].id = i + 1;
+		w[i].errors = 0;
+		CU_ASSERT_EQUAL(pthread_create(&th[i], NULL, overlap_run,
+					       &w[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(w[i].errors, 0);
+	}
+	for (uint64_t b = 0; b < 64; b++) {
+		ssize_t n = smr_ns_read(ns, shared_ino, b * 4096, 4096, blk);
+		bool ok = false;
+
+		if (n == 0)
+			continue; /* past the end */
+		CU_ASSERT_EQUAL(n, 4096);
+		memset(want, 0, sizeof(want));
+		ok = !memcmp(blk, want, sizeof(blk)); /* never written */
+		for (uint64_t id = 1; id <= N && !ok; id++) {
+			block_pattern(want, id, b);
+			ok = !memcmp(blk, want, sizeof(blk));
+		}
+		CU_ASSERT(ok);
+	}
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "shared"));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	fs_teardown();
+}
+
 #ifdef NS_TEST_REAL
 static void test_persistence(void)
 {
@@ -1336,6 +1408,7 @@ static const struct smr_test ns_tests[] = {
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
 	{ "threads", test_threads },
+	{ "threads_overlap", test_threads_overlap },
 	{ NULL, NULL },
 };
 

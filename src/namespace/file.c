@@ -347,6 +347,85 @@ static int ns_ext_insert(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	return ns_ext_put(ns, t, ino, e);
 }
 
+/* One piece of a write: at most one extent item's worth of blocks, written
+ * to new space, with the checksums of its blocks. */
+struct ns_piece {
+	uint64_t a, len;
+	int n;
+	struct smr_data_extent dx[NS_WRITE_EXTS];
+	uint64_t csums[SMR_NS_EXTENT_MAX_BLOCKS];
+};
+
+/* The device end of the extent just before file offset @a (the locality
+ * hint of a write there), or 0. */
+static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
+			struct ns_ext *prev)
+{
+	if (a >= ns->bsize && ns_ext_find(ns, ino, a - 1, prev) == 0)
+		return prev->dev + prev->len;
+	return 0;
+}
+
+/*
+ * Write [@a, @a + @len) of whole blocks from @wbuf (an engine buffer) to new
+ * space and checksum it. Needs no namespace lock: nothing references the
+ * new space until ns_piece_map_locked() maps it.
+ */
+static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
+			  uint64_t a, const uint8_t *wbuf, uint64_t len,
+			  uint64_t near, struct ns_piece *pc)
+{
+	uint64_t bs = ns->bsize;
+
+	pc->a = a;
+	pc->len = len;
+	pc->n = smr_cow_data_write(ns->cow, SMR_DATA_HOT, near, wbuf, len,
+				   pc->dx, NS_WRITE_EXTS);
+	if (pc->n < 0)
+		return pc->n;
+	for (uint64_t j = 0; j < len / bs; j++)
+		pc->csums[j] = ns_block_csum(ns, wbuf + j * bs, ino, a + j * bs,
+					     gen);
+	return 0;
+}
+
+/* Give back the space of a piece that will not be mapped. */
+static void ns_piece_drop(struct smr_txn *t, const struct ns_piece *pc,
+			  int from)
+{
+	for (int i = from; i < pc->n; i++)
+		smr_cow_data_free(t, pc->dx[i].off, pc->dx[i].len);
+}
+
+/* Map a written piece in place of what was there. */
+static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
+			       struct ns_inode *ip, const struct ns_piece *pc,
+			       struct ns_ext *e)
+{
+	struct ns_ext *prev = e + 1;
+	uint64_t bs = ns->bsize, foff = pc->a;
+	int rc, mapped = 0;
+
+	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len);
+	for (; !rc && mapped < pc->n; mapped++) {
+		e->foff = foff;
+		e->dev = pc->dx[mapped].off;
+		e->len = pc->dx[mapped].len;
+		e->gen = ip->gen;
+		e->n = (uint32_t)(e->len / bs);
+		memcpy(e->csums, pc->csums + (foff - pc->a) / bs,
+		       8 * (size_t)e->n);
+		rc = ns_ext_insert(ns, t, ip->ino, e, prev);
+		if (rc)
+			break;
+		ip->bytes += e->len;
+		foff += e->len;
+	}
+	if (rc)
+		ns_piece_drop(t, pc, mapped);
+	return rc;
+}
+
 /*
  * Write one piece [@a, @a + @len) of whole blocks from @wbuf (an engine
  * buffer) to new space and map it in place of what was there.
@@ -355,37 +434,16 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			  struct ns_inode *ip, uint64_t a, const uint8_t *wbuf,
 			  uint64_t len, struct ns_ext *e)
 {
-	struct smr_data_extent dx[NS_WRITE_EXTS];
-	struct ns_ext *prev = e + 1;
-	uint64_t near = 0, bs = ns->bsize, foff = a;
-	int n, rc, mapped = 0;
+	struct ns_piece *pc = malloc(sizeof(*pc));
+	int rc;
 
-	if (a >= bs && ns_ext_find(ns, ip->ino, a - 1, prev) == 0)
-		near = prev->dev + prev->len;
-	n = smr_cow_data_write(ns->cow, SMR_DATA_HOT, near, wbuf, len, dx,
-			       NS_WRITE_EXTS);
-	if (n < 0)
-		return n;
-	rc = ns_punch_locked(ns, t, ip, a, a + len);
-	for (; !rc && mapped < n; mapped++) {
-		e->foff = foff;
-		e->dev = dx[mapped].off;
-		e->len = dx[mapped].len;
-		e->gen = ip->gen;
-		e->n = (uint32_t)(dx[mapped].len / bs);
-		for (uint32_t j = 0; j < e->n; j++)
-			e->csums[j] = ns_block_csum(ns,
-				wbuf + (foff - a) + (uint64_t)j * bs, ip->ino,
-				foff + (uint64_t)j * bs, ip->gen);
-		rc = ns_ext_insert(ns, t, ip->ino, e, prev);
-		if (rc)
-			break;
-		ip->bytes += dx[mapped].len;
-		foff += dx[mapped].len;
-	}
-	/* What the map does not reference goes back. */
-	for (int i = mapped; rc && i < n; i++)
-		smr_cow_data_free(t, dx[i].off, dx[i].len);
+	if (!pc)
+		return -ENOMEM;
+	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
+			    ns_near(ns, ip->ino, a, e + 1), pc);
+	if (!rc)
+		rc = ns_piece_map_locked(ns, t, ip, pc, e);
+	free(pc);
 	return rc;
 }
 
@@ -447,6 +505,106 @@ out_free:
 	return rc;
 }
 
+/* An inode that may be written. */
+static int ns_get_writable(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
+{
+	int rc = ns_inode_get(ns, ino, ip);
+
+	if (rc)
+		return rc;
+	if (S_ISDIR(ip->mode))
+		return -EISDIR;
+	if (!S_ISREG(ip->mode))
+		return -EINVAL;
+	return 0;
+}
+
+/* A write that ended at @end happened: size, times, set-id bits. */
+static void ns_wrote(const struct smr_ns_cred *cr, struct ns_inode *ip,
+		     uint64_t end)
+{
+	ip->size = SMR_MAX(ip->size, end);
+	ip->mtime = ip->ctime = ns_now();
+	if (cr->uid != 0) {
+		ip->mode &= ~S_ISUID;
+		if (ip->mode & S_IXGRP)
+			ip->mode &= ~S_ISGID;
+	}
+}
+
+/*
+ * A write of whole blocks needs no read-modify-write, so its data goes to
+ * the device without the namespace lock, a piece at a time: the lock is
+ * taken to find the locality hint, dropped for the data write and the
+ * checksums, and taken again to map the piece. A concurrent write to the
+ * same range maps after or before ours, as if the two had been serialised;
+ * if the inode went away meanwhile, the piece's space is given back.
+ */
+static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			    uint64_t ino, uint64_t off, const uint8_t *buf,
+			    uint64_t size, uint64_t *done)
+{
+	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
+	struct ns_piece *pc = malloc(sizeof(*pc));
+	struct ns_ext *e = malloc(2 * sizeof(*e));
+	uint8_t *wbuf = smr_cow_buf_alloc(maxp);
+	struct ns_inode in;
+	struct smr_txn *t;
+	int rc = 0, rc2;
+
+	*done = 0;
+	if (!pc || !e || !wbuf) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	while (*done < size) {
+		uint64_t a = off + *done, len = SMR_MIN(maxp, size - *done);
+		uint64_t near, gen;
+
+		pthread_mutex_lock(&ns->lock);
+		rc = ns_get_writable(ns, ino, &in);
+		near = rc ? 0 : ns_near(ns, ino, a, e);
+		gen = in.gen;
+		pthread_mutex_unlock(&ns->lock);
+		if (rc)
+			break;
+
+		memcpy(wbuf, buf + *done, len);
+		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, pc);
+		if (rc)
+			break;
+
+		pthread_mutex_lock(&ns->lock);
+		rc = smr_txn_begin(ns->cow, &t);
+		if (rc) {
+			/* Read-only now: the engine keeps nothing of it. */
+			pthread_mutex_unlock(&ns->lock);
+			break;
+		}
+		rc = ns_get_writable(ns, ino, &in);
+		if (rc) {
+			ns_piece_drop(t, pc, 0);
+		} else {
+			rc = ns_piece_map_locked(ns, t, &in, pc, e);
+			if (!rc)
+				ns_wrote(cr, &in, a + len);
+			rc2 = ns_inode_put(ns, t, &in);
+			if (!rc)
+				rc = rc2;
+		}
+		smr_txn_end(t);
+		pthread_mutex_unlock(&ns->lock);
+		if (rc)
+			break;
+		*done += len;
+	}
+out_free:
+	smr_cow_buf_free(wbuf);
+	free(e);
+	free(pc);
+	return rc;
+}
+
 ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		     uint64_t ino, uint64_t off, const void *buf, size_t size)
 {
@@ -457,39 +615,27 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
 		return -EFBIG;
+	if (size && off % ns->bsize == 0 && size % ns->bsize == 0) {
+		rc = ns_write_aligned(ns, cr, ino, off, buf, size, &done);
+		goto out;
+	}
 	pthread_mutex_lock(&ns->lock);
-	rc = ns_inode_get(ns, ino, &in);
-	if (rc)
-		goto out_unlock;
-	if (S_ISDIR(in.mode)) {
-		rc = -EISDIR;
-		goto out_unlock;
-	}
-	if (!S_ISREG(in.mode)) {
-		rc = -EINVAL;
-		goto out_unlock;
-	}
-	if (size == 0)
+	rc = ns_get_writable(ns, ino, &in);
+	if (rc || size == 0)
 		goto out_unlock;
 	rc = smr_txn_begin(ns->cow, &t);
 	if (rc)
 		goto out_unlock;
 	rc = ns_write_locked(ns, t, &in, off, buf, size, &done);
-	if (done) {
-		in.size = SMR_MAX(in.size, off + done);
-		in.mtime = in.ctime = ns_now();
-		if (cr->uid != 0) {
-			in.mode &= ~S_ISUID;
-			if (in.mode & S_IXGRP)
-				in.mode &= ~S_ISGID;
-		}
-	}
+	if (done)
+		ns_wrote(cr, &in, off + done);
 	rc2 = ns_inode_put(ns, t, &in);
 	if (!rc)
 		rc = rc2;
 	smr_txn_end(t);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
+out:
 	if (done && (rc == 0 || done < size))
 		return (ssize_t)done;
 	return rc;
