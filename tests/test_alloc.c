@@ -655,7 +655,7 @@ static void test_zoned_random(void)
 }
 
 /* Zone capacity below zone size, conventional zones managed or left to
- * the caller below data_start. */
+ * the caller below data_start, 512-byte blocks. */
 static void test_zoned_geometry(void)
 {
 	static const struct {
@@ -663,11 +663,13 @@ static void test_zoned_geometry(void)
 		uint32_t nr_cnv;
 		uint32_t skip; /* zones below data_start */
 		uint32_t limit;
+		uint32_t bs;
 	} cases[] = {
-		{ ZSZ * 3 / 4, 0, 0, 4 },
-		{ ZSZ, 2, 0, 5 },
-		{ ZSZ / 2, 2, 2, 4 },
-		{ ZSZ, 1, 2, 5 }, /* one sequential zone below: one less */
+		{ ZSZ * 3 / 4, 0, 0, 4, BS },
+		{ ZSZ, 2, 0, 5, BS },
+		{ ZSZ / 2, 2, 2, 4, BS },
+		{ ZSZ, 1, 2, 5, BS }, /* one sequential zone below: one less */
+		{ ZSZ, 0, 0, 6, 512 },
 	};
 
 	for (unsigned int i = 0; i < SMR_ARRAY_SIZE(cases); i++) {
@@ -678,7 +680,7 @@ static void test_zoned_geometry(void)
 			.nr_cnv = cases[i].nr_cnv,
 			.max_open = cases[i].limit,
 			.max_active = cases[i].limit,
-			.block_size = BS,
+			.block_size = cases[i].bs,
 		};
 		char path[512];
 		struct smr_dev *dev = zloop_dev_p("alloc-zg", &p, path,
