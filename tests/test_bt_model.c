@@ -533,7 +533,7 @@ static void *conc_main(void *arg)
 			}
 			if (smr_test_rand(&rs) % 3) {
 				for (int w = 0; w < 8; w++)
-					v[w] = i * 1000 + (uint64_t)j;
+					v[w] = i * 100000 + (uint64_t)j;
 				rc = smr_bt_put(t, SMR_TREE_FS, &k, v,
 						sizeof(uint64_t) * (1 + j % 8));
 				x->last[i] = rc ? x->last[i] : (uint64_t)j + 1;
@@ -544,19 +544,31 @@ static void *conc_main(void *arg)
 				x->last[i] = 0;
 			}
 			smr_txn_end(t);
+			if (rc && !x->fails)
+				fprintf(stderr, "writer %d: rc %d at op %d\n", x->id, rc, j);
 			x->fails += rc != 0;
-			if (j % 997 == 0)
-				x->fails += smr_cow_commit(x->c) != 0;
+			if (j % 997 == 0) {
+				rc = smr_cow_commit(x->c);
+				if (rc)
+					fprintf(stderr, "writer %d: commit rc %d\n", x->id, rc);
+				x->fails += rc != 0;
+			}
 			continue;
 		}
 		rc = smr_bt_lookup(x->c, SMR_TREE_FS, &k, v, &len);
 		if (rc == 0) {
 			/* Whole items only: every word the same. */
-			if (len % 8 || !len || v[0] / 1000 != i)
+			if (len % 8 || !len || v[0] / 100000 != i) {
+				fprintf(stderr, "reader %d: len %zu v0 %llu key %llu\n",
+					x->id, len, (unsigned long long)v[0],
+					(unsigned long long)i);
 				x->fails++;
+			}
 			for (size_t w = 1; w < len / 8; w++)
 				x->fails += v[w] != v[0];
 		} else if (rc != -ENOENT) {
+			if (!x->fails)
+				fprintf(stderr, "reader %d: lookup rc %d\n", x->id, rc);
 			x->fails++;
 		}
 	}
@@ -599,7 +611,7 @@ static void test_concurrent(void)
 
 			if (th[w].last[i]) {
 				CU_ASSERT_EQUAL(rc, 0);
-				CU_ASSERT_EQUAL(v[0], i * 1000 + th[w].last[i] - 1);
+				CU_ASSERT_EQUAL(v[0], i * 100000 + th[w].last[i] - 1);
 			} else {
 				CU_ASSERT_EQUAL(rc, -ENOENT);
 			}
