@@ -920,20 +920,26 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 			   const void *val, size_t len)
 {
 	struct ns_readdir *rd = arg;
-	const struct smr_ns_dirent_d *d = val;
-	char name[SMR_NS_NAME_MAX + 1];
+	union {
+		struct smr_ns_dirent_d d;
+		uint8_t b[NS_DIRENT_BUF + 1];
+	} v;
 	size_t nlen;
 
-	if (len < sizeof(*d) || len != sizeof(*d) + le16toh(d->name_len) ||
-	    le16toh(d->name_len) > SMR_NS_NAME_MAX) {
+	/* The engine's value may sit anywhere in a node: copy it to align. */
+	if (len < sizeof(v.d) || len > NS_DIRENT_BUF) {
 		rd->err = smr_corrupt(UINT64_MAX, "readdir index entry size");
 		return rd->err;
 	}
-	nlen = le16toh(d->name_len);
-	memcpy(name, d->name, nlen);
-	name[nlen] = 0;
-	return rd->fill(rd->arg, name, nlen, le64toh(d->ino), d->dtype,
-			key->offset);
+	memcpy(&v, val, len);
+	nlen = le16toh(v.d.name_len);
+	if (len != sizeof(v.d) + nlen) {
+		rd->err = smr_corrupt(UINT64_MAX, "readdir index entry size");
+		return rd->err;
+	}
+	v.b[len] = 0;
+	return rd->fill(rd->arg, (const char *)v.d.name, nlen,
+			le64toh(v.d.ino), v.d.dtype, key->offset);
 }
 
 /* relatime: update atime only when it is not newer than mtime/ctime or is

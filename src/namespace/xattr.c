@@ -334,28 +334,34 @@ static int ns_xa_list_item(void *arg, const struct smr_key *key,
 			   const void *val, size_t len)
 {
 	struct ns_xa_list *l = arg;
-	const struct smr_ns_xattr_d *d = val;
+	const uint8_t *name = (const uint8_t *)val + NS_XA_HDR;
+	struct smr_ns_xattr_d d;
 	size_t n;
 
 	if ((key->offset & 0xff) != 0)
 		return 0;
-	if (len < NS_XA_HDR || len < NS_XA_HDR + le16toh(d->name_len)) {
-		l->err = smr_corrupt(UINT64_MAX, "xattr item size");
-		return l->err;
-	}
-	n = le16toh(d->name_len);
-	if (l->cr->uid != 0 && n >= 8 && !memcmp(d->name, "trusted.", 8))
+	/* The engine's value may sit anywhere in a node: copy to align. */
+	if (len < NS_XA_HDR)
+		goto out_corrupt;
+	memcpy(&d, val, sizeof(d));
+	n = le16toh(d.name_len);
+	if (len < NS_XA_HDR + n)
+		goto out_corrupt;
+	if (l->cr->uid != 0 && n >= 8 && !memcmp(name, "trusted.", 8))
 		return 0;
 	if (l->size) {
 		if (l->len + n + 1 > l->size) {
 			l->err = -ERANGE;
 			return l->err;
 		}
-		memcpy(l->list + l->len, d->name, n);
+		memcpy(l->list + l->len, name, n);
 		l->list[l->len + n] = 0;
 	}
 	l->len += n + 1;
 	return 0;
+out_corrupt:
+	l->err = smr_corrupt(UINT64_MAX, "xattr item size");
+	return l->err;
 }
 
 ssize_t smr_ns_listxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
