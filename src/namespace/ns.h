@@ -21,11 +21,13 @@
  * rename to the owner of the entry or of the directory, or root. The caller's
  * credentials come in struct smr_ns_cred.
  *
- * Concurrency. One namespace lock (a mutex) is held for the whole of every
- * call, including the data I/O of read and write: a call sees and leaves the
- * trees consistent. fsync and sync run without it (the engine commit waits
- * for running calls); statfs takes it only to read a counter. Engine locks
- * are taken inside the engine. Every call may come from any thread.
+ * Concurrency. One namespace lock (a mutex) is held for every call, so that
+ * a call sees and leaves the trees consistent; reads and partial-block
+ * writes hold it across their data I/O. A whole-block write drops it while
+ * its data goes to new space (nothing references that space until the write
+ * maps it under the lock). fsync and sync run without it (the engine commit
+ * waits for running calls); statfs takes it only to read a counter. Engine
+ * locks are taken inside the engine. Every call may come from any thread.
  */
 #ifndef SMR_NAMESPACE_NS_H
 #define SMR_NAMESPACE_NS_H
