@@ -182,7 +182,9 @@ int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key);
 /*
  * Call @fn for each item with @from <= key <= @to, in key order, under the
  * shared lock (so @fn must not change the tree). @fn returns 0 to go on,
- * 1 to stop early, or a negative errno that is returned.
+ * 1 to stop early, or a negative errno that is returned. @val points into
+ * the node and is valid only during the call; it has no alignment, so copy
+ * it before reading its fields.
  */
 typedef int (*smr_bt_iter_fn)(void *arg, const struct smr_key *key,
 			      const void *val, size_t len);
