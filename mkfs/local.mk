@@ -5,3 +5,4 @@ sbin_PROGRAMS += mkfs/mkfs.smrfs
 mkfs_mkfs_smrfs_SOURCES = mkfs/mkfs.c
 mkfs_mkfs_smrfs_CFLAGS = $(AM_CFLAGS) $(BLKID_CFLAGS)
 mkfs_mkfs_smrfs_LDADD = libsmrfs.la $(BLKID_LIBS)
+dist_man_MANS += mkfs/mkfs.smrfs.8

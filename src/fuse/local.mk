@@ -29,3 +29,5 @@ SMR_FS_TESTS = \
 	tests/fs/user_mount.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py
+
+dist_man_MANS += src/fuse/mount.smrfs.8
