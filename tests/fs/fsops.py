@@ -7,10 +7,24 @@ Usage: python3 fsops.py MODE MOUNTPOINT
   fsync   write a file, fsync it, print nothing (the caller kills the daemon)
   synced  check the file "fsync" wrote
 """
+import ctypes
 import errno
 import hashlib
 import os
 import sys
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+
+
+def renameat2(old, new, flags):
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.renameat2(AT_FDCWD, old.encode(), AT_FDCWD, new.encode(),
+                        flags)
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), old)
 
 
 def fail(msg):
@@ -117,6 +131,18 @@ def ops(m):
     write(p("newer"), b"new")
     os.rename(p("newer"), p("victim"))
     check(read(p("victim")) == b"new", "rename over a file")
+
+    # renameat2 flags.
+    write(p("x1"), b"one")
+    write(p("x2"), b"two")
+    expect_err(errno.EEXIST, renameat2, p("x1"), p("x2"), RENAME_NOREPLACE)
+    renameat2(p("x1"), p("x2"), RENAME_EXCHANGE)
+    check(read(p("x1")) == b"two" and read(p("x2")) == b"one",
+          "RENAME_EXCHANGE")
+    expect_err(errno.ENOENT, renameat2, p("x1"), p("x3"), RENAME_EXCHANGE)
+    renameat2(p("x1"), p("x3"), RENAME_NOREPLACE)
+    os.unlink(p("x2"))
+    os.unlink(p("x3"))
 
     # Hard links.
     os.link(p("g"), p("h"))
