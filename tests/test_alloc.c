@@ -1106,6 +1106,55 @@ static void test_zoned_gc_pick(void)
 	smr_dev_close(fdev);
 }
 
+/* On a device of 512-byte blocks a zone's tail can be shorter than a state
+ * block: the state pads it and goes on in the next zone. */
+static void test_zoned_state_tail(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = 16 * 64 * SMR_KIB,
+		.zone_size = 64 * SMR_KIB,
+		.max_open = 1,
+		.max_active = 1,
+		.block_size = 512,
+	};
+	char path[512];
+	struct smr_dev *dev = zloop_dev_p("alloc-zt", &p, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e[4];
+	struct smr_space before, after;
+	uint8_t *buf = smr_dev_buf_alloc(64 * SMR_KIB);
+	uint32_t z;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	/* One zone for everything: leave it 3 blocks. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 64 * SMR_KIB - 1536, NULL,
+					SMR_STREAM_HOT, e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	CU_ASSERT_EQUAL(ref.len, 1536 + 4096);
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_no(dev, ref.off), z);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	smr_alloc_space(a, &before);
+	CU_ASSERT_EQUAL(before.used, 64 * SMR_KIB - 1536 + ref.len);
+	smr_alloc_close(a);
+	a = NULL;
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_space(a, &after);
+	CU_ASSERT(!memcmp(&before, &after, sizeof(before)));
+	/* And the next state replaces it. */
+	SMR_ASSERT_OK(smr_alloc_commit(a, 2, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	smr_alloc_space(a, &after);
+	CU_ASSERT_EQUAL(after.used, 64 * SMR_KIB - 1536 + ref.len);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 /* Data written after the checkpoint is dead; the pointer does not go
  * back; a zone the state had free but that was written is all dead. */
 static void test_zoned_recover(void)
@@ -1456,6 +1505,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_write_failed", test_zoned_write_failed },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },
+	{ "zoned_state_tail", test_zoned_state_tail },
 	{ "zoned_power_cut", test_zoned_power_cut },
 	{ "zoned_random", test_zoned_random },
 	{ "zoned_geometry", test_zoned_geometry },

@@ -19,6 +19,9 @@
  * does allocate-and-write under the stream's lock for callers that do not
  * batch; a caller that batches (the COW commit) holds the stream for itself.
  * A write that fails must be reported with smr_alloc_write_failed().
+ * When a stream's extents continue in a new zone, the new zone's first write
+ * must be issued only after the old zone's last one completed: written at
+ * once, both zones would be active, one more than the allocator counted.
  * On a device with fewer active zones than streams, several streams share
  * one zone and therefore one lock: "holding a stream" means holding
  * smr_alloc_stream_lock(a, stream), never a->stream_lock[stream] directly

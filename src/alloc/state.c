@@ -112,14 +112,17 @@ int smr_state_alloc(struct smr_alloc *a, uint64_t bytes,
 	uint64_t got = 0;
 	int rc;
 
+	/* Only whole state blocks count: a piece shorter than one (a zone's
+	 * tail on a device of small blocks) is padding. */
 	while (got < bytes && nr < SMR_ALLOC_STATE_MAX_EXT) {
+		/* One piece at a time, so that a short piece's padding is
+		 * not followed by another short piece. */
 		rc = a->ops->alloc(a, bytes - got, &hint, SMR_STREAM_META,
-				   ext + nr, SMR_ALLOC_STATE_MAX_EXT - nr);
+				   ext + nr, 1);
 		if (rc < 0)
 			goto out_undo;
-		for (int i = 0; i < rc; i++)
-			got += ext[nr + i].len;
-		nr += rc;
+		got += SMR_ROUND_DOWN(ext[nr].len, SMR_ALLOC_STATE_BLKSZ);
+		nr++;
 	}
 	if (got < bytes) {
 		rc = -ENOSPC;
@@ -132,18 +135,41 @@ out_undo:
 	return rc;
 }
 
-/* Device address of state block @i laid over @ext. */
-static uint64_t blk_addr(const struct smr_extent *ext, unsigned int nr_ext,
-			 uint64_t i)
+/*
+ * The layout of the state over its extents: each extent holds as many
+ * whole blocks as fit from its start, in order; the rest of an extent
+ * (shorter than a block) is zero padding. The state's buffer is the
+ * extents' bytes back to back.
+ */
+static uint64_t layout_blocks(const struct smr_extent *ext,
+			      unsigned int nr_ext)
 {
-	uint64_t at = i * SMR_ALLOC_STATE_BLKSZ;
+	uint64_t n = 0;
+
+	for (unsigned int e = 0; e < nr_ext; e++)
+		n += ext[e].len / SMR_ALLOC_STATE_BLKSZ;
+	return n;
+}
+
+/* Where block @i lies: its byte position in the buffer and its device
+ * address. False if there is no such block. */
+static bool layout_blk(const struct smr_extent *ext, unsigned int nr_ext,
+		       uint64_t i, uint64_t *pos, uint64_t *addr)
+{
+	uint64_t at = 0;
 
 	for (unsigned int e = 0; e < nr_ext; e++) {
-		if (at < ext[e].len)
-			return ext[e].off + at;
-		at -= ext[e].len;
+		uint64_t in = ext[e].len / SMR_ALLOC_STATE_BLKSZ;
+
+		if (i < in) {
+			*pos = at + i * SMR_ALLOC_STATE_BLKSZ;
+			*addr = ext[e].off + i * SMR_ALLOC_STATE_BLKSZ;
+			return true;
+		}
+		i -= in;
+		at += ext[e].len;
 	}
-	return UINT64_MAX;
+	return false;
 }
 
 static void sum_to_disk(const struct smr_state_sum *s, uint64_t total,
@@ -198,16 +224,16 @@ int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,
 		    size_t entry_size, uint64_t n, const struct smr_extent *ext,
 		    unsigned int nr_ext, struct smr_alloc_ref *ref)
 {
-	struct smr_io ios[SMR_ALLOC_STATE_MAX_EXT];
-	uint64_t total = 0, nblks, done = 0;
+	uint64_t total = 0, nblks, done = 0, bpos = 0, baddr = 0, addr0 = 0;
 	uint8_t *buf;
 	size_t pos;
 	int rc;
 
 	for (unsigned int i = 0; i < nr_ext; i++)
 		total += ext[i].len;
-	nblks = total / SMR_ALLOC_STATE_BLKSZ;
-	if (total < smr_state_bytes(entry_size, n) || nblks > UINT32_MAX)
+	nblks = layout_blocks(ext, nr_ext);
+	if (nblks * SMR_ALLOC_STATE_BLKSZ < smr_state_bytes(entry_size, n) ||
+	    nblks > UINT32_MAX)
 		return smr_corrupt(ext[0].off,
 				   "allocator state larger than its space");
 	buf = smr_dev_buf_alloc(total);
@@ -215,14 +241,17 @@ int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,
 		return -ENOMEM;
 
 	for (uint64_t i = 0; i < nblks; i++) {
-		uint8_t *b = buf + i * SMR_ALLOC_STATE_BLKSZ;
-		struct smr_alloc_state_blk *sb =
-			(void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+		uint8_t *b;
+		struct smr_alloc_state_blk *sb;
 		uint64_t cnt = SMR_MIN(n - done, entries_in_blk(i, entry_size));
 
+		layout_blk(ext, nr_ext, i, &bpos, &baddr);
+		if (i == 0)
+			addr0 = baddr;
+		b = buf + bpos;
+		sb = (void *)(b + SMR_ALLOC_STATE_BLK_OFF);
 		smr_blk_hdr_init(b, &state_blk_ops, SMR_ALLOC_STATE_BLKSZ,
-				 blk_addr(ext, nr_ext, i), gen,
-				 SMR_OWNER_ALLOC, a->fs_uuid, 0);
+				 baddr, gen, SMR_OWNER_ALLOC, a->fs_uuid, 0);
 		sb->module = htole32(module);
 		sb->blk_index = htole32((uint32_t)i);
 		sb->nr_blks = htole32((uint32_t)nblks);
@@ -244,22 +273,21 @@ int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,
 			goto out_free;
 	}
 
+	/* One extent after the other, not as one batch: extents in two zones
+	 * written at once could make one zone too many active while the
+	 * first is not yet full. */
 	pos = 0;
 	for (unsigned int i = 0; i < nr_ext; i++) {
-		ios[i].op = SMR_IO_WRITE;
-		ios[i].buf = buf + pos;
-		ios[i].len = ext[i].len;
-		ios[i].off = ext[i].off;
-		ios[i].result = 0;
+		rc = smr_dev_write(a->dev, buf + pos, ext[i].len, ext[i].off);
+		if (rc) {
+			smr_err("allocator state: writing %" PRIu64
+				" bytes at %" PRIu64 " failed: %s", ext[i].len,
+				ext[i].off, strerror(-rc));
+			goto out_free;
+		}
 		pos += ext[i].len;
 	}
-	rc = smr_dev_submit(a->dev, ios, nr_ext);
-	if (rc) {
-		smr_err("allocator state: writing %" PRIu64 " bytes at %" PRIu64
-			" failed: %s", total, ext[0].off, strerror(-rc));
-		goto out_free;
-	}
-	ref->off = ext[0].off;
+	ref->off = addr0;
 	ref->len = total;
 	ref->csum = smr_hash64(buf, total, 0);
 	ref->gen = gen;
@@ -298,43 +326,48 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 		.uuid = a->fs_uuid,
 	};
 	const struct smr_alloc_state_head *h;
-	uint64_t total = 0, nblks, done = 0, count;
-	uint8_t *buf, *out = NULL;
+	uint64_t total = 0, nblks, done = 0, count, bpos = 0, baddr = 0;
+	uint64_t bs = a->info->block_size;
+	uint8_t *buf = NULL, *b0, *out = NULL;
 	unsigned int ne;
 	size_t pos;
 	int rc;
 
 	if (ref->len < SMR_ALLOC_STATE_BLKSZ || ref->len > STATE_MAX_BYTES ||
-	    ref->len % SMR_ALLOC_STATE_BLKSZ || ref->off < a->data_start ||
-	    ref->off + ref->len > a->info->capacity)
+	    ref->len % bs || ref->off % bs || ref->off < a->data_start ||
+	    ref->off >= a->info->capacity ||
+	    ref->len > a->info->capacity - ref->off)
 		return smr_corrupt(ref->off, "allocator state: bad reference");
-	buf = smr_dev_buf_alloc(ref->len);
-	if (!buf)
+	b0 = smr_dev_buf_alloc(SMR_ALLOC_STATE_BLKSZ);
+	if (!b0)
 		return -ENOMEM;
-	rc = smr_dev_read(a->dev, buf, SMR_ALLOC_STATE_BLKSZ, ref->off);
+	rc = smr_dev_read(a->dev, b0, SMR_ALLOC_STATE_BLKSZ, ref->off);
 	if (rc) {
 		smr_err("allocator state: reading block 0 at %" PRIu64 ": %s",
 			ref->off, strerror(-rc));
 		goto out_free;
 	}
-	rc = smr_blk_verify(buf, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, &exp);
+	rc = smr_blk_verify(b0, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, &exp);
 	if (rc)
 		goto out_free;
-	h = (const void *)(buf + SMR_ALLOC_STATE_HEAD_OFF);
+	h = (const void *)(b0 + SMR_ALLOC_STATE_HEAD_OFF);
 	ne = le32toh(h->nr_ext);
 	for (unsigned int i = 0; i < ne; i++) {
 		ext[i].off = le64toh(h->ext[i].off);
 		ext[i].len = le64toh(h->ext[i].len);
-		if (ext[i].len % SMR_ALLOC_STATE_BLKSZ || !ext[i].len ||
+		if (ext[i].len % bs || ext[i].off % bs || !ext[i].len ||
 		    ext[i].off < a->data_start ||
-		    ext[i].off + ext[i].len > a->info->capacity) {
+		    ext[i].off >= a->info->capacity ||
+		    ext[i].len > a->info->capacity - ext[i].off) {
 			rc = smr_corrupt(ref->off,
 					 "allocator state: bad extent table");
 			goto out_free;
 		}
 		total += ext[i].len;
 	}
-	if (total != ref->len || ext[0].off != ref->off) {
+	nblks = layout_blocks(ext, ne);
+	if (total != ref->len || !nblks ||
+	    !layout_blk(ext, ne, 0, &bpos, &baddr) || baddr != ref->off) {
 		rc = smr_corrupt(ref->off,
 				 "allocator state: extents differ from reference");
 		goto out_free;
@@ -342,31 +375,28 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 	sum_from_disk(h, sum);
 	count = le64toh(h->total_entries);
 
-	/* The rest of the first extent and the other extents, in one go. */
+	/* All of it, block 0 again included, in one batch. */
+	buf = smr_dev_buf_alloc(total);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
 	pos = 0;
 	for (unsigned int i = 0; i < ne; i++) {
-		uint64_t skip = i == 0 ? SMR_ALLOC_STATE_BLKSZ : 0;
-
 		ios[i].op = SMR_IO_READ;
-		ios[i].buf = buf + pos + skip;
-		ios[i].len = ext[i].len - skip;
-		ios[i].off = ext[i].off + skip;
+		ios[i].buf = buf + pos;
+		ios[i].len = ext[i].len;
+		ios[i].off = ext[i].off;
 		ios[i].result = 0;
 		pos += ext[i].len;
 	}
-	if (ios[0].len == 0) {
-		ios[0] = ios[ne - 1];
-		ne--;
-	}
-	rc = ne ? smr_dev_submit(a->dev, ios, ne) : 0;
+	rc = smr_dev_submit(a->dev, ios, ne);
 	if (rc) {
 		smr_err("allocator state: reading %" PRIu64 " bytes at %" PRIu64
 			": %s", ref->len, ref->off, strerror(-rc));
 		goto out_free;
 	}
-	ne = le32toh(h->nr_ext);
 
-	nblks = total / SMR_ALLOC_STATE_BLKSZ;
 	if (count > nblks * (SMR_ALLOC_STATE_BLKSZ / entry_size)) {
 		rc = smr_corrupt(ref->off, "allocator state: entry count");
 		goto out_free;
@@ -377,12 +407,14 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 		goto out_free;
 	}
 	for (uint64_t i = 0; i < nblks; i++) {
-		uint8_t *b = buf + i * SMR_ALLOC_STATE_BLKSZ;
-		const struct smr_alloc_state_blk *sb =
-			(const void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+		const uint8_t *b;
+		const struct smr_alloc_state_blk *sb;
 		uint64_t cnt;
 
-		exp.addr = blk_addr(ext, ne, i);
+		layout_blk(ext, ne, i, &bpos, &baddr);
+		b = buf + bpos;
+		sb = (const void *)(b + SMR_ALLOC_STATE_BLK_OFF);
+		exp.addr = baddr;
 		rc = smr_blk_verify(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops,
 				    &exp);
 		if (rc)
@@ -398,7 +430,7 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 			snprintf(why, sizeof(why),
 				 "allocator state: block %" PRIu64
 				 " out of place or of another module", i);
-			rc = smr_corrupt(exp.addr, why);
+			rc = smr_corrupt(baddr, why);
 			goto out_free;
 		}
 		memcpy(out + done * entry_size,
@@ -429,5 +461,6 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 out_free:
 	free(out);
 	smr_dev_buf_free(buf);
+	smr_dev_buf_free(b0);
 	return rc;
 }

@@ -5,7 +5,9 @@
  *
  * The state of one allocator is a run of SMR_ALLOC_STATE_BLKSZ-byte blocks,
  * written in up to SMR_ALLOC_STATE_MAX_EXT extents that the module allocates
- * from its own metadata stream. Every block is:
+ * from its own metadata stream. Each extent holds as many whole blocks as
+ * fit from its start; the rest of it (shorter than a block, on devices of
+ * smaller blocks) is zero padding. Every block is:
  *
  *   0    struct smr_blk_hdr          magic SMR_MAGIC_ALLOC, owner
  *                                    SMR_OWNER_ALLOC, addr, gen, uuid
@@ -16,8 +18,9 @@
  * Entries are struct smr_alloc_zone_d (module zoned: one per managed zone,
  * in zone order) or struct smr_alloc_ext_d (modules rotational and flash:
  * the free extents, sorted by offset, none touching another). The caller's
- * checkpoint holds a struct smr_alloc_ref naming the first block, the total
- * length, the generation and an XXH3-64 (seed 0) of all blocks as written.
+ * checkpoint holds a struct smr_alloc_ref naming block 0, the extents' total
+ * length, the generation and an XXH3-64 (seed 0) of the extents' bytes as
+ * written, padding included.
  */
 #ifndef SMR_FORMAT_ONDISK_ALLOC_H
 #define SMR_FORMAT_ONDISK_ALLOC_H
