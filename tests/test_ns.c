@@ -8,6 +8,7 @@
  */
 #include "testutil.h"
 
+#include <endian.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,13 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "namespace/ns.h"
 #include "cow/cow.h"
-#ifdef NS_TEST_REAL
-#include <endian.h>
-
-#include "dev/dev.h"
 #include "format/ondisk.h"
+#include "namespace/ns.h"
+#ifdef NS_TEST_REAL
+#include "dev/dev.h"
 #else
 #include "memcow.h"
 #endif
@@ -116,6 +115,11 @@ static void fs_setup(void)
 
 static void fs_teardown(void)
 {
+	uint64_t problems = 0;
+
+	/* Every test leaves a namespace that passes the audit. */
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
 	smr_ns_close(ns);
 	ns = NULL;
 	engine_close();
@@ -1199,6 +1203,50 @@ static void test_threads(void)
 	fs_teardown();
 }
 
+/* The audit finds what breaks the invariants. */
+static void test_check(void)
+{
+	struct smr_key from, found;
+	struct smr_ns_inode_d d;
+	struct smr_txn *t;
+	uint64_t f, problems = 0;
+	size_t len = sizeof(d);
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	mkdir_(ROOT, "d");
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "x", 1), 1);
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+
+	/* Drop one readdir index item of the root, and add a link the
+	 * inode does not have. */
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	from.objid = ROOT;
+	from.type = SMR_NS_T_DIRINDEX;
+	from.offset = 0;
+	len = 0;
+	SMR_ASSERT_OK(smr_bt_next(cow, SMR_TREE_FS, &from, &found, NULL,
+				  &len));
+	CU_ASSERT_EQUAL(found.type, SMR_NS_T_DIRINDEX);
+	SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &found));
+	from.objid = f;
+	from.type = SMR_NS_T_INODE;
+	len = sizeof(d);
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &from, &d, &len));
+	d.nlink = htole32(le32toh(d.nlink) + 1);
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &from, &d, sizeof(d)));
+	smr_txn_end(t);
+
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	SMR_ASSERT_RC(smr_ns_check(ns, &problems), -SMR_EFSCORRUPTED);
+	smr_log_set_level(SMR_LOG_ERR);
+	CU_ASSERT(problems >= 3); /* index count, pairing, nlink */
+	smr_ns_close(ns);
+	ns = NULL;
+	engine_close();
+}
+
 /* Threads writing whole blocks over one another in one file: every block
  * ends up as one writer wrote it, and no space is freed twice. */
 static uint64_t shared_ino;
@@ -1407,6 +1455,7 @@ static const struct smr_test ns_tests[] = {
 	{ "orphans", test_orphans },
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
+	{ "check", test_check },
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },
 	{ NULL, NULL },

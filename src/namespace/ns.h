@@ -327,4 +327,22 @@ ssize_t smr_ns_listxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		       uint64_t ino, const char *name);
 
+/* ------------------------------------------------------------------------
+ * Audit
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Check the namespace's invariants over the whole tree: every name leads to
+ * an inode of its type and the two items of each entry agree; link counts
+ * equal the names (directories: 2 + subdirectories; parents agree); only
+ * orphans have no links; extents are well formed, do not overlap in a file
+ * or on the device, stay within the size and add up to the inode's bytes;
+ * symlink parts add up to the size; the counters hold. Each problem is
+ * logged (the first 100); *@nr_problems (if not NULL) gets their number.
+ * Returns 0, -SMR_EFSCORRUPTED if any was found, -ENOMEM, engine errors.
+ * Holds the namespace lock throughout; memory grows with inodes, entries
+ * and extents (tens of bytes each).
+ */
+int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems);
+
 #endif /* SMR_NAMESPACE_NS_H */

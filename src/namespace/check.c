@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * check.c - an audit of the namespace's invariants (smr_ns_check), for the
+ * tests and for fsck: every name leads to an inode and every inode's link
+ * count is the number of its names (directories: 2 + subdirectories), the
+ * two items of each entry agree, extents do not overlap in a file or on the
+ * device and add up to the inode's byte count, symlink parts add up to the
+ * size, orphan records name unlinked inodes, and the counters hold.
+ *
+ * Two passes over the FS tree: the first collects the inodes (in key order,
+ * so sorted by number), the second checks everything that refers to them.
+ * Memory is a few dozen bytes per inode and 16 per extent.
+ */
+#include "namespace/ns_priv.h"
+
+#include <endian.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NS_CHECK_MAX_REPORTS 100
+
+struct ck_inode {
+	uint64_t ino;
+	uint32_t mode, nlink;
+	uint64_t size, bytes, next_seq, parent;
+	uint64_t names;    /* DIRENT items naming it */
+	uint64_t subdirs;  /* directories among its entries */
+	uint64_t dirents, dirindex; /* its own entries, of each kind */
+	uint64_t ext_bytes, ext_end, link_bytes;
+	bool orphan;
+};
+
+struct ck_range {
+	uint64_t off, len, ino;
+};
+
+struct ck_pair {
+	uint64_t dir, hkey, seq, ino;
+};
+
+struct ck_pairs {
+	struct ck_pair *p;
+	size_t n, cap;
+};
+
+struct ck {
+	struct smr_ns *ns;
+	struct ck_pairs pe, pi; /* from DIRENT and from DIRINDEX items */
+	struct ck_inode *in;
+	size_t nin, cin;
+	struct ck_range *rg;
+	size_t nrg, crg;
+	uint64_t problems;
+	bool meta;
+	int err; /* -ENOMEM */
+};
+
+static void ck_report(struct ck *ck, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void ck_report(struct ck *ck, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ck->problems++ >= NS_CHECK_MAX_REPORTS)
+		return;
+	va_start(ap, fmt);
+	smr_vlog(SMR_LOG_ERR, fmt, ap);
+	va_end(ap);
+}
+
+static struct ck_inode *ck_find(struct ck *ck, uint64_t ino)
+{
+	size_t lo = 0, hi = ck->nin;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ck->in[mid].ino == ino)
+			return &ck->in[mid];
+		if (ck->in[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Pass 1: the inodes. */
+static int ck_inode_item(void *arg, const struct smr_key *k, const void *val,
+			 size_t len)
+{
+	struct ck *ck = arg;
+	struct smr_ns_inode_d d;
+	struct ck_inode *ci;
+
+	if (k->type != SMR_NS_T_INODE)
+		return 0;
+	if (len != sizeof(d)) {
+		ck_report(ck, "inode %llu: item of %zu bytes",
+			  (unsigned long long)k->objid, len);
+		return 0;
+	}
+	if (ck->nin == ck->cin) {
+		size_t n = ck->cin ? 2 * ck->cin : 1024;
+		struct ck_inode *p = realloc(ck->in, n * sizeof(*p));
+
+		if (!p) {
+			ck->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		ck->in = p;
+		ck->cin = n;
+	}
+	memcpy(&d, val, sizeof(d));
+	ci = &ck->in[ck->nin++];
+	memset(ci, 0, sizeof(*ci));
+	ci->ino = k->objid;
+	ci->mode = le32toh(d.mode);
+	ci->nlink = le32toh(d.nlink);
+	ci->size = le64toh(d.size);
+	ci->bytes = le64toh(d.bytes);
+	ci->next_seq = le64toh(d.next_seq);
+	ci->parent = le64toh(d.parent);
+	return 0;
+}
+
+static int ck_add_range(struct ck *ck, uint64_t off, uint64_t len,
+			uint64_t ino)
+{
+	if (ck->nrg == ck->crg) {
+		size_t n = ck->crg ? 2 * ck->crg : 1024;
+		struct ck_range *p = realloc(ck->rg, n * sizeof(*p));
+
+		if (!p) {
+			ck->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		ck->rg = p;
+		ck->crg = n;
+	}
+	ck->rg[ck->nrg].off = off;
+	ck->rg[ck->nrg].len = len;
+	ck->rg[ck->nrg].ino = ino;
+	ck->nrg++;
+	return 0;
+}
+
+static void ck_add_pair(struct ck *ck, struct ck_pairs *ps, uint64_t dir,
+			uint64_t hkey, uint64_t seq, uint64_t ino)
+{
+	if (ps->n == ps->cap) {
+		size_t n = ps->cap ? 2 * ps->cap : 1024;
+		struct ck_pair *p = realloc(ps->p, n * sizeof(*p));
+
+		if (!p) {
+			ck->err = -ENOMEM;
+			return;
+		}
+		ps->p = p;
+		ps->cap = n;
+	}
+	ps->p[ps->n].dir = dir;
+	ps->p[ps->n].hkey = hkey;
+	ps->p[ps->n].seq = seq;
+	ps->p[ps->n].ino = ino;
+	ps->n++;
+}
+
+static int ck_pair_cmp(const void *a, const void *b)
+{
+	const struct ck_pair *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->hkey != y->hkey)
+		return x->hkey < y->hkey ? -1 : 1;
+	return 0;
+}
+
+/* Each DIRENT item has exactly one DIRINDEX item that names it back. */
+static void ck_pairs_match(struct ck *ck)
+{
+	size_t i = 0, j = 0;
+
+	qsort(ck->pe.p, ck->pe.n, sizeof(*ck->pe.p), ck_pair_cmp);
+	qsort(ck->pi.p, ck->pi.n, sizeof(*ck->pi.p), ck_pair_cmp);
+	while (i < ck->pe.n || j < ck->pi.n) {
+		const struct ck_pair *e = i < ck->pe.n ? &ck->pe.p[i] : NULL;
+		const struct ck_pair *x = j < ck->pi.n ? &ck->pi.p[j] : NULL;
+		int c = !e ? 1 : !x ? -1 : ck_pair_cmp(e, x);
+
+		if (c < 0) {
+			ck_report(ck, "dir %llu: entry %#llx has no readdir index item",
+				  (unsigned long long)e->dir,
+				  (unsigned long long)e->hkey);
+			i++;
+		} else if (c > 0) {
+			ck_report(ck, "dir %llu: readdir index %llu names no entry",
+				  (unsigned long long)x->dir,
+				  (unsigned long long)x->seq);
+			j++;
+		} else {
+			if (e->seq != x->seq || e->ino != x->ino)
+				ck_report(ck, "dir %llu: entry %#llx and its readdir index disagree",
+					  (unsigned long long)e->dir,
+					  (unsigned long long)e->hkey);
+			i++;
+			j++;
+		}
+	}
+}
+
+static void ck_dirent(struct ck *ck, struct ck_inode *dir,
+		      const struct smr_key *k, const void *val, size_t len)
+{
+	union {
+		struct smr_ns_dirent_d d;
+		uint8_t b[sizeof(struct smr_ns_dirent_d) + SMR_NS_NAME_MAX];
+	} v;
+	struct ck_inode *t;
+	uint64_t ino, ref;
+	size_t nlen;
+
+	if (len < sizeof(v.d) || len > sizeof(v)) {
+		ck_report(ck, "dir %llu: entry item of %zu bytes",
+			  (unsigned long long)k->objid, len);
+		return;
+	}
+	memcpy(&v, val, len);
+	nlen = le16toh(v.d.name_len);
+	ino = le64toh(v.d.ino);
+	ref = le64toh(v.d.ref);
+	if (nlen == 0 || len != sizeof(v.d) + nlen) {
+		ck_report(ck, "dir %llu: entry with a name of %zu bytes",
+			  (unsigned long long)k->objid, nlen);
+		return;
+	}
+	if (!dir || !S_ISDIR(dir->mode)) {
+		ck_report(ck, "inode %llu: entries but not a directory",
+			  (unsigned long long)k->objid);
+		return;
+	}
+	t = ck_find(ck, ino);
+	if (!t) {
+		ck_report(ck, "dir %llu: entry '%.*s' to missing inode %llu",
+			  (unsigned long long)k->objid, (int)nlen,
+			  (const char *)v.d.name, (unsigned long long)ino);
+		return;
+	}
+	if (v.d.dtype != ((t->mode & S_IFMT) >> 12))
+		ck_report(ck, "dir %llu: entry '%.*s' has the wrong type",
+			  (unsigned long long)k->objid, (int)nlen,
+			  (const char *)v.d.name);
+	if (k->type == SMR_NS_T_DIRENT) {
+		uint64_t h = ns_name_hash((const char *)v.d.name, nlen);
+
+		dir->dirents++;
+		t->names++;
+		if (S_ISDIR(t->mode)) {
+			dir->subdirs++;
+			if (t->parent != dir->ino)
+				ck_report(ck, "dir %llu: parent %llu, but named in %llu",
+					  (unsigned long long)t->ino,
+					  (unsigned long long)t->parent,
+					  (unsigned long long)dir->ino);
+		}
+		if ((h & ~0xffULL) != (k->offset & ~0xffULL))
+			ck_report(ck, "dir %llu: entry '%.*s' under the wrong hash",
+				  (unsigned long long)k->objid, (int)nlen,
+				  (const char *)v.d.name);
+		if (ref < SMR_NS_FIRST_SEQ || ref >= dir->next_seq)
+			ck_report(ck, "dir %llu: entry '%.*s' with sequence %llu out of range",
+				  (unsigned long long)k->objid, (int)nlen,
+				  (const char *)v.d.name,
+				  (unsigned long long)ref);
+	} else {
+		dir->dirindex++;
+		if (k->offset < SMR_NS_FIRST_SEQ || k->offset >= dir->next_seq)
+			ck_report(ck, "dir %llu: readdir index %llu out of range",
+				  (unsigned long long)k->objid,
+				  (unsigned long long)k->offset);
+	}
+	/* Both items of an entry: (dir, DIRENT key, sequence, inode). */
+	ck_add_pair(ck, k->type == SMR_NS_T_DIRENT ? &ck->pe : &ck->pi,
+		    k->objid, k->type == SMR_NS_T_DIRENT ? k->offset : ref,
+		    k->type == SMR_NS_T_DIRENT ? ref : k->offset, ino);
+}
+
+/* Pass 2: everything that refers to inodes. */
+static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
+			 size_t len)
+{
+	struct ck *ck = arg;
+	struct ck_inode *ci;
+
+	if (k->objid == SMR_NS_META_OBJID) {
+		if (k->type == SMR_NS_T_META) {
+			ck->meta = true;
+		} else if (k->type == SMR_NS_T_ORPHAN) {
+			ci = ck_find(ck, k->offset);
+			if (!ci || ci->nlink)
+				ck_report(ck, "orphan record of inode %llu, which %s",
+					  (unsigned long long)k->offset,
+					  ci ? "has links" : "is missing");
+			else
+				ci->orphan = true;
+		} else {
+			ck_report(ck, "unknown item type %u of object 0",
+				  k->type);
+		}
+		return 0;
+	}
+	ci = ck_find(ck, k->objid);
+	switch (k->type) {
+	case SMR_NS_T_INODE:
+		return 0;
+	case SMR_NS_T_DIRENT:
+	case SMR_NS_T_DIRINDEX:
+		ck_dirent(ck, ci, k, val, len);
+		return ck->err;
+	case SMR_NS_T_XATTR:
+	case SMR_NS_T_SYMLINK:
+	case SMR_NS_T_EXTENT:
+		break;
+	default:
+		ck_report(ck, "inode %llu: unknown item type %u",
+			  (unsigned long long)k->objid, k->type);
+		return 0;
+	}
+	if (!ci) {
+		ck_report(ck, "items of type %u for missing inode %llu",
+			  k->type, (unsigned long long)k->objid);
+		return 0;
+	}
+	if (k->type == SMR_NS_T_SYMLINK) {
+		ci->link_bytes += len;
+	} else if (k->type == SMR_NS_T_EXTENT) {
+		struct smr_ns_extent_d d;
+		uint64_t elen, bs = ck->ns->bsize;
+
+		if (len < sizeof(d)) {
+			ck_report(ck, "inode %llu: extent item too short",
+				  (unsigned long long)ci->ino);
+			return 0;
+		}
+		memcpy(&d, val, sizeof(d));
+		elen = le64toh(d.len);
+		if (!S_ISREG(ci->mode) || elen == 0 || elen % bs ||
+		    k->offset % bs ||
+		    le32toh(d.nr_csums) != elen / bs ||
+		    len != sizeof(d) + 8 * (size_t)(elen / bs))
+			ck_report(ck, "inode %llu: bad extent at %llu",
+				  (unsigned long long)ci->ino,
+				  (unsigned long long)k->offset);
+		if (k->offset < ci->ext_end)
+			ck_report(ck, "inode %llu: extents overlap at %llu",
+				  (unsigned long long)ci->ino,
+				  (unsigned long long)k->offset);
+		ci->ext_end = k->offset + elen;
+		ci->ext_bytes += elen;
+		return ck_add_range(ck, le64toh(d.dev_off), elen, ci->ino);
+	}
+	return 0;
+}
+
+static int ck_range_cmp(const void *a, const void *b)
+{
+	const struct ck_range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void ck_inodes(struct ck *ck)
+{
+	uint64_t bs = ck->ns->bsize;
+
+	for (size_t i = 0; i < ck->nin; i++) {
+		struct ck_inode *ci = &ck->in[i];
+		unsigned long long ino = ci->ino;
+
+		if (ci->ino >= ck->ns->next_ino)
+			ck_report(ck, "inode %llu: at or past the next number %llu",
+				  ino, (unsigned long long)ck->ns->next_ino);
+		if (S_ISDIR(ci->mode)) {
+			uint64_t want = ci->nlink ? 2 + ci->subdirs : 0;
+
+			if (ci->nlink != want)
+				ck_report(ck, "dir %llu: nlink %u, expected %llu",
+					  ino, ci->nlink,
+					  (unsigned long long)want);
+			if (ci->dirents != ci->dirindex)
+				ck_report(ck, "dir %llu: %llu entries but %llu readdir index items",
+					  ino,
+					  (unsigned long long)ci->dirents,
+					  (unsigned long long)ci->dirindex);
+			if (ino != SMR_NS_ROOT_INO && ci->nlink &&
+			    ci->names != 1)
+				ck_report(ck, "dir %llu: %llu names",
+					  ino, (unsigned long long)ci->names);
+		} else if (ci->nlink != ci->names) {
+			ck_report(ck, "inode %llu: nlink %u but %llu names",
+				  ino, ci->nlink,
+				  (unsigned long long)ci->names);
+		}
+		if (ci->nlink == 0 && !ci->orphan)
+			ck_report(ck, "inode %llu: no links and no orphan record",
+				  ino);
+		if (ci->ext_bytes != ci->bytes)
+			ck_report(ck, "inode %llu: extents hold %llu bytes, inode says %llu",
+				  ino, (unsigned long long)ci->ext_bytes,
+				  (unsigned long long)ci->bytes);
+		if (ci->ext_end > SMR_ROUND_UP(ci->size, bs))
+			ck_report(ck, "inode %llu: extent past the size %llu",
+				  ino, (unsigned long long)ci->size);
+		if (S_ISLNK(ci->mode) && ci->link_bytes != ci->size)
+			ck_report(ck, "symlink %llu: %llu target bytes, size %llu",
+				  ino, (unsigned long long)ci->link_bytes,
+				  (unsigned long long)ci->size);
+	}
+	if (ck->nin != ck->ns->nr_inodes)
+		ck_report(ck, "%zu inodes, counter says %llu", ck->nin,
+			  (unsigned long long)ck->ns->nr_inodes);
+	qsort(ck->rg, ck->nrg, sizeof(*ck->rg), ck_range_cmp);
+	for (size_t i = 1; i < ck->nrg; i++)
+		if (ck->rg[i - 1].off + ck->rg[i - 1].len > ck->rg[i].off)
+			ck_report(ck, "device bytes at %llu held by inodes %llu and %llu",
+				  (unsigned long long)ck->rg[i].off,
+				  (unsigned long long)ck->rg[i - 1].ino,
+				  (unsigned long long)ck->rg[i].ino);
+}
+
+int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems)
+{
+	struct smr_key from = ns_key(0, 0, 0);
+	struct smr_key to = ns_key(UINT64_MAX, UINT8_MAX, UINT64_MAX);
+	struct ck ck = { .ns = ns };
+	struct ck_inode *root;
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to, ck_inode_item,
+			    &ck);
+	if (!rc)
+		rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to,
+				    ck_other_item, &ck);
+	if (!rc && ck.err)
+		rc = ck.err;
+	if (!rc) {
+		if (!ck.meta)
+			ck_report(&ck, "no namespace record");
+		root = ck_find(&ck, SMR_NS_ROOT_INO);
+		if (!root || !S_ISDIR(root->mode))
+			ck_report(&ck, "no root directory");
+		else if (root->names)
+			ck_report(&ck, "the root directory has a name");
+		ck_inodes(&ck);
+		ck_pairs_match(&ck);
+	}
+	pthread_mutex_unlock(&ns->lock);
+	free(ck.in);
+	free(ck.rg);
+	free(ck.pe.p);
+	free(ck.pi.p);
+	if (nr_problems)
+		*nr_problems = ck.problems;
+	if (rc)
+		return rc;
+	if (ck.problems > NS_CHECK_MAX_REPORTS)
+		smr_err("... and %llu more namespace problems",
+			(unsigned long long)(ck.problems - NS_CHECK_MAX_REPORTS));
+	return ck.problems ? -SMR_EFSCORRUPTED : 0;
+}
