@@ -19,6 +19,11 @@ tests_mount_memcow_LDADD = src/namespace/libsmrfs_ns.la \
 	src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
 	$(XXHASH_LIBS) $(FUSE_LIBS) -lpthread
 
+# The namespace audit of an unmounted device, for the integration tests.
+check_PROGRAMS += tests/fs/ns_audit
+tests_fs_ns_audit_SOURCES = tests/fs/ns_audit.c
+tests_fs_ns_audit_LDADD = libsmrfs.la
+
 # Integration tests: mkfs, mount and use real mounts (they skip, exit 77,
 # where FUSE or the programs are missing).
 SMR_FS_TESTS = \

@@ -13,6 +13,7 @@ B=${SMRFS_BUILDDIR:-${top_builddir:-.}}
 MKFS=${SMRFS_MKFS:-$B/mkfs/mkfs.smrfs}
 MOUNT=${SMRFS_MOUNT:-$B/src/fuse/mount.smrfs}
 CTL=${SMRFS_CTL:-$B/ctl/smrfsctl}
+AUDIT=${SMRFS_AUDIT:-$B/tests/fs/ns_audit}
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -21,6 +22,7 @@ note() { echo "--- $*"; }
 [ -x "$MKFS" ] || skip "$MKFS not built"
 [ -x "$MOUNT" ] || skip "$MOUNT not built"
 [ -x "$CTL" ] || skip "$CTL not built"
+[ -x "$AUDIT" ] || skip "$AUDIT not built"
 [ -c /dev/fuse ] || skip "no /dev/fuse"
 [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "/dev/fuse not usable by $(id -un)"
 command -v fusermount3 >/dev/null || skip "no fusermount3"
@@ -31,6 +33,8 @@ MOUNTS=""
 PIDS=""
 # A command prefix that runs the daemon as another user (user_mount.sh).
 RUNAS=""
+# The device of the last mount_fs.
+DEVICE=""
 # Extra cleanup a test needs (evaluated first).
 CLEANUP_HOOK=""
 
@@ -80,6 +84,7 @@ make_zloop() {
 # mount_fs DEV MNT [OPTS]: start the daemon in the foreground (so that we
 # know its pid, in $DAEMON), and wait until the mount is there.
 mount_fs() {
+	DEVICE=$1
 	mkdir -p "$2"
 	if [ $# -ge 3 ]; then
 		$RUNAS "$MOUNT" "$1" "$2" -f -o "$3" 2>"$T/daemon.err" &
@@ -99,12 +104,15 @@ mount_fs() {
 	done
 }
 
-# umount_fs MNT: unmount and check that the daemon exits with status 0.
+# umount_fs MNT: unmount, check that the daemon exits with status 0, and
+# audit the namespace it left on the device.
 umount_fs() {
 	fusermount3 -u "$1" || fail "fusermount3 -u $1: $(cat "$T/daemon.err")"
 	wait "$DAEMON"
 	st=$?
 	[ $st -eq 0 ] || fail "mount.smrfs exited with $st: $(cat "$T/daemon.err")"
+	[ -z "$DEVICE" ] || "$AUDIT" "$DEVICE" ||
+		fail "namespace audit of $DEVICE after unmount"
 }
 
 # expect_fail WHAT CMD...: CMD must exit non-zero.
