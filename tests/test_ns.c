@@ -1203,6 +1203,82 @@ static void test_threads(void)
 	fs_teardown();
 }
 
+/* Random name operations over a few names and directories, with only the
+ * errors POSIX allows, and the audit holding all along. */
+static bool allowed_rc(int rc)
+{
+	static const int ok[] = { 0, -EEXIST, -ENOENT, -ENOTDIR, -EISDIR,
+				  -ENOTEMPTY, -EINVAL, -EPERM };
+
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(ok); i++)
+		if (rc == ok[i])
+			return true;
+	fprintf(stderr, "unexpected result %d\n", rc);
+	return false;
+}
+
+static void test_random_names(void)
+{
+	uint64_t dirs[4], rnd = 2024, problems;
+	struct smr_ns_attr a;
+	char n1[8], n2[8];
+
+	fs_setup();
+	dirs[0] = ROOT;
+	dirs[1] = mkdir_(ROOT, "d1");
+	dirs[2] = mkdir_(ROOT, "d2");
+	dirs[3] = mkdir_(dirs[1], "d3");
+	for (int i = 0; i < 3000; i++) {
+		uint64_t p1 = dirs[smr_test_rand(&rnd) % 4];
+		uint64_t p2 = dirs[smr_test_rand(&rnd) % 4];
+		int op = (int)(smr_test_rand(&rnd) % 9), rc = 0;
+
+		snprintf(n1, sizeof(n1), "n%d", (int)(smr_test_rand(&rnd) % 12));
+		snprintf(n2, sizeof(n2), "n%d", (int)(smr_test_rand(&rnd) % 12));
+		switch (op) {
+		case 0:
+			rc = smr_ns_mknod(ns, &root_cr, p1, n1, S_IFREG | 0644,
+					  0, &a);
+			break;
+		case 1:
+			rc = smr_ns_mkdir(ns, &root_cr, p1, n1, 0755, &a);
+			break;
+		case 2:
+			rc = smr_ns_unlink(ns, &root_cr, p1, n1);
+			break;
+		case 3:
+			rc = smr_ns_rmdir(ns, &root_cr, p1, n1);
+			break;
+		case 4:
+		case 5:
+			rc = smr_ns_rename(ns, &root_cr, p1, n1, p2, n2,
+					   (unsigned int)(smr_test_rand(&rnd) % 3));
+			break;
+		case 6:
+			rc = smr_ns_lookup(ns, p1, n1, &a);
+			if (rc == 0)
+				rc = smr_ns_link(ns, a.ino, p2, n2, &a);
+			break;
+		case 7:
+			rc = smr_ns_symlink(ns, &root_cr, p1, n1, n2, &a);
+			break;
+		case 8:
+			rc = smr_ns_lookup(ns, p1, n1, &a);
+			if (rc == 0 && S_ISREG(a.mode))
+				rc = smr_ns_write(ns, &root_cr, a.ino,
+						  smr_test_rand(&rnd) % 20000,
+						  n2, 2) == 2 ? 0 : -EIO;
+			break;
+		}
+		CU_ASSERT(allowed_rc(rc));
+		if (i % 500 == 499) {
+			SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+			CU_ASSERT_EQUAL(problems, 0);
+		}
+	}
+	fs_teardown();
+}
+
 /* The audit finds what breaks the invariants. */
 static void test_check(void)
 {
@@ -1456,6 +1532,7 @@ static const struct smr_test ns_tests[] = {
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
 	{ "check", test_check },
+	{ "random_names", test_random_names },
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },
 	{ NULL, NULL },
