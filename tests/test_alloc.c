@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1155,6 +1156,82 @@ static void test_zoned_state_tail(void)
 	smr_dev_close(dev);
 }
 
+/* Threads writing through smr_alloc_write() at once, two of them on one
+ * stream: every write lands at its write pointer (none fails), and the
+ * bytes add up. */
+struct writer {
+	struct smr_alloc *a;
+	enum smr_stream stream;
+	uint64_t seed;
+	uint64_t bytes;
+	int errors;
+};
+
+static void *writer_run(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t *buf = smr_dev_buf_alloc(16 * BS);
+	struct smr_extent e[4];
+
+	/* About 2.7 MiB a thread: the device never runs short, whichever
+	 * thread takes a zone first. */
+	for (int i = 0; i < 80; i++) {
+		uint64_t len = BS * (1 + smr_test_rand(&w->seed) % 16);
+		int n = smr_alloc_write(w->a, buf, len, NULL, w->stream, e, 4);
+
+		if (n < 1) {
+			w->errors++;
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			/* Give every other extent back at once. */
+			if (smr_test_rand(&w->seed) & 1)
+				w->errors += smr_alloc_free(w->a, e[k].off,
+							    e[k].len) != 0;
+			else
+				w->bytes += e[k].len;
+		}
+	}
+	smr_dev_buf_free(buf);
+	return NULL;
+}
+
+static void test_zoned_threads(void)
+{
+	static const enum smr_stream streams[] = {
+		SMR_STREAM_META, SMR_STREAM_HOT, SMR_STREAM_HOT,
+		SMR_STREAM_COLD, SMR_STREAM_RELOC,
+	};
+	struct writer w[SMR_ARRAY_SIZE(streams)];
+	pthread_t th[SMR_ARRAY_SIZE(streams)];
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-th", 4, 4, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_space sp;
+	uint64_t bytes = 0;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	for (unsigned int i = 0; i < SMR_ARRAY_SIZE(streams); i++) {
+		w[i] = (struct writer){ .a = a, .stream = streams[i],
+					.seed = 77 + i };
+		CU_ASSERT_FATAL(pthread_create(&th[i], NULL, writer_run,
+					       &w[i]) == 0);
+	}
+	for (unsigned int i = 0; i < SMR_ARRAY_SIZE(streams); i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(w[i].errors, 0);
+		bytes += w[i].bytes;
+	}
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.used, bytes);
+	CU_ASSERT_EQUAL(sp.capacity,
+			sp.used + sp.free + sp.reclaimable + sp.reserved);
+	CU_ASSERT(smr_dev_nr_active(dev) <= 4);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 /* Data written after the checkpoint is dead; the pointer does not go
  * back; a zone the state had free but that was written is all dead. */
 static void test_zoned_recover(void)
@@ -1506,6 +1583,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },
 	{ "zoned_state_tail", test_zoned_state_tail },
+	{ "zoned_threads", test_zoned_threads },
 	{ "zoned_power_cut", test_zoned_power_cut },
 	{ "zoned_random", test_zoned_random },
 	{ "zoned_geometry", test_zoned_geometry },
