@@ -185,8 +185,10 @@ static void ck_pairs_match(struct ck *ck)
 {
 	size_t i = 0, j = 0;
 
-	qsort(ck->pe.p, ck->pe.n, sizeof(*ck->pe.p), ck_pair_cmp);
-	qsort(ck->pi.p, ck->pi.n, sizeof(*ck->pi.p), ck_pair_cmp);
+	if (ck->pe.n > 1)
+		qsort(ck->pe.p, ck->pe.n, sizeof(*ck->pe.p), ck_pair_cmp);
+	if (ck->pi.n > 1)
+		qsort(ck->pi.p, ck->pi.n, sizeof(*ck->pi.p), ck_pair_cmp);
 	while (i < ck->pe.n || j < ck->pi.n) {
 		const struct ck_pair *e = i < ck->pe.n ? &ck->pe.p[i] : NULL;
 		const struct ck_pair *x = j < ck->pi.n ? &ck->pi.p[j] : NULL;
@@ -423,7 +425,8 @@ static void ck_inodes(struct ck *ck)
 	if (ck->nin != ck->ns->nr_inodes)
 		ck_report(ck, "%zu inodes, counter says %llu", ck->nin,
 			  (unsigned long long)ck->ns->nr_inodes);
-	qsort(ck->rg, ck->nrg, sizeof(*ck->rg), ck_range_cmp);
+	if (ck->nrg > 1)
+		qsort(ck->rg, ck->nrg, sizeof(*ck->rg), ck_range_cmp);
 	for (size_t i = 1; i < ck->nrg; i++)
 		if (ck->rg[i - 1].off + ck->rg[i - 1].len > ck->rg[i].off)
 			ck_report(ck, "device bytes at %llu held by inodes %llu and %llu",
