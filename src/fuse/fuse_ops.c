@@ -94,6 +94,9 @@ static void smr_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	/* No writeback cache: with it the kernel owns size and mtime and
 	 * dirty data would die with the daemon. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* open(O_TRUNC) arrives as a setattr of the size, which truncates;
+	 * open itself does not. */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
 }
