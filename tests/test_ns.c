@@ -1280,6 +1280,46 @@ static void test_random_names(void)
 	fs_teardown();
 }
 
+/* The extent walk sees every extent once, with its device range. */
+struct ext_sum {
+	uint64_t n, bytes, last_ino;
+	bool ordered;
+};
+
+static int ext_sum_fn(void *arg, uint64_t ino, uint64_t file_off,
+		      uint64_t dev_off, uint64_t len)
+{
+	struct ext_sum *x = arg;
+
+	x->ordered = x->ordered && ino >= x->last_ino && len % 4096 == 0;
+	x->last_ino = ino;
+	x->n++;
+	x->bytes += len;
+	return 0;
+}
+
+static void test_extent_walk(void)
+{
+	struct ext_sum x = { .ordered = true };
+	struct smr_ns_attr a, b;
+	uint8_t buf[3 * 4096] = { 1 };
+	uint64_t f, g;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	g = mkfile(ROOT, "g", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, sizeof(buf)),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, g, 1 << 20, buf, 100), 100);
+	SMR_ASSERT_OK(smr_ns_for_each_extent(ns, ext_sum_fn, &x));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, g, &b));
+	CU_ASSERT(x.n >= 2);
+	CU_ASSERT(x.ordered);
+	CU_ASSERT_EQUAL(x.bytes, (a.blocks + b.blocks) * 512);
+	fs_teardown();
+}
+
 /* The audit finds what breaks the invariants. */
 static void test_check(void)
 {
@@ -1703,6 +1743,7 @@ static const struct smr_test ns_tests[] = {
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
 	{ "check", test_check },
+	{ "extent_walk", test_extent_walk },
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },

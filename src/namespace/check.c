@@ -476,3 +476,46 @@ int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems)
 			(unsigned long long)(ck.problems - NS_CHECK_MAX_REPORTS));
 	return ck.problems ? -SMR_EFSCORRUPTED : 0;
 }
+
+/* ========================================================================
+ * Data extents, for the space audit of fsck
+ * ======================================================================== */
+
+struct ns_ext_walk {
+	smr_ns_extent_fn fn;
+	void *arg;
+	int err;
+};
+
+static int ns_ext_walk_item(void *arg, const struct smr_key *k,
+			    const void *val, size_t len)
+{
+	struct ns_ext_walk *w = arg;
+	struct smr_ns_extent_d d;
+
+	if (k->type != SMR_NS_T_EXTENT || k->objid == SMR_NS_META_OBJID)
+		return 0;
+	if (len < sizeof(d)) {
+		w->err = smr_corrupt(UINT64_MAX, "extent item too short");
+		return w->err;
+	}
+	memcpy(&d, val, sizeof(d));
+	return w->fn(w->arg, k->objid, k->offset, le64toh(d.dev_off),
+		     le64toh(d.len));
+}
+
+int smr_ns_for_each_extent(struct smr_ns *ns, smr_ns_extent_fn fn, void *arg)
+{
+	struct smr_key from = ns_key(0, 0, 0);
+	struct smr_key to = ns_key(UINT64_MAX, UINT8_MAX, UINT64_MAX);
+	struct ns_ext_walk w = { .fn = fn, .arg = arg };
+	int rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to,
+			    ns_ext_walk_item, &w);
+	pthread_mutex_unlock(&ns->lock);
+	if (w.err)
+		return w.err;
+	return rc < 0 ? rc : 0;
+}

@@ -345,4 +345,16 @@ int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
  */
 int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems);
 
+/*
+ * Call @fn for every data extent the namespace references, in key order
+ * (inode, then file offset), with the device range it maps; for fsck's
+ * space audit. @fn runs under the engine's shared lock and must not call
+ * the namespace or change the trees; it returns 0 to go on, 1 to stop, or
+ * a negative errno that is returned. Returns 0, -SMR_EFSCORRUPTED, engine
+ * errors.
+ */
+typedef int (*smr_ns_extent_fn)(void *arg, uint64_t ino, uint64_t file_off,
+				uint64_t dev_off, uint64_t len);
+int smr_ns_for_each_extent(struct smr_ns *ns, smr_ns_extent_fn fn, void *arg);
+
 #endif /* SMR_NAMESPACE_NS_H */
