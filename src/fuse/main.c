@@ -243,7 +243,41 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 
 /* ------------------------------------------------------------------------
  * Opening the filesystem
+ *
+ * What the library logs while the filesystem opens is held back: after a
+ * success it is shown, after a failure only the last error is, inside the
+ * one line that says what went wrong. (A log sink takes no argument, so
+ * this is the program's state, like its log settings.)
  * ------------------------------------------------------------------------ */
+
+#define HELD_MAX 8
+
+static struct {
+	unsigned int n;
+	enum smr_log_level level[HELD_MAX];
+	char msg[HELD_MAX][256];
+	char last_err[256];
+} held;
+
+static void hold_sink(enum smr_log_level level, const char *msg)
+{
+	if (level <= SMR_LOG_ERR)
+		snprintf(held.last_err, sizeof(held.last_err), "%s", msg);
+	if (held.n < HELD_MAX) {
+		held.level[held.n] = level;
+		snprintf(held.msg[held.n], sizeof(held.msg[0]), "%s", msg);
+		held.n++;
+	}
+}
+
+static void held_replay(void)
+{
+	for (unsigned int i = 0; i < held.n; i++)
+		smr_log(held.level[i], "%s", held.msg[i]);
+	held.n = 0;
+	held.last_err[0] = 0;
+}
+
 
 struct fs {
 	struct smr_dev *dev;
@@ -275,6 +309,16 @@ static int close_fs(struct fs *fs)
 	return smr_cow_close(fs->cow);
 }
 #else
+/* "mount.smrfs: DEVICE: WHAT (the library's reason)" */
+static void open_failed(const struct mount_opts *mo, const char *what)
+{
+	if (held.last_err[0])
+		fprintf(stderr, PROG ": %s: %s (%s)\n", mo->dev, what,
+			held.last_err);
+	else
+		fprintf(stderr, PROG ": %s: %s\n", mo->dev, what);
+}
+
 static int open_fs(struct mount_opts *mo, struct fs *fs)
 {
 	struct smr_dev_opts dopts = { .read_only = mo->ro };
@@ -289,51 +333,37 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 
 	rc = smr_dev_open(mo->dev, &dopts, &fs->dev);
 	if (rc) {
-		if (rc == -EBUSY)
-			fprintf(stderr,
-				PROG ": %s: in use (already mounted, or open in another program)\n",
-				mo->dev);
-		else if (rc == -EINVAL)
-			fprintf(stderr, PROG ": %s: not a usable device\n",
-				mo->dev);
-		else
-			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
-				strerror(-rc));
+		open_failed(mo, rc == -EBUSY ?
+			"in use (already mounted, or open in another program)" :
+			rc == -EINVAL ? "not a usable device" : strerror(-rc));
 		return rc;
 	}
 	rc = smr_cow_open(fs->dev, &copts, &fs->cow);
 	if (rc) {
+		char what[128];
+
 		if (rc == -EINVAL && mo->alloc)
-			fprintf(stderr,
-				PROG ": %s: cannot be mounted with alloc=%s\n",
-				mo->dev, mo->alloc);
-		else if (rc == -EINVAL)
-			fprintf(stderr, PROG ": %s: not an smrfs filesystem\n",
-				mo->dev);
-		else if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC)
-			fprintf(stderr,
-				PROG ": %s: the filesystem is damaged; run fsck.smrfs\n",
-				mo->dev);
-		else if (rc == -EOPNOTSUPP)
-			fprintf(stderr,
-				PROG ": %s: uses features this version does not support\n",
-				mo->dev);
-		else if (rc == -EROFS)
-			fprintf(stderr,
-				PROG ": %s: can only be mounted read-only (-o ro)\n",
-				mo->dev);
+			snprintf(what, sizeof(what),
+				 "cannot be mounted with alloc=%s", mo->alloc);
 		else if (rc == -ENOENT && mo->alloc)
-			fprintf(stderr, PROG ": unknown allocator '%s'\n",
-				mo->alloc);
+			snprintf(what, sizeof(what), "unknown allocator '%s'",
+				 mo->alloc);
 		else
-			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
-				strerror(-rc));
+			snprintf(what, sizeof(what), "%s",
+				 rc == -EINVAL ? "not an smrfs filesystem" :
+				 rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC ?
+				 "the filesystem is damaged; run fsck.smrfs" :
+				 rc == -EOPNOTSUPP ?
+				 "uses features this version does not support" :
+				 rc == -EROFS ?
+				 "can only be mounted read-only (-o ro)" :
+				 strerror(-rc));
+		open_failed(mo, what);
 		goto out_dev;
 	}
 	rc = smr_ns_open(fs->cow, &nopts, &fs->ns);
 	if (rc) {
-		fprintf(stderr, PROG ": %s: cannot open the namespace: %s\n",
-			mo->dev, strerror(-rc));
+		open_failed(mo, "cannot open the namespace");
 		goto out_cow;
 	}
 	return 0;
@@ -444,8 +474,13 @@ int main(int argc, char **argv)
 	}
 	if (!mo.foreground && go_background(&status_fd))
 		goto out_session;
-	if (open_fs(&mo, &fs))
+	if (!mo.debug)
+		smr_log_set_sink(hold_sink);
+	rc = open_fs(&mo, &fs);
+	smr_log_set_sink(NULL);
+	if (rc)
 		goto out_status;
+	held_replay();
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, PROG ": cannot set signal handlers\n");
 		goto out_fs;

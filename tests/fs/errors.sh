@@ -26,6 +26,7 @@ expect_fail "mkfs bad uuid" "$MKFS" -U nonsense "$T/x"
 note "missing device"
 expect_fail "missing device" "$MOUNT" "$T/nothing" "$M" -f
 grep -qi "no such" "$T/out" || fail "missing device message: $(cat "$T/out")"
+[ "$(wc -l <"$T/out")" -eq 1 ] || fail "more than one line: $(cat "$T/out")"
 expect_fail "missing mount point" "$MOUNT" "$T/nothing" "$T/nodir" -f
 
 note "not an smrfs device: refused, left untouched"
@@ -35,7 +36,8 @@ truncate -s 64M "$T/junk"
 for img in "$T/zero" "$T/junk"; do
 	sum=$(md5sum <"$img")
 	expect_fail "mount of $img" "$MOUNT" "$img" "$M" -f
-	[ "$(wc -l <"$T/out")" -ge 1 ] || fail "no message for $img"
+	[ "$(wc -l <"$T/out")" -eq 1 ] ||
+		fail "not one line for $img: $(cat "$T/out")"
 	grep -qi "not an smrfs\|damaged" "$T/out" ||
 		fail "message for $img: $(cat "$T/out")"
 	is_mounted "$M" && fail "$img got mounted"
@@ -60,6 +62,7 @@ printf '\377' | dd of="$T/sb" bs=1 seek=4296 conv=notrunc 2>/dev/null
 sum=$(md5sum <"$T/sb")
 expect_fail "mount with both superblocks damaged" "$MOUNT" "$T/sb" "$M" -f
 grep -q "damaged" "$T/out" || fail "damaged message: $(cat "$T/out")"
+[ "$(wc -l <"$T/out")" -eq 1 ] || fail "more than one line: $(cat "$T/out")"
 is_mounted "$M" && fail "a damaged filesystem got mounted"
 [ "$(md5sum <"$T/sb")" = "$sum" ] || fail "the refused mount wrote"
 
