@@ -25,9 +25,11 @@
 
 /* K_ZLOOP_CAP: no conventional zones, zone capacity below zone size (as on
  * ZNS), 512-byte blocks. */
-enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_ZLOOP_CAP, K_NR };
+/* K_ZLOOP_LIMIT: no conventional zones and at most 4 active zones, so that
+ * a commit whose nodes cross into a new zone must finish the old one first. */
+enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_ZLOOP_CAP, K_ZLOOP_LIMIT, K_NR };
 static const char *const kind_name[K_NR] = { "file", "zloop+cnv", "zloop",
-					     "zloop-cap" };
+					     "zloop-cap", "zloop-limit" };
 
 /* A fresh device of @kind under a new scratch directory; returns its path
  * (static storage, one per kind). */
@@ -50,6 +52,8 @@ static const char *make_dev(enum kind k, const char *tag)
 			.nr_cnv = k == K_ZLOOP_CNV ? 4 : 0,
 			.zone_cap = k == K_ZLOOP_CAP ? 768 * SMR_KIB : 0,
 			.block_size = k == K_ZLOOP_CAP ? 512 : 0,
+			.max_active = k == K_ZLOOP_LIMIT ? 4 : 0,
+			.max_open = k == K_ZLOOP_LIMIT ? 4 : 0,
 		};
 
 		snprintf(paths[k], sizeof(paths[k]), "%s/zl", dir);
@@ -192,6 +196,19 @@ static bool model_equal(struct smr_cow *c, const struct model *m)
  * Format, open, many commits, reopen
  * ------------------------------------------------------------------------ */
 
+/* One block of data in each temperature, left allocated. */
+static void write_data_blocks(struct smr_cow *c, uint32_t bs)
+{
+	void *buf = smr_cow_buf_alloc(bs);
+	struct smr_data_extent ext;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0x5a, bs);
+	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, bs, &ext, 1), 1);
+	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_COLD, 0, buf, bs, &ext, 1), 1);
+	smr_cow_buf_free(buf);
+}
+
 static void roundtrip(enum kind k)
 {
 	const char *path = make_dev(k, kind_name[k]);
@@ -218,6 +235,10 @@ static void roundtrip(enum kind k)
 	CU_ASSERT_TRUE(model_equal(c, &m));
 	/* 200 commits: wraps the slot ring and moves the zone log over. */
 	for (int round = 0; round < 200; round++) {
+		/* Keep the data streams' zones active too, so that a commit
+		 * crossing zones meets the active-zone limit. */
+		if (k == K_ZLOOP_LIMIT && round % 4 == 0)
+			write_data_blocks(c, info.block_size);
 		for (int j = 0; j < 40; j++) {
 			uint64_t i = smr_test_rand(&rs) % m.n;
 			uint64_t v = smr_test_rand(&rs) % 4 ? round * 100 + j + 1 : 0;
@@ -258,6 +279,7 @@ static void test_roundtrip_file(void) { roundtrip(K_FILE); }
 static void test_roundtrip_zloop_cnv(void) { roundtrip(K_ZLOOP_CNV); }
 static void test_roundtrip_zloop(void) { roundtrip(K_ZLOOP_SEQ); }
 static void test_roundtrip_zloop_cap(void) { roundtrip(K_ZLOOP_CAP); }
+static void test_roundtrip_zloop_limit(void) { roundtrip(K_ZLOOP_LIMIT); }
 
 /* ------------------------------------------------------------------------
  * Corruption
@@ -995,6 +1017,7 @@ static const struct smr_test cow_tests[] = {
 	{ "roundtrip_zloop_cnv", test_roundtrip_zloop_cnv },
 	{ "roundtrip_zloop", test_roundtrip_zloop },
 	{ "roundtrip_zloop_cap", test_roundtrip_zloop_cap },
+	{ "roundtrip_zloop_limit", test_roundtrip_zloop_limit },
 	{ "superblock", test_superblock },
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
 	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },

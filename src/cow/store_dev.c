@@ -525,45 +525,99 @@ static int sd_meta_alloc(struct smr_cow *c, uint32_t n, uint64_t *addrs)
 	return rc;
 }
 
-static int sd_io_cmp(const void *a, const void *b)
-{
-	const struct smr_io *x = a, *y = b;
+/* A metadata write with the rank of its zone in allocation order. */
+struct sd_zio {
+	struct smr_io io;
+	int64_t rank;
+};
 
-	return x->off < y->off ? -1 : x->off > y->off;
+static int sd_zio_cmp(const void *a, const void *b)
+{
+	const struct sd_zio *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->io.off < y->io.off ? -1 : x->io.off > y->io.off;
+}
+
+/*
+ * Submit the nodes of a commit. On a zoned device the META stream may move
+ * on to a new zone in the middle of a commit; the device counts the old zone
+ * as active until its last write completes, so writing both zones at once
+ * can exceed the active-zone limit. Write zone by zone, in the order the
+ * allocator handed the zones out (the order of first appearance in @ios),
+ * each zone's writes in address order, which in a sequential zone is
+ * allocation order; the padding of a zone's tail goes where it was handed
+ * out. A zone that holds only padding in this batch comes first: it was
+ * handed out before anything that follows it.
+ */
+static int sd_meta_write_zoned(struct smr_cow *c, struct smr_io *ios,
+			       uint32_t n, struct smr_io *fill, uint32_t nr_fill)
+{
+	uint32_t total = n + nr_fill, i, j;
+	struct sd_zio *all;
+	int rc = 0;
+
+	all = calloc(total, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; i < total; i++) {
+		struct smr_io *io = i < n ? &ios[i] : &fill[i - n];
+		uint32_t zno = smr_dev_zone_no(c->dev, io->off);
+
+		all[i].io = *io;
+		all[i].rank = -1;
+		for (j = 0; j < n; j++) {
+			if (smr_dev_zone_no(c->dev, ios[j].off) == zno) {
+				all[i].rank = j;
+				break;
+			}
+		}
+	}
+	qsort(all, total, sizeof(*all), sd_zio_cmp);
+
+	for (i = 0; i < total && !rc; i = j) {
+		uint32_t zno = smr_dev_zone_no(c->dev, all[i].io.off);
+		struct smr_io batch[64];
+		uint32_t k = 0;
+
+		for (j = i; j < total &&
+			    smr_dev_zone_no(c->dev, all[j].io.off) == zno &&
+			    k < SMR_ARRAY_SIZE(batch);
+		     j++)
+			batch[k++] = all[j].io;
+		rc = smr_dev_submit(c->dev, batch, k);
+		for (uint32_t m = 0; m < k; m++)
+			all[i + m].io.result = batch[m].result;
+	}
+	/* Bring the allocator back in line for every write that failed or
+	 * was not issued (those from index j on). */
+	for (i = 0; rc && i < total; i++) {
+		if (i < j && !all[i].io.result)
+			continue;
+		smr_alloc_write_failed(c->alloc, all[i].io.off, all[i].io.len);
+	}
+	free(all);
+	return rc;
 }
 
 static int sd_meta_write(struct smr_cow *c, struct smr_io *ios, uint32_t n)
 {
 	struct sd_state *s = sd(c);
-	struct smr_io *all = ios;
-	uint32_t total = n;
 	int rc;
 
-	if (s->nr_fill && c->info->zoned) {
-		all = calloc(n + s->nr_fill, sizeof(*all));
-		if (!all)
-			return -ENOMEM;
-		memcpy(all, ios, n * sizeof(*all));
-		memcpy(all + n, s->fill, s->nr_fill * sizeof(*all));
-		total = n + s->nr_fill;
-		/* In a sequential zone, allocation order is address order:
-		 * the padding goes between the nodes where it was handed
-		 * out. */
-		qsort(all, total, sizeof(*all), sd_io_cmp);
-	}
-	rc = smr_dev_submit(c->dev, all, total);
-	if (rc) {
-		for (uint32_t i = 0; i < total; i++) {
-			if (!all[i].result)
-				continue;
-			smr_debug("metadata write of %zu bytes at %" PRIu64 " failed: %d",
-				  all[i].len, all[i].off, all[i].result);
-			smr_alloc_write_failed(c->alloc, all[i].off, all[i].len);
+	if (c->info->zoned) {
+		rc = sd_meta_write_zoned(c, ios, n, s->fill, s->nr_fill);
+	} else {
+		rc = smr_dev_submit(c->dev, ios, n);
+		for (uint32_t i = 0; rc && i < n; i++) {
+			if (ios[i].result)
+				smr_alloc_write_failed(c->alloc, ios[i].off,
+						       ios[i].len);
 		}
-		smr_err("writing %u metadata nodes failed: %s", n, strerror(-rc));
 	}
-	if (all != ios)
-		free(all);
+	if (rc)
+		smr_err("writing %u metadata nodes failed: %s", n, strerror(-rc));
 	s->nr_fill = 0;
 	return rc;
 }
@@ -608,7 +662,16 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 
 	if (at + SMR_CKPT_SIZE > start + smr_dev_zone_cap(c->dev, z) ||
 	    smr_dev_zone_cond(c->dev, z) == SMR_ZONE_COND_FULL) {
-		/* Move to the other zone: it holds only older checkpoints. */
+		/* Move to the other zone: it holds only older checkpoints.
+		 * Finish this one first: nothing more goes into it, its
+		 * checkpoints stay readable, and while it is open it would
+		 * count against the device's active-zone limit together with
+		 * the new log zone, which the allocator does not expect. */
+		if (smr_dev_zone_cond(c->dev, z) != SMR_ZONE_COND_FULL) {
+			rc = smr_dev_zone_finish(c->dev, z);
+			if (rc)
+				return rc;
+		}
 		z ^= 1;
 		start = smr_dev_zone_start(c->dev, z);
 		rc = smr_dev_zone_reset(c->dev, z);
@@ -634,12 +697,8 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 		rc = smr_dev_flush(c->dev);
 	if (rc)
 		return rc;
-	if (fresh) {
-		/* The new zone holds a durable checkpoint: the old one can
-		 * stop counting as an active zone. */
-		smr_dev_zone_finish(c->dev, s->log_zone);
+	if (fresh)
 		s->log_zone = z;
-	}
 	return 0;
 }
 
@@ -668,6 +727,7 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 			ck->gen, strerror(-rc));
 		return rc;
 	}
+	c->alloc_ref = ref;
 	return smr_alloc_committed(c->alloc);
 }
 
