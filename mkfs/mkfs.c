@@ -175,6 +175,18 @@ static int check_existing(const struct mkfs_opts *mo, struct smr_dev *dev)
 	return -EEXIST;
 }
 
+/* The engine's last error while formatting (a log sink takes no argument,
+ * so this is the program's state, like its log settings). */
+static char last_err[256];
+
+static void keep_error_sink(enum smr_log_level level, const char *msg)
+{
+	if (level <= SMR_LOG_ERR)
+		snprintf(last_err, sizeof(last_err), "%s", msg);
+	else
+		fprintf(stderr, "smrfs: %s\n", msg);
+}
+
 static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 			  const struct smr_cow_info *info,
 			  const struct smr_cow_space *sp)
@@ -246,18 +258,29 @@ static int make_fs(const struct mkfs_opts *mo)
 	if (rc)
 		goto out_dev;
 	memset(&info, 0, sizeof(info));
+	/* One line on failure, with the engine's reason in it. */
+	last_err[0] = 0;
+	smr_log_set_sink(keep_error_sink);
 	rc = smr_cow_format(dev, &fo, &info);
+	smr_log_set_sink(NULL);
 	if (rc) {
+		char what[128];
+
 		if (rc == -ENOENT && mo->alloc)
-			fprintf(stderr, PROG ": unknown allocator '%s'\n",
-				mo->alloc);
+			snprintf(what, sizeof(what), "unknown allocator '%s'",
+				 mo->alloc);
 		else if (rc == -EINVAL && mo->alloc)
-			fprintf(stderr,
-				PROG ": %s: allocator '%s' cannot be used here\n",
-				mo->dev, mo->alloc);
+			snprintf(what, sizeof(what),
+				 "allocator '%s' cannot be used here",
+				 mo->alloc);
 		else
-			fprintf(stderr, PROG ": %s: cannot format: %s\n",
-				mo->dev, strerror(-rc));
+			snprintf(what, sizeof(what), "cannot format: %s",
+				 strerror(-rc));
+		if (last_err[0])
+			fprintf(stderr, PROG ": %s: %s (%s)\n", mo->dev, what,
+				last_err);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", mo->dev, what);
 		goto out_dev;
 	}
 	if (mo->dry_run) {

@@ -299,6 +299,7 @@ struct smr_ns_statfs {
 	uint64_t ffree;  /* an estimate: one inode per free block */
 	uint32_t namemax;
 };
+/* Space and inodes as statfs reports them (from smr_cow_space). Always 0. */
 int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st);
 
 /* ------------------------------------------------------------------------
