@@ -55,7 +55,7 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 				 "device: %s", o->name, reason);
 			return -EINVAL;
 		}
-		snprintf(why, whylen, "allocator %s, as asked (%s)", o->name,
+		snprintf(why, whylen, "allocator %s: %s", o->name,
 			 reason);
 		*ops = o;
 		return 0;
