@@ -25,7 +25,7 @@ cd "$top"
 
 packages="build-essential autoconf automake libtool pkg-config \
 libfuse3-dev fuse3 libzbd-dev zbd-utils liburing-dev libxxhash-dev \
-libcunit1-dev libblkid-dev attr"
+libcunit1-dev libblkid-dev attr python3"
 
 if [ -z "${SMRFS_NO_APT:-}" ]; then
 	missing=
