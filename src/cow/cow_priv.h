@@ -141,6 +141,8 @@ struct smr_cow {
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
 	struct smr_xlist free_prev; /* released by the newest checkpoint,
 				     * not yet given to the allocator; lock */
+	struct smr_alloc_ref alloc_ref; /* the newest checkpoint's allocator
+					 * state (fsck reads it again); lock */
 	uint8_t *scratch[2];     /* node-size buffers for splits; lock excl. */
 
 	pthread_mutex_t cache_lock;
