@@ -332,6 +332,45 @@ static void test_ckpt(void)
 	mounts_clean();
 }
 
+/* The newest checkpoint damaged: the one before is used, the commit is
+ * reported lost, and a repair commits anew. */
+static void test_ckpt_newest(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_cow_super_check sc;
+		struct smr_fsck_result r;
+		struct smr_dev *dev;
+		uint64_t gen;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+		SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+		SMR_ASSERT_OK(smr_dev_close(dev));
+		CU_ASSERT_EQUAL(sc.problems, 0);
+		CU_ASSERT_FATAL(sc.newest_gen > 1);
+		gen = sc.newest_gen;
+		flip(sc.newest_addr + 600);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		if (k == K_FILE) {
+			/* flash discarded the older allocator states when
+			 * the newest became durable (docs/design/cow.md):
+			 * nothing to fall back to, and fsck says so. */
+			CU_ASSERT_EQUAL(run_fsck(true, false, &r),
+					SMR_FSCK_UNCORRECTED);
+			CU_ASSERT_EQUAL(r.fixed, 0);
+			continue;
+		}
+		CU_ASSERT_EQUAL(r.gen, gen - 1);
+		CU_ASSERT_EQUAL(r.ckpt_bad, 1);
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.gen >= gen);
+		mounts_clean();
+	}
+}
+
 /* ------------------------------------------------------------------------
  * A B-tree node
  * ------------------------------------------------------------------------ */
@@ -705,6 +744,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "operational", test_operational },
 	{ "sb_copy", test_sb_copy },
 	{ "ckpt", test_ckpt },
+	{ "ckpt_newest", test_ckpt_newest },
 	{ "node", test_node },
 	{ "nlink", test_nlink },
 	{ "missing_inode", test_missing_inode },
