@@ -16,3 +16,8 @@ TESTS += tests/test_fsck
 # The command line: usage, exit codes, --json, a device in use.
 dist_noinst_SCRIPTS += tests/fsck/cli.sh
 TESTS += tests/fsck/cli.sh
+
+# With the daemon: a mounted device refused, an orphan left by kill -9,
+# damage the daemon survives and fsck repairs (FUSE; skipped without it).
+dist_noinst_SCRIPTS += tests/fsck/mount.sh
+TESTS += tests/fsck/mount.sh
