@@ -46,3 +46,9 @@ tests_test_clean_SOURCES = tests/test_clean.c
 tests_test_clean_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_clean_LDADD = $(SMR_TEST_LIBS) libsmrfs.la
 TESTS += tests/test_clean
+
+# Write amplification of the cleaner under greedy and cost-benefit, uniform
+# and hot/cold overwrites at 50, 75 and 90% utilization (bench/README.md).
+noinst_PROGRAMS += bench/bench_wa
+bench_bench_wa_SOURCES = bench/bench_wa.c
+bench_bench_wa_LDADD = libsmrfs.la
