@@ -52,7 +52,7 @@ static int rmtree(const char *dir)
 
 struct result {
 	double wa;
-	uint64_t user, device, zones_cleaned;
+	uint64_t user, device, reloc, meta, zones_cleaned;
 	double secs;
 	int err;
 };
@@ -168,6 +168,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	smr_cow_gc_stats(c, &s1);
 	r->user = s1.user_bytes - s0.user_bytes;
 	r->device = s1.device_bytes - s0.device_bytes;
+	r->reloc = s1.reloc_bytes - s0.reloc_bytes;
+	r->meta = s1.meta_bytes - s0.meta_bytes;
 	r->zones_cleaned = s1.gc_zones - s0.gc_zones;
 	r->wa = r->user ? (double)r->device / (double)r->user : 0;
 	r->secs = (double)(t1.tv_sec - t0.tv_sec) +
@@ -200,8 +202,8 @@ int main(int argc, char **argv)
 	       "files, %u device sizes\n\n", nzones,
 	       (unsigned long long)(zone / SMR_MIB),
 	       (unsigned long long)(WRITE_BYTES / 1024), passes);
-	printf("| workload | U | policy | WA | zones cleaned | seconds |\n");
-	printf("|---|---|---|---|---|---|\n");
+	printf("| workload | U | policy | WA | relocated / user | metadata / user | zones cleaned | seconds |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int skew = 0; skew < 2; skew++) {
 		for (unsigned int u = 0; u < 3; u++) {
 			for (int pol = 1; pol >= 0; pol--) {
@@ -210,16 +212,18 @@ int main(int argc, char **argv)
 				run(base, nzones, zone, passes, utils[u], skew,
 				    (enum smr_cow_gc_policy)pol, &r);
 				if (r.err)
-					printf("| %s | %u%% | %s | %s | - | - |\n",
+					printf("| %s | %u%% | %s | %s | - | - | - | - |\n",
 					       skew ? "hot/cold 90/10" :
 						      "uniform",
 					       utils[u], pname[pol],
 					       strerror(-r.err));
 				else
-					printf("| %s | %u%% | %s | %.2f | %llu | %.1f |\n",
+					printf("| %s | %u%% | %s | %.2f | %.2f | %.2f | %llu | %.1f |\n",
 					       skew ? "hot/cold 90/10" :
 						      "uniform",
 					       utils[u], pname[pol], r.wa,
+					       (double)r.reloc / (double)r.user,
+					       (double)r.meta / (double)r.user,
 					       (unsigned long long)r.zones_cleaned,
 					       r.secs);
 				fflush(stdout);
