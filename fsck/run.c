@@ -618,7 +618,7 @@ static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
 static int fk_check_engine(struct smr_dev *dev, bool scrub,
 			   struct smr_fsck_result *r, struct fk_found *f)
 {
-	struct smr_cow_opts co = { .read_only = true };
+	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
 	struct smr_cow_space_check sc;
 	struct smr_cow_info info;
 	struct smr_cow *cow;
@@ -709,29 +709,21 @@ out_cow:
 static int fk_repair(struct smr_dev *dev, bool lost_commit,
 		     struct smr_fsck_result *r)
 {
+	/* No timer commit in the middle of the repairs. */
+	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600 };
 	struct smr_cow_space_check sc;
 	struct smr_cow *cow;
 	struct fk_walk w;
 	int rc;
 
-	rc = smr_cow_open(dev, NULL, &cow);
+	rc = smr_cow_open(dev, &co, &cow);
 	if (rc) {
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));
 		return rc;
 	}
-	rc = fk_repair_ns(cow, r);
-	if (rc) {
-		smr_err("namespace repair failed: %s", strerror(-rc));
-		goto out;
-	}
-	/* Commit the namespace first, so the space audit sees every node
-	 * at its address; a damaged newer checkpoint is superseded too. */
-	rc = lost_commit ? smr_cow_commit_forced(cow) : smr_cow_commit(cow);
-	if (rc) {
-		smr_err("committing the repairs failed: %s", strerror(-rc));
-		goto out;
-	}
+	/* The allocator first, before anything allocates: after a rebuild
+	 * it holds everything free until the referenced blocks are out. */
 	rc = fk_walk(cow, false, &w);
 	if (!rc)
 		rc = smr_cow_check_space(cow, w.ext, w.next, true, &sc);
@@ -741,8 +733,14 @@ static int fk_repair(struct smr_dev *dev, bool lost_commit,
 		goto out;
 	}
 	r->fixed += sc.fixed;
-	if (sc.fixed)
-		rc = smr_cow_commit_forced(cow);
+	rc = fk_repair_ns(cow, r);
+	if (rc) {
+		smr_err("namespace repair failed: %s", strerror(-rc));
+		goto out;
+	}
+	/* One commit for all; a damaged newer checkpoint is superseded. */
+	rc = lost_commit || sc.fixed ? smr_cow_commit_forced(cow) :
+				       smr_cow_commit(cow);
 	if (rc)
 		smr_err("committing the repairs failed: %s", strerror(-rc));
 out:
