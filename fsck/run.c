@@ -699,6 +699,10 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	r->bytes_referenced = sc.bytes_referenced;
 	r->leaked = sc.leaked;
 	fk_count(f, sc.problems, sc.unfixable);
+	/* The allocator could hand out, or a commit reset, space that is
+	 * referenced: no commit at all, not even for other repairs. */
+	if (sc.unfixable)
+		f->fatal = true;
 out_walk:
 	fk_walk_free(&w);
 out_cow:
@@ -799,7 +803,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		goto out;
 	}
 	if (f.fatal) {
-		smr_err("the filesystem cannot be read whole: nothing repaired");
+		smr_err("the trees cannot be read whole, or the allocator could "
+			"reuse referenced space: nothing repaired");
 		r->remaining = f.problems;
 		r->exit_code = SMR_FSCK_UNCORRECTED;
 		goto out;

@@ -712,6 +712,43 @@ static void test_scrub(void)
 	}
 }
 
+/* A zone that lost its data behind the filesystem's back (its write
+ * pointer went back): referenced data past the write pointer, which no
+ * repair can bring back. */
+static void test_wp(void)
+{
+	struct smr_key from, to;
+	struct smr_fsck_result r;
+	struct ext_arg ea = { 0 };
+	char zfile[4200], buf[16];
+	struct fs f;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_f1, SMR_NS_T_EXTENT, 0);
+	to = key(ino_f1, SMR_NS_T_EXTENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, ext_cb,
+				     &ea));
+	fs_close(&f);
+	CU_ASSERT_FATAL(ea.found);
+	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
+		 (unsigned long long)(ea.dev_off / (2 * SMR_MIB)));
+	CU_ASSERT_EQUAL(truncate(zfile, (off_t)(ea.dev_off % (2 * SMR_MIB))), 0);
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.problems > 0);
+	/* Nothing is written: a commit could reset the zone. */
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.remaining > 0);
+	CU_ASSERT_EQUAL(r.fixed, 0);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (f.ns) {
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f1, 0, sizeof(buf), buf),
+				-EIO);
+		fs_close(&f);
+	}
+}
+
 /* Space written and committed that nothing references: the zoned counter
  * is too high, the other modules lose it. */
 static void test_leak(void)
@@ -757,6 +794,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "orphan", test_orphan },
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
+	{ "wp", test_wp },
 	{ NULL, NULL },
 };
 
