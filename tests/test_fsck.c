@@ -630,6 +630,65 @@ static void test_nameless(void)
 	}
 }
 
+static int count_cb(void *arg, const char *name, size_t namelen,
+		    uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	(void)name;
+	(void)namelen;
+	(void)ino;
+	(void)dtype;
+	(void)next;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* One of the two items of an entry lost: the other brings it back. */
+static void test_halves(void)
+{
+	struct find_arg fa = { .name = "f1" };
+	struct smr_key from, to;
+	struct smr_ns_attr a;
+	struct fs f;
+	int n = 0;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_d, SMR_NS_T_DIRENT, 0);
+	to = key(ino_d, SMR_NS_T_DIRENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	/* /d/f1 loses its readdir item, /d/f2 its entry item, and a readdir
+	 * item naming a missing inode appears in the root. */
+	delete_item(key(ino_d, SMR_NS_T_DIRINDEX, fa.seq));
+	SMR_ASSERT_OK(fs_open(&f, false));
+	fa.name = "f2";
+	fa.found = false;
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	delete_item(key(ino_d, SMR_NS_T_DIRENT, fa.hkey));
+	add_entry(ROOT, "ghost", 9999, 500);
+	delete_item(key(ROOT, SMR_NS_T_DIRENT,
+			smr_hash64("ghost", 5, SMR_NS_HASH_SEED) & ~0xffULL));
+
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f1);
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f2", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f2);
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ino_d, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 3); /* ".", "..", f1, f2, sub */
+	n = 0;
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ROOT, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 4); /* d, empty, link, sym */
+	fs_close(&f);
+	mounts_clean();
+}
+
 /* ------------------------------------------------------------------------
  * Orphans, data, space
  * ------------------------------------------------------------------------ */
@@ -791,6 +850,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "missing_inode", test_missing_inode },
 	{ "dangling", test_dangling },
 	{ "nameless", test_nameless },
+	{ "halves", test_halves },
 	{ "orphan", test_orphan },
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
