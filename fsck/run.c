@@ -848,8 +848,12 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	rc = smr_ns_check(ns, &nsp);
 	smr_ns_close(ns);
-	if (rc && rc != -SMR_EFSCORRUPTED)
+	if (rc && rc != -SMR_EFSCORRUPTED) {
+		smr_err("namespace check failed: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
 		goto out_cow;
+	}
 	rc = fk_walk(cow, scrub, &w);
 	if (rc) {
 		smr_err("walking the namespace failed: %s", strerror(-rc));
