@@ -961,7 +961,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = smr_dev_open(o->device, &dopts, &dev);
+	dev = o->dev;
+	rc = dev ? 0 : smr_dev_open(o->device, &dopts, &dev);
 	if (rc) {
 		if (rc == -EBUSY)
 			smr_err("%s is in use (mounted?)", o->device);
@@ -1041,6 +1042,7 @@ out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
 	r->exit_code = SMR_FSCK_OPERROR;
 out:
-	smr_dev_close(dev);
+	if (!o->dev)
+		smr_dev_close(dev);
 	return r->exit_code;
 }

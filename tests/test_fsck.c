@@ -22,6 +22,7 @@
 #include "alloc/alloc.h"
 #include "cow/cow_priv.h"
 #include "dev/dev.h"
+#include "dev/fault.h"
 #include "format/blk.h"
 #include "format/ondisk_ns.h"
 #include "fsck/fsck.h"
@@ -839,6 +840,77 @@ static void test_leak(void)
 	}
 }
 
+/* Copy the image (a file, or a zoned loop directory's zone files). */
+static void copy_image(const char *from, const char *to)
+{
+	char cmd[9000];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -a '%s' '%s'", to, from,
+		 to);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+}
+
+/* A power cut at every write of a repair: afterwards the filesystem is
+ * either as before the repair (4) or repaired (0), and a repair then
+ * finishes the job. */
+static void test_powercut(void)
+{
+	for (int k = 0; k < 2; k++) {
+		char orig[4200], work[4096];
+		int before = 0, after = 0;
+		bool cut = true;
+
+		populate((enum kind)k, 30);
+		set_nlink(ino_f1, 7);
+		add_entry(ROOT, "ghost", 9999, 1000);
+		snprintf(orig, sizeof(orig), "%s.orig", path);
+		copy_image(path, orig);
+		memcpy(work, path, sizeof(work));
+		for (uint64_t n = 0; cut && n < 500; n++) {
+			struct smr_fault_rule rule = {
+				.what = SMR_FAULT_DROP_WRITES, .after = n,
+			};
+			struct smr_fsck_opts o = {
+				.device = work, .repair = true,
+			};
+			struct smr_fsck_result r;
+			struct smr_dev *lower, *dev;
+			struct smr_fault *fault;
+			int st;
+
+			copy_image(orig, work);
+			SMR_ASSERT_OK(smr_dev_open(work, NULL, &lower));
+			SMR_ASSERT_OK(smr_fault_open(lower, &fault, &dev));
+			SMR_ASSERT_OK(smr_fault_arm(fault, &rule));
+			o.dev = dev;
+			smr_fsck_run(&o, &r);
+			cut = smr_fault_is_cut(fault);
+			smr_dev_close(dev);
+			smr_dev_close(lower);
+			smr_fault_free(fault);
+
+			st = run_fsck(false, false, &r);
+			CU_ASSERT(st == SMR_FSCK_UNCORRECTED || st == SMR_FSCK_OK);
+			before += st == SMR_FSCK_UNCORRECTED;
+			after += st == SMR_FSCK_OK;
+			if (st != SMR_FSCK_UNCORRECTED && st != SMR_FSCK_OK)
+				fprintf(stderr, "cut after %llu writes: %d\n",
+					(unsigned long long)n, st);
+			st = run_fsck(true, false, &r);
+			CU_ASSERT(st == SMR_FSCK_FIXED || st == SMR_FSCK_OK);
+			CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+			if (!cut)
+				CU_ASSERT(n > 1);
+		}
+		CU_ASSERT(!cut);
+		/* Cuts before the repair's commit and after it. */
+		CU_ASSERT(before > 0);
+		CU_ASSERT(after > 0);
+		printf("(%s: %d cuts before the repair was durable, %d after) ",
+		       kind_name[k], before, after);
+	}
+}
+
 static const struct smr_test fsck_tests[] = {
 	{ "clean", test_clean },
 	{ "operational", test_operational },
@@ -855,6 +927,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
 	{ "wp", test_wp },
+	{ "powercut", test_powercut },
 	{ NULL, NULL },
 };
 
