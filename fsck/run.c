@@ -54,10 +54,13 @@ struct fk_entry {
 	uint64_t dir, hkey, seq, ino;
 	char *name;
 	bool dangling; /* its inode is missing */
+	bool no_index; /* no readdir item names it back */
 };
 
 struct fk_index {
 	uint64_t dir, seq, hkey, ino;
+	bool dangling; /* its inode is missing */
+	bool no_entry; /* no entry item names it back */
 };
 
 /* One walk of the FS tree. */
@@ -106,6 +109,44 @@ static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
 		if (w->in[mid].ino == ino)
 			return &w->in[mid];
 		if (w->in[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const struct fk_index *fk_find_index(const struct fk_walk *w,
+					    uint64_t dir, uint64_t seq)
+{
+	size_t lo = 0, hi = w->nix;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fk_index *x = &w->ix[mid];
+
+		if (x->dir == dir && x->seq == seq)
+			return x;
+		if (x->dir < dir || (x->dir == dir && x->seq < seq))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
+					    uint64_t dir, uint64_t hkey)
+{
+	size_t lo = 0, hi = w->nen;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fk_entry *e = &w->en[mid];
+
+		if (e->dir == dir && e->hkey == hkey)
+			return e;
+		if (e->dir < dir || (e->dir == dir && e->hkey < hkey))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -276,6 +317,31 @@ static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
 		if (fi && !fi->nlink)
 			fi->orphan = true;
 	}
+	/* The two items of each entry: entries are in (dir, hash key)
+	 * order and readdir items in (dir, sequence) order, as iterated. */
+	for (size_t i = 0; i < w->nen; i++) {
+		struct fk_entry *e = &w->en[i];
+		const struct fk_index *x = fk_find_index(w, e->dir, e->seq);
+
+		e->no_index = !x || x->hkey != e->hkey;
+	}
+	for (size_t i = 0; i < w->nix; i++) {
+		struct fk_index *x = &w->ix[i];
+		const struct fk_entry *e = fk_find_entry(w, x->dir, x->hkey);
+
+		x->no_entry = !e || e->seq != x->seq;
+		x->dangling = !fk_find(w, x->ino);
+		if (x->no_entry && !x->dangling && !e) {
+			/* A repair restores the entry from this item: count
+			 * the name it gives. */
+			struct fk_inode *t = fk_find(w, x->ino), *d;
+
+			t->names++;
+			d = fk_find(w, x->dir);
+			if (d && S_ISDIR(t->mode))
+				d->subdirs++;
+		}
+	}
 	for (size_t i = 0; i < w->nen; i++) {
 		struct fk_entry *e = &w->en[i];
 		struct fk_inode *t = fk_find(w, e->ino), *d;
@@ -310,7 +376,7 @@ static bool fk_nameless(const struct fk_inode *fi)
  * ======================================================================== */
 
 struct fk_plan {
-	uint64_t drops, moves, nlinks, counters, orphans;
+	uint64_t drops, halves, moves, nlinks, counters, orphans;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -321,11 +387,27 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 	for (size_t i = 0; i < w->nen; i++) {
 		struct fk_entry *e = &w->en[i];
 
-		if (!e->dangling)
+		if (e->dangling) {
+			p->drops++;
+			smr_err("dir %" PRIu64 ": entry '%s' names missing inode %"
+				PRIu64 " (%sdrop the entry)", e->dir, e->name,
+				e->ino, will);
+		} else if (e->no_index) {
+			p->halves++;
+			smr_err("dir %" PRIu64 ": entry '%s' has no readdir item "
+				"(%sadd it from the entry)", e->dir, e->name, will);
+		}
+	}
+	for (size_t i = 0; i < w->nix; i++) {
+		struct fk_index *x = &w->ix[i];
+
+		if (!x->no_entry)
 			continue;
-		p->drops++;
-		smr_err("dir %" PRIu64 ": entry '%s' names missing inode %" PRIu64
-			" (%sdrop the entry)", e->dir, e->name, e->ino, will);
+		p->halves++;
+		smr_err("dir %" PRIu64 ": readdir item %" PRIu64 " names no entry "
+			"(%s%s)", x->dir, x->seq, will,
+			x->dangling ? "drop it: its inode is missing" :
+				      "add the entry from it");
 	}
 	for (size_t i = 0; i < w->nin; i++) {
 		struct fk_inode *fi = &w->in[i];
@@ -406,6 +488,89 @@ static int fk_drop_entry(struct smr_cow *cow, struct smr_txn *t,
 		}
 	}
 	return 0;
+}
+
+union fk_dirent_buf {
+	struct smr_ns_dirent_d d;
+	uint8_t b[sizeof(struct smr_ns_dirent_d) + SMR_NS_NAME_MAX];
+};
+
+/* Raise directory @dir's next sequence number above @seq if needed. */
+static int fk_seq_above(struct smr_cow *cow, struct smr_txn *t, uint64_t dir,
+			uint64_t seq)
+{
+	struct smr_ns_inode_d d;
+	int rc = fk_inode_rw(cow, t, dir, &d, false);
+
+	if (rc || le64toh(d.next_seq) > seq)
+		return rc;
+	d.next_seq = htole64(seq + 1);
+	return fk_inode_rw(cow, t, dir, &d, true);
+}
+
+/* An entry without its readdir item: add the item from the entry. */
+static int fk_add_index(struct smr_cow *cow, struct smr_txn *t,
+			const struct fk_entry *e, uint64_t *fixed)
+{
+	struct smr_key k = fk_key(e->dir, SMR_NS_T_DIRENT, e->hkey);
+	union fk_dirent_buf v;
+	size_t len = sizeof(v);
+	int rc;
+
+	rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, &v, &len);
+	if (rc)
+		return rc;
+	k = fk_key(e->dir, SMR_NS_T_DIRINDEX, e->seq);
+	if (!smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, NULL)) {
+		smr_err("dir %" PRIu64 ": readdir item %" PRIu64 " belongs to "
+			"another entry: '%s' left without one", e->dir, e->seq,
+			e->name);
+		return 0;
+	}
+	v.d.ref = htole64(e->hkey);
+	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, len);
+	if (!rc)
+		rc = fk_seq_above(cow, t, e->dir, e->seq);
+	if (!rc) {
+		smr_info("dir %" PRIu64 ": readdir item %" PRIu64 " added for '%s'",
+			 e->dir, e->seq, e->name);
+		(*fixed)++;
+	}
+	return rc;
+}
+
+/* A readdir item without its entry: add the entry from the item, or drop
+ * the item when its inode is missing or the entry's key is taken. */
+static int fk_fix_index(struct smr_cow *cow, struct smr_txn *t,
+			const struct fk_index *x, uint64_t *fixed)
+{
+	struct smr_key ki = fk_key(x->dir, SMR_NS_T_DIRINDEX, x->seq);
+	struct smr_key ke = fk_key(x->dir, SMR_NS_T_DIRENT, x->hkey);
+	union fk_dirent_buf v;
+	size_t len = sizeof(v);
+	int rc;
+
+	if (!x->dangling &&
+	    smr_bt_lookup(cow, SMR_TREE_FS, &ke, NULL, NULL) == -ENOENT) {
+		rc = smr_bt_lookup(cow, SMR_TREE_FS, &ki, &v, &len);
+		if (rc)
+			return rc;
+		v.d.ref = htole64(x->seq);
+		rc = smr_bt_insert(t, SMR_TREE_FS, &ke, &v, len);
+		if (!rc) {
+			smr_info("dir %" PRIu64 ": entry added from readdir item %"
+				 PRIu64, x->dir, x->seq);
+			(*fixed)++;
+		}
+		return rc;
+	}
+	rc = smr_bt_delete(t, SMR_TREE_FS, &ki);
+	if (!rc) {
+		smr_info("dir %" PRIu64 ": readdir item %" PRIu64 " dropped",
+			 x->dir, x->seq);
+		(*fixed)++;
+	}
+	return rc;
 }
 
 /* Give @fi the name "#INO" in directory @lf. */
@@ -521,9 +686,40 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 	if (rc)
 		return rc;
 	r->fixed += r->orphans;
+
+	/* 1. Entries: dangling ones dropped, missing halves restored. */
 	rc = fk_walk(cow, false, &w);
 	if (rc)
-		goto out_ns;
+		goto out_walk;
+	rc = smr_txn_begin(cow, &t);
+	if (rc)
+		goto out_walk;
+	for (size_t i = 0; i < w.nen && !rc; i++) {
+		struct fk_entry *e = &w.en[i];
+
+		if (e->dangling) {
+			rc = fk_drop_entry(cow, t, &w, e);
+			if (!rc) {
+				smr_info("dir %" PRIu64 ": dropped entry '%s'",
+					 e->dir, e->name);
+				r->fixed++;
+			}
+		} else if (e->no_index) {
+			rc = fk_add_index(cow, t, e, &r->fixed);
+		}
+	}
+	for (size_t i = 0; i < w.nix && !rc; i++)
+		if (w.ix[i].no_entry)
+			rc = fk_fix_index(cow, t, &w.ix[i], &r->fixed);
+	smr_txn_end(t);
+	if (rc)
+		goto out_walk;
+
+	/* 2. Inodes no entry names: into /lost+found. */
+	fk_walk_free(&w);
+	rc = fk_walk(cow, false, &w);
+	if (rc)
+		goto out_walk;
 	for (size_t i = 0; i < w.nin; i++)
 		if (fk_nameless(&w.in[i]))
 			need_lf = true;
@@ -544,41 +740,36 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 			goto out_walk;
 		}
 		lf = attr.ino;
+		/* The namespace keeps its counters in memory: closed before
+		 * fsck changes items behind it. */
+		smr_ns_close(ns);
+		ns = NULL;
+		fk_walk_free(&w);
+		rc = fk_walk(cow, false, &w);
+		if (rc)
+			goto out_walk;
+		rc = smr_txn_begin(cow, &t);
+		if (rc)
+			goto out_walk;
+		for (size_t i = 0; i < w.nin && !rc; i++) {
+			if (!fk_nameless(&w.in[i]) || w.in[i].ino == lf)
+				continue;
+			rc = fk_link_into(cow, t, lf, &w.in[i]);
+			if (!rc) {
+				smr_info("inode %" PRIu64 ": now /%s/#%" PRIu64,
+					 w.in[i].ino, FK_LOST_FOUND,
+					 w.in[i].ino);
+				r->fixed++;
+			}
+		}
+		smr_txn_end(t);
+		if (rc)
+			goto out_walk;
 	}
 	smr_ns_close(ns);
 	ns = NULL;
-	fk_walk_free(&w);
-	rc = fk_walk(cow, false, &w);
-	if (rc)
-		goto out_walk;
 
-	rc = smr_txn_begin(cow, &t);
-	if (rc)
-		goto out_walk;
-	for (size_t i = 0; i < w.nen && !rc; i++) {
-		if (!w.en[i].dangling)
-			continue;
-		rc = fk_drop_entry(cow, t, &w, &w.en[i]);
-		if (!rc) {
-			smr_info("dir %" PRIu64 ": dropped entry '%s'",
-				 w.en[i].dir, w.en[i].name);
-			r->fixed++;
-		}
-	}
-	for (size_t i = 0; i < w.nin && !rc; i++) {
-		if (!fk_nameless(&w.in[i]) || w.in[i].ino == lf)
-			continue;
-		rc = fk_link_into(cow, t, lf, &w.in[i]);
-		if (!rc) {
-			smr_info("inode %" PRIu64 ": now /%s/#%" PRIu64,
-				 w.in[i].ino, FK_LOST_FOUND, w.in[i].ino);
-			r->fixed++;
-		}
-	}
-	smr_txn_end(t);
-	if (rc)
-		goto out_walk;
-	/* Count again with the entries as they are now. */
+	/* 3. Link counts and the inode counter, counted again. */
 	fk_walk_free(&w);
 	rc = fk_walk(cow, false, &w);
 	if (rc)
@@ -590,7 +781,6 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 	smr_txn_end(t);
 out_walk:
 	fk_walk_free(&w);
-out_ns:
 	smr_ns_close(ns);
 	return rc;
 }
@@ -618,7 +808,7 @@ static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
 static int fk_check_engine(struct smr_dev *dev, bool scrub,
 			   struct smr_fsck_result *r, struct fk_found *f)
 {
-	struct smr_cow_opts co = { .read_only = true };
+	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
 	struct smr_cow_space_check sc;
 	struct smr_cow_info info;
 	struct smr_cow *cow;
@@ -658,8 +848,12 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	rc = smr_ns_check(ns, &nsp);
 	smr_ns_close(ns);
-	if (rc && rc != -SMR_EFSCORRUPTED)
+	if (rc && rc != -SMR_EFSCORRUPTED) {
+		smr_err("namespace check failed: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
 		goto out_cow;
+	}
 	rc = fk_walk(cow, scrub, &w);
 	if (rc) {
 		smr_err("walking the namespace failed: %s", strerror(-rc));
@@ -675,7 +869,8 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	fk_plan(&w, false, &p);
 	r->orphans = p.orphans;
 	{
-		uint64_t fixable = p.drops + p.moves + p.nlinks + p.counters;
+		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
+				   p.counters;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is
@@ -699,6 +894,10 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	r->bytes_referenced = sc.bytes_referenced;
 	r->leaked = sc.leaked;
 	fk_count(f, sc.problems, sc.unfixable);
+	/* The allocator could hand out, or a commit reset, space that is
+	 * referenced: no commit at all, not even for other repairs. */
+	if (sc.unfixable)
+		f->fatal = true;
 out_walk:
 	fk_walk_free(&w);
 out_cow:
@@ -709,29 +908,21 @@ out_cow:
 static int fk_repair(struct smr_dev *dev, bool lost_commit,
 		     struct smr_fsck_result *r)
 {
+	/* No timer commit in the middle of the repairs. */
+	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600 };
 	struct smr_cow_space_check sc;
 	struct smr_cow *cow;
 	struct fk_walk w;
 	int rc;
 
-	rc = smr_cow_open(dev, NULL, &cow);
+	rc = smr_cow_open(dev, &co, &cow);
 	if (rc) {
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));
 		return rc;
 	}
-	rc = fk_repair_ns(cow, r);
-	if (rc) {
-		smr_err("namespace repair failed: %s", strerror(-rc));
-		goto out;
-	}
-	/* Commit the namespace first, so the space audit sees every node
-	 * at its address; a damaged newer checkpoint is superseded too. */
-	rc = lost_commit ? smr_cow_commit_forced(cow) : smr_cow_commit(cow);
-	if (rc) {
-		smr_err("committing the repairs failed: %s", strerror(-rc));
-		goto out;
-	}
+	/* The allocator first, before anything allocates: after a rebuild
+	 * it holds everything free until the referenced blocks are out. */
 	rc = fk_walk(cow, false, &w);
 	if (!rc)
 		rc = smr_cow_check_space(cow, w.ext, w.next, true, &sc);
@@ -741,8 +932,14 @@ static int fk_repair(struct smr_dev *dev, bool lost_commit,
 		goto out;
 	}
 	r->fixed += sc.fixed;
-	if (sc.fixed)
-		rc = smr_cow_commit_forced(cow);
+	rc = fk_repair_ns(cow, r);
+	if (rc) {
+		smr_err("namespace repair failed: %s", strerror(-rc));
+		goto out;
+	}
+	/* One commit for all; a damaged newer checkpoint is superseded. */
+	rc = lost_commit || sc.fixed ? smr_cow_commit_forced(cow) :
+				       smr_cow_commit(cow);
 	if (rc)
 		smr_err("committing the repairs failed: %s", strerror(-rc));
 out:
@@ -764,7 +961,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = smr_dev_open(o->device, &dopts, &dev);
+	dev = o->dev;
+	rc = dev ? 0 : smr_dev_open(o->device, &dopts, &dev);
 	if (rc) {
 		if (rc == -EBUSY)
 			smr_err("%s is in use (mounted?)", o->device);
@@ -801,7 +999,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		goto out;
 	}
 	if (f.fatal) {
-		smr_err("the filesystem cannot be read whole: nothing repaired");
+		smr_err("the trees cannot be read whole, or the allocator could "
+			"reuse referenced space: nothing repaired");
 		r->remaining = f.problems;
 		r->exit_code = SMR_FSCK_UNCORRECTED;
 		goto out;
@@ -843,6 +1042,7 @@ out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
 	r->exit_code = SMR_FSCK_OPERROR;
 out:
-	smr_dev_close(dev);
+	if (!o->dev)
+		smr_dev_close(dev);
 	return r->exit_code;
 }

@@ -22,6 +22,7 @@
 #include "alloc/alloc.h"
 #include "cow/cow_priv.h"
 #include "dev/dev.h"
+#include "dev/fault.h"
 #include "format/blk.h"
 #include "format/ondisk_ns.h"
 #include "fsck/fsck.h"
@@ -356,11 +357,15 @@ static void test_ckpt_newest(void)
 		if (k == K_FILE) {
 			/* flash discarded the older allocator states when
 			 * the newest became durable (docs/design/cow.md):
-			 * nothing to fall back to, and fsck says so. */
-			CU_ASSERT_EQUAL(run_fsck(true, false, &r),
-					SMR_FSCK_UNCORRECTED);
-			CU_ASSERT_EQUAL(r.fixed, 0);
-			continue;
+			 * the daemon cannot open it, fsck rebuilds the
+			 * allocator from the trees. */
+			struct smr_dev *d;
+			struct smr_cow *c;
+
+			SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+			CU_ASSERT(smr_cow_open(d, NULL, &c) < 0);
+			SMR_ASSERT_OK(smr_dev_close(d));
+			CU_ASSERT(r.problems > 2);
 		}
 		CU_ASSERT_EQUAL(r.gen, gen - 1);
 		CU_ASSERT_EQUAL(r.ckpt_bad, 1);
@@ -641,6 +646,65 @@ static void test_nameless(void)
 	}
 }
 
+static int count_cb(void *arg, const char *name, size_t namelen,
+		    uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	(void)name;
+	(void)namelen;
+	(void)ino;
+	(void)dtype;
+	(void)next;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* One of the two items of an entry lost: the other brings it back. */
+static void test_halves(void)
+{
+	struct find_arg fa = { .name = "f1" };
+	struct smr_key from, to;
+	struct smr_ns_attr a;
+	struct fs f;
+	int n = 0;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_d, SMR_NS_T_DIRENT, 0);
+	to = key(ino_d, SMR_NS_T_DIRENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	/* /d/f1 loses its readdir item, /d/f2 its entry item, and a readdir
+	 * item naming a missing inode appears in the root. */
+	delete_item(key(ino_d, SMR_NS_T_DIRINDEX, fa.seq));
+	SMR_ASSERT_OK(fs_open(&f, false));
+	fa.name = "f2";
+	fa.found = false;
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	delete_item(key(ino_d, SMR_NS_T_DIRENT, fa.hkey));
+	add_entry(ROOT, "ghost", 9999, 500);
+	delete_item(key(ROOT, SMR_NS_T_DIRENT,
+			smr_hash64("ghost", 5, SMR_NS_HASH_SEED) & ~0xffULL));
+
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f1);
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f2", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f2);
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ino_d, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 3); /* ".", "..", f1, f2, sub */
+	n = 0;
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ROOT, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 4); /* d, empty, link, sym */
+	fs_close(&f);
+	mounts_clean();
+}
+
 /* ------------------------------------------------------------------------
  * Orphans, data, space
  * ------------------------------------------------------------------------ */
@@ -723,6 +787,43 @@ static void test_scrub(void)
 	}
 }
 
+/* A zone that lost its data behind the filesystem's back (its write
+ * pointer went back): referenced data past the write pointer, which no
+ * repair can bring back. */
+static void test_wp(void)
+{
+	struct smr_key from, to;
+	struct smr_fsck_result r;
+	struct ext_arg ea = { 0 };
+	char zfile[4200], buf[16];
+	struct fs f;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_f1, SMR_NS_T_EXTENT, 0);
+	to = key(ino_f1, SMR_NS_T_EXTENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, ext_cb,
+				     &ea));
+	fs_close(&f);
+	CU_ASSERT_FATAL(ea.found);
+	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
+		 (unsigned long long)(ea.dev_off / (2 * SMR_MIB)));
+	CU_ASSERT_EQUAL(truncate(zfile, (off_t)(ea.dev_off % (2 * SMR_MIB))), 0);
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.problems > 0);
+	/* Nothing is written: a commit could reset the zone. */
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.remaining > 0);
+	CU_ASSERT_EQUAL(r.fixed, 0);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (f.ns) {
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f1, 0, sizeof(buf), buf),
+				-EIO);
+		fs_close(&f);
+	}
+}
+
 /* Space written and committed that nothing references: the zoned counter
  * is too high, the other modules lose it. */
 static void test_leak(void)
@@ -754,6 +855,77 @@ static void test_leak(void)
 	}
 }
 
+/* Copy the image (a file, or a zoned loop directory's zone files). */
+static void copy_image(const char *from, const char *to)
+{
+	char cmd[9000];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -a '%s' '%s'", to, from,
+		 to);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+}
+
+/* A power cut at every write of a repair: afterwards the filesystem is
+ * either as before the repair (4) or repaired (0), and a repair then
+ * finishes the job. */
+static void test_powercut(void)
+{
+	for (int k = 0; k < 2; k++) {
+		char orig[4200], work[4096];
+		int before = 0, after = 0;
+		bool cut = true;
+
+		populate((enum kind)k, 30);
+		set_nlink(ino_f1, 7);
+		add_entry(ROOT, "ghost", 9999, 1000);
+		snprintf(orig, sizeof(orig), "%s.orig", path);
+		copy_image(path, orig);
+		memcpy(work, path, sizeof(work));
+		for (uint64_t n = 0; cut && n < 500; n++) {
+			struct smr_fault_rule rule = {
+				.what = SMR_FAULT_DROP_WRITES, .after = n,
+			};
+			struct smr_fsck_opts o = {
+				.device = work, .repair = true,
+			};
+			struct smr_fsck_result r;
+			struct smr_dev *lower, *dev;
+			struct smr_fault *fault;
+			int st;
+
+			copy_image(orig, work);
+			SMR_ASSERT_OK(smr_dev_open(work, NULL, &lower));
+			SMR_ASSERT_OK(smr_fault_open(lower, &fault, &dev));
+			SMR_ASSERT_OK(smr_fault_arm(fault, &rule));
+			o.dev = dev;
+			smr_fsck_run(&o, &r);
+			cut = smr_fault_is_cut(fault);
+			smr_dev_close(dev);
+			smr_dev_close(lower);
+			smr_fault_free(fault);
+
+			st = run_fsck(false, false, &r);
+			CU_ASSERT(st == SMR_FSCK_UNCORRECTED || st == SMR_FSCK_OK);
+			before += st == SMR_FSCK_UNCORRECTED;
+			after += st == SMR_FSCK_OK;
+			if (st != SMR_FSCK_UNCORRECTED && st != SMR_FSCK_OK)
+				fprintf(stderr, "cut after %llu writes: %d\n",
+					(unsigned long long)n, st);
+			st = run_fsck(true, false, &r);
+			CU_ASSERT(st == SMR_FSCK_FIXED || st == SMR_FSCK_OK);
+			CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+			if (!cut)
+				CU_ASSERT(n > 1);
+		}
+		CU_ASSERT(!cut);
+		/* Cuts before the repair's commit and after it. */
+		CU_ASSERT(before > 0);
+		CU_ASSERT(after > 0);
+		printf("(%s: %d cuts before the repair was durable, %d after) ",
+		       kind_name[k], before, after);
+	}
+}
+
 static const struct smr_test fsck_tests[] = {
 	{ "clean", test_clean },
 	{ "operational", test_operational },
@@ -765,9 +937,12 @@ static const struct smr_test fsck_tests[] = {
 	{ "missing_inode", test_missing_inode },
 	{ "dangling", test_dangling },
 	{ "nameless", test_nameless },
+	{ "halves", test_halves },
 	{ "orphan", test_orphan },
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
+	{ "wp", test_wp },
+	{ "powercut", test_powercut },
 	{ NULL, NULL },
 };
 

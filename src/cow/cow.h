@@ -99,6 +99,10 @@ struct smr_cow_opts {
 	size_t cache_bytes;    /* node cache bound; 0 = 64 MiB */
 	unsigned commit_secs;  /* timer commit; 0 = 5 s; the timer thread runs
 				* only when not read-only */
+	/* fsck only: when no checkpoint's allocator state can be read, open
+	 * the newest valid checkpoint with an empty allocator (everything
+	 * free) for smr_cow_check_space to rebuild; not on zoned devices. */
+	bool rebuild_alloc;
 	/* The cleaner (zoned devices only; see "Cleaning" below). */
 	bool gc_off;           /* no background cleaning thread */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
