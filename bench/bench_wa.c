@@ -55,6 +55,7 @@ struct result {
 	uint64_t user, device, reloc, meta, zones_cleaned;
 	double secs;
 	int err;
+	const char *phase; /* where err happened */
 };
 
 static uint64_t free_zones(struct smr_cow *c, uint64_t zone)
@@ -110,6 +111,7 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	if (rc)
 		goto out;
 
+	r->phase = "fill";
 	smr_cow_space(c, &sp);
 	nfiles = sp.capacity * util / 100 / FILE_BYTES;
 	ino = calloc(nfiles, sizeof(*ino));
@@ -138,6 +140,7 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	if (rc)
 		goto out;
 
+	r->phase = "overwrite";
 	smr_cow_gc_stats(c, &s0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	todo = (uint64_t)passes * nzones * zone / WRITE_BYTES;
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
 	uint64_t zone = (argc > 3 ? (uint64_t)atoi(argv[3]) : 4) * SMR_MIB;
 	unsigned int passes = argc > 4 ? (unsigned int)atoi(argv[4]) : 3;
 	static const unsigned int utils[] = { 50, 75, 90 };
+	unsigned int u0 = getenv("BENCH_WA_ONLY90") ? 2 : 0;
 	static const char *const pname[] = { "cost-benefit", "greedy" };
 
 	smr_log_set_level(SMR_LOG_WARN);
@@ -205,18 +209,18 @@ int main(int argc, char **argv)
 	printf("| workload | U | policy | WA | relocated / user | metadata / user | zones cleaned | seconds |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int skew = 0; skew < 2; skew++) {
-		for (unsigned int u = 0; u < 3; u++) {
+		for (unsigned int u = u0; u < 3; u++) {
 			for (int pol = 1; pol >= 0; pol--) {
 				struct result r;
 
 				run(base, nzones, zone, passes, utils[u], skew,
 				    (enum smr_cow_gc_policy)pol, &r);
 				if (r.err)
-					printf("| %s | %u%% | %s | %s | - | - | - | - |\n",
+					printf("| %s | %u%% | %s | %s in the %s | - | - | - | - |\n",
 					       skew ? "hot/cold 90/10" :
 						      "uniform",
 					       utils[u], pname[pol],
-					       strerror(-r.err));
+					       strerror(-r.err), r.phase);
 				else
 					printf("| %s | %u%% | %s | %.2f | %.2f | %.2f | %llu | %.1f |\n",
 					       skew ? "hot/cold 90/10" :

@@ -537,12 +537,14 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 		rc = smr_cow_commit_now(c);
 	if (rc)
 		return rc;
-	if (free_zones(c) >= 1)
+	/* What is free may be only the tail of the open zone, too short for
+	 * the write: clean until a whole zone is free beyond it. */
+	if (free_zones(c) >= 2)
 		return 0;
-	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, 2);
+	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, 4);
 	if (rc < 0)
 		return rc == -EOPNOTSUPP ? -ENOSPC : rc;
-	return rc > 0 || free_zones(c) >= 1 ? 0 : -ENOSPC;
+	return rc > 0 || free_zones(c) >= 2 ? 0 : -ENOSPC;
 }
 
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)

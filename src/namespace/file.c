@@ -575,7 +575,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, pc);
 		/* Out of space with dead space about: clean and retry (no
 		 * lock is held here, which cleaning needs). */
-		for (int i = 0; rc == -ENOSPC && i < 4; i++) {
+		for (int i = 0; rc == -ENOSPC && i < 8; i++) {
 			if (smr_cow_clean_for_space(ns->cow))
 				break;
 			rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near,
