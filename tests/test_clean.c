@@ -678,12 +678,67 @@ static void test_power_cut(void)
 	free(buf);
 }
 
+/* ------------------------------------------------------------------------
+ * The background thread cleaning while files are written
+ * ------------------------------------------------------------------------ */
+
+static void test_background(void)
+{
+	struct smr_cow_opts o = { .gc_low = NZONES, .gc_high = NZONES + 1,
+				  .gc_policy = SMR_COW_GC_COST_BENEFIT };
+	uint8_t *a = malloc(META_FILES * FSZ), *b = malloc(META_FILES * FSZ);
+	uint64_t ino[META_FILES];
+	char name[32];
+	struct fx f;
+
+	/* The same workload as the metamorphic test, with the thread told to
+	 * clean all the time: it races every write; the files must end as
+	 * without it. */
+	fx_new(&f, "bgref");
+	meta_run(&f, false, a);
+	fx_close(&f);
+	fx_new(&f, "bg");
+	fx_close(&f);
+	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
+	SMR_ASSERT_OK(smr_cow_open(f.dev, &o, &f.cow));
+	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
+	meta_run(&f, false, b);
+	CU_ASSERT(!memcmp(a, b, META_FILES * FSZ));
+	if (getenv("SMR_TEST_VERBOSE")) {
+		struct smr_cow_gc_stats st;
+
+		smr_cow_gc_stats(f.cow, &st);
+		printf("background: %llu passes, %llu zones emptied\n",
+		       (unsigned long long)st.gc_runs,
+		       (unsigned long long)st.gc_zones);
+	}
+	fx_close(&f);
+	/* And after a remount. */
+	fx_open(&f);
+	for (int i = 0; i < META_FILES; i++) {
+		struct smr_ns_attr at;
+
+		snprintf(name, sizeof(name), "m%d", i);
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, name, &at));
+		ino[i] = at.ino;
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino[i], 0, FSZ,
+					    b + (size_t)i * FSZ),
+				(ssize_t)FSZ);
+	}
+	CU_ASSERT(!memcmp(a, b, META_FILES * FSZ));
+	audit(&f);
+	fx_close(&f);
+	free(a);
+	free(b);
+}
+
 static const struct smr_test tests[] = {
 	{ "clean_zone", test_clean_zone },
 	{ "stale_move", test_stale_move },
 	{ "fill_delete_refill", test_fill_delete },
 	{ "metamorphic", test_metamorphic },
 	{ "power_cut", test_power_cut },
+	{ "background", test_background },
 	{ NULL, NULL },
 };
 
