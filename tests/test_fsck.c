@@ -855,20 +855,24 @@ static void copy_image(const char *from, const char *to)
  * finishes the job. */
 static void test_powercut(void)
 {
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 4; k++) {
 		char orig[4200], work[4096];
 		int before = 0, after = 0;
+		bool tear = k >= 2;
 		bool cut = true;
 
-		populate((enum kind)k, 30);
+		populate((enum kind)(k % 2), 30);
 		set_nlink(ino_f1, 7);
 		add_entry(ROOT, "ghost", 9999, 1000);
 		snprintf(orig, sizeof(orig), "%s.orig", path);
 		copy_image(path, orig);
 		memcpy(work, path, sizeof(work));
 		for (uint64_t n = 0; cut && n < 500; n++) {
+			/* The cut write lost, or torn after its first block. */
 			struct smr_fault_rule rule = {
-				.what = SMR_FAULT_DROP_WRITES, .after = n,
+				.what = tear ? SMR_FAULT_TEAR_WRITE :
+					       SMR_FAULT_DROP_WRITES,
+				.after = n, .tear_bytes = 4096,
 			};
 			struct smr_fsck_opts o = {
 				.device = work, .repair = true,
@@ -906,8 +910,8 @@ static void test_powercut(void)
 		/* Cuts before the repair's commit and after it. */
 		CU_ASSERT(before > 0);
 		CU_ASSERT(after > 0);
-		printf("(%s: %d cuts before the repair was durable, %d after) ",
-		       kind_name[k], before, after);
+		printf("(%s%s: %d cuts before the repair was durable, %d after) ",
+		       kind_name[k % 2], tear ? " torn" : "", before, after);
 	}
 }
 
