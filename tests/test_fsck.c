@@ -481,16 +481,29 @@ static void delete_item(struct smr_key k)
 
 static void test_missing_inode(void)
 {
+	struct smr_fsck_result r;
 	struct smr_ns_attr a;
 	struct fs f;
 
 	for (int k = 0; k < 2; k++) {
 		populate((enum kind)k, 0);
 		delete_item(key(ino_empty, SMR_NS_T_INODE, 0));
+		/* A file with data, and a directory with entries: their
+		 * items stay behind without them. */
+		delete_item(key(ino_f2, SMR_NS_T_INODE, 0));
+		delete_item(key(ino_d, SMR_NS_T_INODE, 0));
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.inodes, 4); /* root, f1, sub, sym */
 		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.extents, 1); /* f1's only */
+		CU_ASSERT_EQUAL(r.leaked, 0);
 		SMR_ASSERT_OK(fs_open(&f, true));
-		SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "empty", &a), -ENOENT);
-		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+		SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "d", &a), -ENOENT);
+		/* f1 keeps its other name; sub goes to lost+found. */
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "link", &a));
+		CU_ASSERT_EQUAL(a.nlink, 1);
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "lost+found", &a));
 		fs_close(&f);
 		mounts_clean();
 	}
