@@ -6,23 +6,26 @@
  * smr_cow_check, smr_ns_check, smr_cow_check_space); what is here is the
  * order, the counting, the scrub of data blocks, and the namespace repairs,
  * which fsck plans from its own walk of the FS tree's items (the layout is
- * docs/FORMAT.md, "Namespace items") and applies in one transaction:
+ * docs/FORMAT.md, "Namespace items") and makes through the engine's item
+ * API, committed once with the allocator's repairs:
  *
- *   - an entry whose inode is missing is dropped (both of its items): the
- *     namespace inserts an entry's items before its inode, so a change cut
- *     by an engine error leaves exactly this;
+ *   - an entry whose inode is missing is dropped (both of its items), and
+ *     so are the items of a missing inode (their data freed): the
+ *     namespace writes an entry's items and an inode's items before the
+ *     inode, so a change cut by an engine error leaves exactly this;
+ *   - an entry that lost one of its two items gets it back from the other;
  *   - an inode that no entry names (and that is not an orphan) is given a
  *     name "#INO" in /lost+found, made if missing;
  *   - link counts are set to the names counted (directories: 2 +
- *     subdirectories), after the two repairs above;
+ *     subdirectories), after the repairs above;
  *   - the namespace record's inode count is set to the inodes counted;
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
  *
- * Anything else found (a damaged node, items of a missing inode, entries
- * whose two items disagree, bad extents) is reported and left: fsck does not
- * guess. Data is never moved and no zone is written except by the normal
- * commit.
+ * Anything else found (a damaged node, entries whose two items name
+ * different inodes, bad or overlapping extents) is reported and left: fsck
+ * does not guess. Data is never moved and no zone is written except by the
+ * normal commit. docs/design/fsck.md has the reasons.
  */
 #include "fsck/fsck.h"
 
