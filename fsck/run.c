@@ -1045,6 +1045,12 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	r->ckpt_valid = sup.ckpt_valid;
 	r->ckpt_bad = sup.ckpt_bad;
 	r->sb_bad = sup.sb_bad;
+	if (sup.ckpt_valid)
+		smr_info("newest checkpoint: generation %" PRIu64 " at byte %"
+			 PRIu64 " (%u valid, %u damaged; %u of %u superblock "
+			 "copies damaged)", sup.newest_gen, sup.newest_addr,
+			 sup.ckpt_valid, sup.ckpt_bad, sup.sb_bad,
+			 sup.sb_copies);
 	fk_count(&f, sup.problems, sup.unfixable);
 	if (sup.no_sb && !sup.sb_bad) {
 		/* Not smrfs at all, rather than damaged smrfs. */
