@@ -89,8 +89,8 @@ struct fk_walk {
 	struct fk_stray *st;
 	size_t nst, cst;
 	uint64_t cur_ino; /* the last INODE item seen: items follow it */
-	uint64_t orphan_recs[64];
-	size_t norphan;
+	uint64_t *orphan_recs;
+	size_t norphan, corphan;
 	bool meta;
 	struct smr_ns_meta_d meta_d;
 	void *blk;          /* scrub buffer */
@@ -208,8 +208,10 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (k->type == SMR_NS_T_META && len == sizeof(w->meta_d)) {
 			memcpy(&w->meta_d, val, len);
 			w->meta = true;
-		} else if (k->type == SMR_NS_T_ORPHAN &&
-			   w->norphan < SMR_ARRAY_SIZE(w->orphan_recs)) {
+		} else if (k->type == SMR_NS_T_ORPHAN) {
+			if (fk_grow((void **)&w->orphan_recs, &w->corphan,
+				    w->norphan, sizeof(*w->orphan_recs)))
+				return w->err = -ENOMEM;
 			w->orphan_recs[w->norphan++] = k->offset;
 		}
 		return 0;
@@ -319,6 +321,7 @@ static void fk_walk_free(struct fk_walk *w)
 	free(w->ix);
 	free(w->ext);
 	free(w->st);
+	free(w->orphan_recs);
 	smr_cow_buf_free(w->blk);
 	memset(w, 0, sizeof(*w));
 }
