@@ -219,6 +219,7 @@ static uint64_t mapped_bytes(struct fx *f)
 
 static void test_clean_zone(void)
 {
+	struct smr_cow_gc_stats st0, st1;
 	uint8_t *buf = malloc(FSZ);
 	uint64_t ino[24];
 	struct fx f;
@@ -255,10 +256,20 @@ static void test_clean_zone(void)
 		CU_ASSERT(file_is(&f, ino[i], i % 2 ? (uint64_t)i :
 					 (uint64_t)i + 100, FSZ));
 	audit(&f);
+	smr_cow_gc_stats(f.cow, &st0);
+	CU_ASSERT(st0.user_bytes >= 36 * FSZ);
+	CU_ASSERT(st0.reloc_bytes > 0);
+	CU_ASSERT(st0.zones_reset > 0);
+	CU_ASSERT_EQUAL(st0.gc_zones, 1);
 	fx_close(&f);
 
-	/* And after a remount. */
+	/* And after a remount, figures included. */
 	fx_open(&f);
+	smr_cow_gc_stats(f.cow, &st1);
+	CU_ASSERT_EQUAL(st1.user_bytes, st0.user_bytes);
+	CU_ASSERT_EQUAL(st1.reloc_bytes, st0.reloc_bytes);
+	CU_ASSERT(st1.device_bytes >= st0.device_bytes);
+	CU_ASSERT(st1.zones_reset >= st0.zones_reset);
 	for (int i = 0; i < 24; i++)
 		CU_ASSERT(file_is(&f, ino[i], i % 2 ? (uint64_t)i :
 					 (uint64_t)i + 100, FSZ));
