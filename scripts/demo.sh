@@ -4,13 +4,14 @@
 # demo.sh BUILD_DIR - the main job on the embedded default: a zoned loop
 # directory shaped like a small host-managed SMR disk; mkfs, mount, a real
 # workload (a copy of a system tree plus large files, verified), figures,
-# unmount, remount and verify again, unmount.
+# unmount, remount and verify again, unmount, fsck.
 set -eu
 
 build=${1:?usage: demo.sh BUILD_DIR}
 ctl=$build/ctl/smrfsctl
 mkfs=$build/mkfs/mkfs.smrfs
 mount=$build/src/fuse/mount.smrfs
+fsck=$build/fsck/fsck.smrfs
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-demo.XXXXXX")
 zdir=$work/zloop
@@ -81,5 +82,8 @@ fusermount3 -u "$mnt"
 cmp "$work/big" "$mnt/big1"
 echo "  all files identical after remount"
 fusermount3 -u "$mnt"
+
+step "fsck.smrfs"
+"$fsck" -n "$zdir"
 
 step "Done"
