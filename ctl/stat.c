@@ -849,6 +849,7 @@ static int zones_svg(const char *file, const struct ctl_src *s,
 		{ CELL_BAD, "offline / read-only" },
 	};
 	const int margin = 24, label_w = 56, top = 70;
+	char real[PATH_MAX];
 	struct zone_totals t;
 	int cols, rows, cell, gap, pitch, width, height, gy, x;
 	char b1[32], b2[32];
@@ -887,15 +888,17 @@ static int zones_svg(const char *file, const struct ctl_src *s,
 		"height=\"%d\" viewBox=\"0 0 %d %d\" "
 		"font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
 		width, height, width, height);
+	if (!realpath(s->path, real))
+		snprintf(real, sizeof(real), "%s", s->path);
 	fprintf(f, "<title>smrfs zones of ");
-	xml_str(f, s->path);
+	xml_str(f, real);
 	fprintf(f, "</title>\n"
 		   "<rect class=\"bg\" width=\"100%%\" height=\"100%%\" "
 		   "fill=\"#ffffff\"/>\n");
 	fprintf(f, "<text x=\"%d\" y=\"32\" font-size=\"18\" "
 		   "font-weight=\"bold\" fill=\"#111827\">smrfs zones: ",
 		margin);
-	xml_str(f, s->path);
+	xml_str(f, real);
 	fprintf(f, "</text>\n");
 	fprintf(f,
 		"<text x=\"%d\" y=\"54\" font-size=\"12\" fill=\"#4b5563\">"
