@@ -104,6 +104,7 @@ static int src_open(struct ctl_src *s, const char *cmd, const char *path)
 	struct smr_dev_opts dopts = { .read_only = true };
 	struct smr_cow_opts copts = { .read_only = true };
 	char what[PATH_MAX + 64];
+	struct stat sb;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -127,6 +128,13 @@ static int src_open(struct ctl_src *s, const char *cmd, const char *path)
 		dopts.shared = true;
 		s->busy = true;
 		rc = smr_dev_open(path, &dopts, &s->dev);
+	}
+	if (rc == -EINVAL && !stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+		fprintf(stderr,
+			"smrfsctl: %s: neither a mounted smrfs nor a zoned "
+			"loop directory\n",
+			what);
+		return 1;
 	}
 	if (rc)
 		return ctl_fail(cmd, what, rc);
