@@ -144,6 +144,10 @@ print(json.load(open(sys.argv[1]))["bytes_allocated"]["hot"])' "$T/s1.json" 2>/d
 	sed -n 's/.*"hot": \([0-9]*\).*/\1/p' "$T/s1.json")
 [ "$hot" -ge $((40 * MIB)) ] || fail "bytes allocated to the hot stream: $hot"
 
+# The device itself, while the daemon holds it: its last checkpoint.
+"$CTL" stat "$Z" >"$T/busy.txt" || fail "stat of the mounted device"
+grep -q 'in use' "$T/busy.txt" || fail "stat of a held device: $(cat "$T/busy.txt")"
+
 # The zone map: one cell per zone, then the legend and totals.
 "$CTL" zones "$MNT" --svg "$T/z.svg" >"$T/z.txt" || fail "zones $MNT"
 cells=$(awk '/^ *[0-9]+ [^ ]+$/ { n += length($2) } END { print n + 0 }' "$T/z.txt")
