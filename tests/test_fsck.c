@@ -394,10 +394,25 @@ static void test_node(void)
 		SMR_ASSERT_OK(fs_open(&f, false));
 		pthread_rwlock_rdlock(&f.cow->lock);
 		SMR_ASSERT_OK(smr_bt_node_addrs_locked(f.cow, &addrs, &n));
+		/* The walk's last leaf of the namespace's tree (the engine's
+		 * own trees come after it). */
+		leaf = 0;
+		for (size_t i = n; i-- > 0 && !leaf;) {
+			uint8_t *nb = smr_cow_buf_alloc(f.cow->ns);
+			const struct smr_blk_hdr *h = (const void *)nb;
+
+			CU_ASSERT_FATAL(nb != NULL);
+			SMR_ASSERT_OK(f.cow->sops->read(f.cow, addrs[i], nb,
+							f.cow->ns));
+			if (le64toh(h->owner) == SMR_TREE_FS &&
+			    le16toh(h->level) == 0)
+				leaf = addrs[i];
+			smr_cow_buf_free(nb);
+		}
 		pthread_rwlock_unlock(&f.cow->lock);
 		fs_close(&f);
 		CU_ASSERT_FATAL(n >= 3); /* a root and two leaves at least */
-		leaf = addrs[n - 1];     /* the walk's last: a leaf */
+		CU_ASSERT_FATAL(leaf != 0);
 		free(addrs);
 		flip(leaf + 5000);
 
