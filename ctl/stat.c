@@ -420,9 +420,26 @@ static void stat_json(FILE *f, const struct ctl_src *s,
 		"  \"zones_reset\": %" PRIu64 ",\n"
 		"  \"zones_finished\": %" PRIu64 ",\n"
 		"  \"commits\": %" PRIu64 ",\n"
-		"  \"nodes_written\": %" PRIu64 "\n}\n",
+		"  \"nodes_written\": %" PRIu64,
 		st->bytes_freed, st->nr_allocs, st->zones_reset,
 		st->zones_finished, st->commits, st->nodes_written);
+	if (st->has_gc) {
+		fprintf(f,
+			",\n  \"user_bytes_written\": %" PRIu64 ",\n"
+			"  \"device_bytes_written\": %" PRIu64 ",\n"
+			"  \"relocated_bytes\": %" PRIu64 ",\n"
+			"  \"zones_cleaned\": %" PRIu64 ",\n"
+			"  \"write_amplification\": ",
+			st->user_bytes, st->device_bytes, st->reloc_bytes,
+			st->gc_zones);
+		/* Undefined before any user data: null, not a made-up 0. */
+		if (st->user_bytes)
+			fprintf(f, "%.4f", (double)st->device_bytes /
+						   (double)st->user_bytes);
+		else
+			fputs("null", f);
+	}
+	fputs("\n}\n", f);
 }
 
 static void stat_line(FILE *f, const char *what, uint64_t v,
@@ -507,6 +524,21 @@ static void stat_text(FILE *f, const struct ctl_src *s,
 		fmt_size(b1, sizeof(b1), st->bytes_freed), st->nr_allocs);
 	fprintf(f, "  %-12s %" PRIu64 " reset, %" PRIu64 " finished\n",
 		"zones", st->zones_reset, st->zones_finished);
+	if (st->has_gc) {
+		fprintf(f, "writes and cleaning (since mkfs):\n");
+		fprintf(f, "  %-12s %s by users, %s to the device", "written",
+			fmt_size(b1, sizeof(b1), st->user_bytes),
+			fmt_size(b2, sizeof(b2), st->device_bytes));
+		if (st->user_bytes)
+			fprintf(f, ": write amplification %.2f",
+				(double)st->device_bytes /
+					(double)st->user_bytes);
+		fputs("\n", f);
+		fprintf(f, "  %-12s %s relocated; %" PRIu64 " zones emptied "
+			   "of %" PRIu64 " tried\n",
+			"cleaner", fmt_size(b1, sizeof(b1), st->reloc_bytes),
+			st->gc_zones, st->gc_runs);
+	}
 	fprintf(f, "engine (since %s): %" PRIu64 " commits, %" PRIu64
 		   " nodes written\n",
 		s->mounted ? "mount" : "this open", st->commits,

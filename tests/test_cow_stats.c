@@ -135,6 +135,11 @@ static void test_zoned(void)
 
 	smr_cow_fsstat(c, &s1);
 	CU_ASSERT_EQUAL(s1.bytes_allocated[1], len);
+	/* The cleaner's figures: all of it user data, nothing relocated. */
+	CU_ASSERT(s1.has_gc);
+	CU_ASSERT_EQUAL(s1.user_bytes, len);
+	CU_ASSERT(s1.device_bytes > len);
+	CU_ASSERT_EQUAL(s1.reloc_bytes, 0);
 	CU_ASSERT(s1.space.used >= s0.space.used + len);
 	CU_ASSERT(s1.zones_free <= s0.zones_free - 3);
 	CU_ASSERT(s1.zones_full >= 2);

@@ -143,6 +143,15 @@ hot=$(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["bytes_allocated"]["hot"])' "$T/s1.json" 2>/dev/null ||
 	sed -n 's/.*"hot": \([0-9]*\).*/\1/p' "$T/s1.json")
 [ "$hot" -ge $((40 * MIB)) ] || fail "bytes allocated to the hot stream: $hot"
+# The cleaner's figures: 40 MiB of user data, a little more on the device.
+[ "$(jget "$T/s1.json" user_bytes_written)" -eq $((40 * MIB)) ] ||
+	fail "user_bytes_written"
+dev=$(jget "$T/s1.json" device_bytes_written)
+[ "$dev" -gt $((40 * MIB)) ] && [ "$dev" -le $((42 * MIB)) ] ||
+	fail "device_bytes_written $dev"
+[ "$(jget "$T/s1.json" relocated_bytes)" -eq 0 ] || fail "relocated_bytes"
+jget "$T/s1.json" write_amplification | grep -q '^1\.0' ||
+	fail "write_amplification $(jget "$T/s1.json" write_amplification)"
 
 # The device itself, while the daemon holds it: its last checkpoint.
 "$CTL" stat "$Z" >"$T/busy.txt" || fail "stat of the mounted device"

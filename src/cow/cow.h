@@ -416,6 +416,15 @@ struct smr_cow_fsstat {
 	/* The engine's, since open. */
 	uint64_t commits;
 	uint64_t nodes_written;
+	/* The cleaner's figures since mkfs (smr_cow_gc_stats), where the
+	 * engine has an allocator (has_gc). */
+	bool has_gc;
+	uint64_t user_bytes;     /* data written by the layer above */
+	uint64_t device_bytes;   /* everything written: data, relocation,
+				  * metadata; / user_bytes = write amp. */
+	uint64_t reloc_bytes;    /* moved by the cleaner */
+	uint64_t gc_zones;       /* zones the cleaner emptied */
+	uint64_t gc_runs;        /* zones it tried */
 };
 
 /*

@@ -89,6 +89,17 @@ void smr_cow_fsstat(struct smr_cow *c, struct smr_cow_fsstat *st)
 		st->zones_reset = as.zones_reset;
 		st->zones_finished = as.zones_finished;
 	}
+	if (c->alloc) {
+		struct smr_cow_gc_stats gs;
+
+		smr_cow_gc_stats(c, &gs);
+		st->has_gc = true;
+		st->user_bytes = gs.user_bytes;
+		st->device_bytes = gs.device_bytes;
+		st->reloc_bytes = gs.reloc_bytes;
+		st->gc_zones = gs.gc_zones;
+		st->gc_runs = gs.gc_runs;
+	}
 }
 
 int smr_cow_zstat(struct smr_cow *c, uint32_t first, uint32_t n,

@@ -36,6 +36,7 @@
 #define SMRFS_STAT_HOST_AWARE (1u << 1)
 #define SMRFS_STAT_ROTATIONAL (1u << 2)
 #define SMRFS_STAT_READ_ONLY (1u << 3)
+#define SMRFS_STAT_GC (1u << 4)   /* the cleaner's figures are filled */
 
 struct smrfs_ioc_stat {
 	uint32_t version;        /* SMRFS_IOC_VERSION */
@@ -78,7 +79,13 @@ struct smrfs_ioc_stat {
 	uint64_t commits;
 	uint64_t nodes_written;
 	uint64_t nr_inodes;
-	uint64_t spare[32];      /* zero; for later versions */
+	/* Valid with SMRFS_STAT_GC (an older daemon leaves them zero). */
+	uint64_t user_bytes;
+	uint64_t device_bytes;
+	uint64_t reloc_bytes;
+	uint64_t gc_zones;
+	uint64_t gc_runs;
+	uint64_t spare[27];      /* zero; for later versions */
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_stat) == 760,
@@ -128,7 +135,8 @@ static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,
 	o->flags = (st->zoned ? SMRFS_STAT_ZONED : 0) |
 		   (st->host_aware ? SMRFS_STAT_HOST_AWARE : 0) |
 		   (st->rotational ? SMRFS_STAT_ROTATIONAL : 0) |
-		   (st->read_only ? SMRFS_STAT_READ_ONLY : 0);
+		   (st->read_only ? SMRFS_STAT_READ_ONLY : 0) |
+		   (st->has_gc ? SMRFS_STAT_GC : 0);
 	memcpy(o->dev_kind, st->dev_kind, sizeof(o->dev_kind));
 	memcpy(o->backend, st->backend, sizeof(o->backend));
 	memcpy(o->alloc, st->info.alloc, sizeof(o->alloc));
@@ -167,6 +175,11 @@ static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,
 	o->commits = st->commits;
 	o->nodes_written = st->nodes_written;
 	o->nr_inodes = nr_inodes;
+	o->user_bytes = st->user_bytes;
+	o->device_bytes = st->device_bytes;
+	o->reloc_bytes = st->reloc_bytes;
+	o->gc_zones = st->gc_zones;
+	o->gc_runs = st->gc_runs;
 }
 
 static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
@@ -178,6 +191,12 @@ static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
 	st->host_aware = o->flags & SMRFS_STAT_HOST_AWARE;
 	st->rotational = o->flags & SMRFS_STAT_ROTATIONAL;
 	st->read_only = o->flags & SMRFS_STAT_READ_ONLY;
+	st->has_gc = o->flags & SMRFS_STAT_GC;
+	st->user_bytes = o->user_bytes;
+	st->device_bytes = o->device_bytes;
+	st->reloc_bytes = o->reloc_bytes;
+	st->gc_zones = o->gc_zones;
+	st->gc_runs = o->gc_runs;
 	memcpy(st->dev_kind, o->dev_kind, sizeof(st->dev_kind));
 	st->dev_kind[sizeof(st->dev_kind) - 1] = 0;
 	memcpy(st->backend, o->backend, sizeof(st->backend));
