@@ -754,7 +754,7 @@ static void zone_totals(const struct smr_cow_zstat *z, uint32_t nr,
 		t->written += z[i].written;
 		if (z[i].live > 0)
 			t->live += (uint64_t)z[i].live;
-		if (c.kind == CELL_LIVE && c.ratio < 1)
+		if (z[i].live >= 0 && (uint64_t)z[i].live < z[i].written)
 			t->dead_zones++;
 	}
 }
@@ -829,7 +829,7 @@ static void zones_text(FILE *f, const struct ctl_src *s,
 	if (t.n[CELL_BAD])
 		fprintf(f, ", %u offline/read-only", t.n[CELL_BAD]);
 	fprintf(f, "\ntotals: live %s of %s written (%.0f%%); %u written "
-		   "zones hold dead data\n",
+		   "zones (open ones too) hold dead data\n",
 		fmt_size(b1, sizeof(b1), t.live),
 		fmt_size(b2, sizeof(b2), t.written),
 		t.written ? 100.0 * (double)t.live / (double)t.written : 0.0,
