@@ -8,3 +8,9 @@ ctl_smrfsctl_LDADD = libsmrfs.la
 TESTS += tests/test_smrfsctl.sh
 EXTRA_DIST += tests/test_smrfsctl.sh
 dist_man_MANS += man/smrfsctl.8
+
+# smrfsctl stat and zones: figures of a device or, through the daemon's
+# ioctls, of a mount point.
+ctl_smrfsctl_SOURCES += ctl/ctl.h ctl/stat.c src/fuse/smrfs_ioctl.h
+TESTS += tests/test_smrfsctl_stat.sh
+EXTRA_DIST += tests/test_smrfsctl_stat.sh

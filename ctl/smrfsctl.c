@@ -5,6 +5,8 @@
  *   smrfsctl zloop create DIR --capacity SIZE [--zone-size SIZE] ...
  *   smrfsctl zloop report DIR
  *   smrfsctl zloop reset|finish|open|close DIR ZONE
+ *   smrfsctl stat MOUNTPOINT|DEVICE [--json]
+ *   smrfsctl zones MOUNTPOINT|DEVICE [--svg FILE]
  *
  * Commands and subcommands are tables, so that later ones (stat, zones) are
  * one entry each. Exit status: 0 success, 1 failure, 2 usage error. Every
@@ -17,10 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/ctl.h"
 #include "dev/dev.h"
 #include "util/smr.h"
-
-#define EXIT_USAGE 2
 
 struct ctl_cmd {
 	const char *name;
@@ -41,7 +42,7 @@ static void ctl_log_sink(enum smr_log_level level, const char *msg)
 /* Report a failed library call as one line: the library's own message if
  * it logged one (it names the path), else @what and the errno text.
  * Returns 1 (the exit status). */
-static int ctl_fail(const char *cmd, const char *what, int rc)
+int ctl_fail(const char *cmd, const char *what, int rc)
 {
 	size_t n = strlen(ctl_last_log);
 
@@ -54,7 +55,12 @@ static int ctl_fail(const char *cmd, const char *what, int rc)
 	return 1;
 }
 
-static int ctl_usage_error(const char *fmt, const char *arg)
+void ctl_clear_log(void)
+{
+	ctl_last_log[0] = 0;
+}
+
+int ctl_usage_error(const char *fmt, const char *arg)
 {
 	fputs("smrfsctl: ", stderr);
 	fprintf(stderr, fmt, arg);
@@ -449,6 +455,8 @@ static int cmd_zloop(int argc, char **argv)
  * ------------------------------------------------------------------------ */
 
 static const struct ctl_cmd top_cmds[] = {
+	{ "stat", cmd_stat, "space, zones and counters of a filesystem" },
+	{ "zones", cmd_zones, "map of the zones: state and live data" },
 	{ "zloop", cmd_zloop, "create and inspect zoned loop directories" },
 	{ NULL, NULL, NULL },
 };

@@ -527,3 +527,19 @@ void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
 	(void)c;
 	memset(st, 0, sizeof(*st));
 }
+
+/* The figures of smrfsctl stat: info and space only, no device. */
+void smr_cow_fsstat(struct smr_cow *c, struct smr_cow_fsstat *st)
+{
+	memset(st, 0, sizeof(*st));
+	smr_cow_info(c, &st->info);
+	smr_cow_space(c, &st->space);
+	st->read_only = smr_cow_is_read_only(c);
+}
+
+int smr_cow_zstat(struct smr_cow *c, uint32_t first, uint32_t n,
+		  struct smr_cow_zstat *out)
+{
+	(void)c, (void)first, (void)n, (void)out;
+	return -EOPNOTSUPP;
+}

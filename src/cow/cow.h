@@ -386,4 +386,79 @@ struct smr_cow_gc_stats {
 };
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st);
 
+/* ------------------------------------------------------------------------
+ * Figures for smrfsctl stat / zones: src/cow/stats.c
+ * ------------------------------------------------------------------------ */
+
+/* Everything smrfsctl stat shows, gathered in one call. */
+struct smr_cow_fsstat {
+	struct smr_cow_info info;
+	struct smr_cow_space space;
+	char dev_kind[8];        /* "zloop", "zbd", "file", "bdev" */
+	char backend[8];         /* "zloop", "zbd", "file", "fault" */
+	bool zoned, host_aware, rotational, read_only;
+	uint32_t nr_zones;       /* 0 when not zoned */
+	uint32_t nr_cnv_zones;
+	uint32_t zones_meta;     /* below data_start: superblocks, checkpoints */
+	uint32_t zones_free;     /* empty sequential zones the allocator manages */
+	uint32_t zones_open;     /* open now (implicitly or explicitly) */
+	uint32_t zones_active;   /* open or closed */
+	uint32_t zones_full;
+	uint32_t max_open, max_active; /* 0 = no limit */
+	uint64_t zone_size;      /* of the last zone (the managed ones) */
+	uint64_t zone_cap;
+	/* The allocator's counters since mkfs (struct smr_alloc_stats). */
+	uint64_t bytes_allocated[4]; /* meta, hot, cold, relocation streams */
+	uint64_t bytes_freed;
+	uint64_t nr_allocs;
+	uint64_t zones_reset;
+	uint64_t zones_finished;
+	/* The engine's, since open. */
+	uint64_t commits;
+	uint64_t nodes_written;
+	/* The cleaner's figures since mkfs (smr_cow_gc_stats), where the
+	 * engine has an allocator (has_gc). */
+	bool has_gc;
+	uint64_t user_bytes;     /* data written by the layer above */
+	uint64_t device_bytes;   /* everything written: data, relocation,
+				  * metadata; / user_bytes = write amp. */
+	uint64_t reloc_bytes;    /* moved by the cleaner */
+	uint64_t gc_zones;       /* zones the cleaner emptied */
+	uint64_t gc_runs;        /* zones it tried */
+};
+
+/*
+ * Fill *@st. Takes no engine lock for long: the zone figures come from the
+ * device's zone cache, the counters from the allocator. Always succeeds;
+ * an engine without a device (the memory store of the tests) reports its
+ * info and space only.
+ */
+void smr_cow_fsstat(struct smr_cow *c, struct smr_cow_fsstat *st);
+
+/* Bits of smr_cow_zstat.flags. */
+#define SMR_COW_ZONE_META (1u << 0) /* below data_start: superblocks and
+				     * checkpoints, not the allocator's */
+
+/* One zone, as smrfsctl zones shows it. */
+struct smr_cow_zstat {
+	uint64_t start;   /* device byte offset */
+	uint64_t len;     /* zone size */
+	uint64_t cap;     /* writable bytes */
+	uint64_t written; /* write pointer - start (cap for conventional) */
+	int64_t live;     /* live bytes as the allocator counts them, or -1
+			   * where it does not (meta zones, other modules) */
+	uint8_t type;     /* enum smr_zone_type (dev.h) */
+	uint8_t cond;     /* enum smr_zone_cond (dev.h) */
+	uint8_t flags;    /* SMR_COW_ZONE_* */
+};
+
+/*
+ * Fill @out with up to @n zones starting at zone @first. Returns the
+ * number filled (0 when @first is the number of zones), -EINVAL when
+ * @first is beyond it, -EOPNOTSUPP when the device is not zoned or the
+ * engine has no device.
+ */
+int smr_cow_zstat(struct smr_cow *c, uint32_t first, uint32_t n,
+		  struct smr_cow_zstat *out);
+
 #endif /* SMR_COW_COW_H */

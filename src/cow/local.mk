@@ -52,3 +52,12 @@ TESTS += tests/test_clean
 noinst_PROGRAMS += bench/bench_wa
 bench_bench_wa_SOURCES = bench/bench_wa.c
 bench_bench_wa_LDADD = libsmrfs.la
+
+src_cow_libsmrfs_cow_la_SOURCES += src/cow/stats.c
+
+# The figures of smrfsctl stat and zones (stats.c).
+check_PROGRAMS += tests/test_cow_stats
+tests_test_cow_stats_SOURCES = tests/test_cow_stats.c
+tests_test_cow_stats_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_cow_stats_LDADD = $(tests_test_bt_model_LDADD)
+TESTS += tests/test_cow_stats

@@ -596,4 +596,5 @@ const struct fuse_lowlevel_ops smr_fuse_ops = {
 	.removexattr = smr_fuse_removexattr,
 	.fallocate = smr_fuse_fallocate,
 	.lseek = smr_fuse_lseek,
+	.ioctl = smr_fuse_ioctl,
 };

@@ -23,4 +23,9 @@
  * before the session is mounted). */
 extern const struct fuse_lowlevel_ops smr_fuse_ops;
 
+/* The ioctls of smrfs_ioctl.h (ioctl.c); FUSE's ioctl operation. */
+void smr_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		    void *arg, struct fuse_file_info *fi, unsigned int flags,
+		    const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+
 #endif /* SMR_FUSE_FUSE_OPS_H */

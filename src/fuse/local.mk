@@ -36,3 +36,7 @@ TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py
 
 dist_man_MANS += src/fuse/mount.smrfs.8
+
+# The ioctls smrfsctl stat and zones ask a mounted filesystem.
+src_fuse_mount_smrfs_SOURCES += src/fuse/ioctl.c src/fuse/smrfs_ioctl.h
+tests_mount_memcow_SOURCES += src/fuse/ioctl.c

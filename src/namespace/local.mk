@@ -29,3 +29,4 @@ tests_test_ns_cow_CPPFLAGS = $(AM_CPPFLAGS) -DNS_TEST_REAL
 tests_test_ns_cow_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_ns_cow_LDADD = $(SMR_TEST_LIBS) libsmrfs.la
 TESTS += tests/test_ns_cow
+src_namespace_libsmrfs_ns_la_SOURCES += src/namespace/stats.c

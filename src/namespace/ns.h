@@ -358,4 +358,22 @@ typedef int (*smr_ns_extent_fn)(void *arg, uint64_t ino, uint64_t file_off,
 				uint64_t dev_off, uint64_t len);
 int smr_ns_for_each_extent(struct smr_ns *ns, smr_ns_extent_fn fn, void *arg);
 
+/* ------------------------------------------------------------------------
+ * Figures (smrfsctl stat and zones, through the daemon): the engine's
+ * structs of cow/cow.h, passed up unchanged.
+ * ------------------------------------------------------------------------ */
+
+struct smr_cow_fsstat;
+struct smr_cow_zstat;
+
+/* Fill *@st (smr_cow_fsstat) and *@nr_inodes (inodes in use, if not
+ * NULL). Always 0. */
+int smr_ns_fsstat(struct smr_ns *ns, struct smr_cow_fsstat *st,
+		  uint64_t *nr_inodes);
+
+/* Up to @n zones from @first (smr_cow_zstat): the number filled,
+ * -EINVAL @first past the last zone, -EOPNOTSUPP not zoned. */
+int smr_ns_zstat(struct smr_ns *ns, uint32_t first, uint32_t n,
+		 struct smr_cow_zstat *out);
+
 #endif /* SMR_NAMESPACE_NS_H */
