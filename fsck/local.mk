@@ -1,1 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# fsck.smrfs: the checker (run.c) behind a command line (fsck.c); the tests
+# build run.c in as well.
+sbin_PROGRAMS += fsck/fsck.smrfs
+fsck_fsck_smrfs_SOURCES = fsck/fsck.c fsck/run.c fsck/fsck.h
+fsck_fsck_smrfs_LDADD = libsmrfs.la
+dist_man_MANS += man/fsck.smrfs.8
+
+# Damage made precisely through the library, then check and repair.
+check_PROGRAMS += tests/test_fsck
+tests_test_fsck_SOURCES = tests/test_fsck.c fsck/run.c fsck/fsck.h
+tests_test_fsck_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_fsck_LDADD = $(SMR_TEST_LIBS) libsmrfs.la
+TESTS += tests/test_fsck
+
+# The command line: usage, exit codes, --json, a device in use.
+dist_noinst_SCRIPTS += tests/fsck/cli.sh
+TESTS += tests/fsck/cli.sh
+
+# With the daemon: a mounted device refused, an orphan left by kill -9,
+# damage the daemon survives and fsck repairs (FUSE; skipped without it).
+dist_noinst_SCRIPTS += tests/fsck/mount.sh
+TESTS += tests/fsck/mount.sh

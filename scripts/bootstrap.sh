@@ -58,8 +58,10 @@ demo)
 test)
 	log=$build/test-run.log
 	{
-		make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=-q 2>&1
-		echo $? >"$build/.make-status"
+		rc=0
+		make -s -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=-q 2>&1 ||
+			rc=$?
+		echo "$rc" >"$build/.make-status"
 	} | tee "$log"
 	status=$(cat "$build/.make-status")
 	# A plain "N passed, N failed" closing line from automake's summaries.

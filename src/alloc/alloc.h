@@ -308,4 +308,38 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		    const struct smr_alloc_hint *hint, enum smr_stream stream,
 		    struct smr_extent *ext, unsigned int max_ext);
 
+/* ------------------------------------------------------------------------
+ * Audit (fsck): src/alloc/check.c
+ * ------------------------------------------------------------------------ */
+
+struct smr_alloc_check {
+	uint64_t problems;         /* found (each logged, the first 100) */
+	uint64_t fixed;            /* of them, repaired in memory */
+	uint64_t unfixable;        /* of them, beyond a safe repair */
+	uint64_t zones;            /* zoned: managed zones compared */
+	uint64_t bytes_referenced; /* the extents given plus the state */
+	uint64_t leaked;           /* rotational, flash: bytes neither
+				    * referenced nor free */
+};
+
+/*
+ * Compare the allocator's accounting with @refs, the @n extents the newest
+ * checkpoint references (any order; the allocator adds its own state,
+ * which it reads again from @ref through its verifiers). zoned: each
+ * managed zone's live bytes equal the referenced bytes in it, and nothing
+ * referenced lies past a zone's write pointer or capacity; rotational and
+ * flash: nothing referenced is free or pending, and nothing else is lost
+ * (neither referenced nor free). Everywhere: referenced extents do not
+ * overlap and stay in the managed range. Each problem is logged with the
+ * zone or extent and what a repair does.
+ * With @repair, what is safe is fixed in memory (a zone's counter that is
+ * too high, leaked space, referenced space marked free); the caller then
+ * commits so the state is written by the normal commit path.
+ * Fills *@r. Returns 0 (problems or not: see @r), -ENOMEM, -EOPNOTSUPP an
+ * unknown module.
+ */
+int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
+		    const struct smr_extent *refs, size_t n, bool repair,
+		    struct smr_alloc_check *r);
+
 #endif /* SMR_ALLOC_ALLOC_H */

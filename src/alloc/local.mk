@@ -26,3 +26,4 @@ TESTS += tests/test_alloc
 noinst_PROGRAMS += bench/bench_alloc
 bench_bench_alloc_SOURCES = bench/bench_alloc.c
 bench_bench_alloc_LDADD = $(SMR_ALLOC_TEST_LIBS)
+src_alloc_libsmrfs_alloc_la_SOURCES += src/alloc/check.c

@@ -1487,6 +1487,26 @@ out:
 	return rc;
 }
 
+int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n)
+{
+	struct audit a = { 0 };
+	int rc = 0;
+
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
+		struct smr_tree *t = &c->trees[id];
+
+		if (t->addr)
+			rc = audit_walk(c, t, t->addr, t->gen, t->level, &a);
+	}
+	if (rc) {
+		free(a.addr);
+		return rc;
+	}
+	*addrs = a.addr;
+	*n = a.n;
+	return 0;
+}
+
 int smr_bt_create_locked(struct smr_cow *c, uint32_t tree)
 {
 	struct smr_tree *t = tree_get(c, tree);

@@ -55,6 +55,10 @@ static int cow_open_common(struct smr_cow *c)
 		goto out;
 	c->gen = ck->gen;
 	c->nr_nodes = ck->nr_nodes;
+	c->alloc_ref.off = ck->alloc_off;
+	c->alloc_ref.len = ck->alloc_len;
+	c->alloc_ref.csum = ck->alloc_csum;
+	c->alloc_ref.gen = ck->alloc_gen;
 	for (uint32_t i = 0; i < ck->nr_pending; i++) {
 		rc = smr_xlist_add(&c->free_prev, ck->pending[i].off,
 				   ck->pending[i].len);

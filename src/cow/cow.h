@@ -99,6 +99,10 @@ struct smr_cow_opts {
 	size_t cache_bytes;    /* node cache bound; 0 = 64 MiB */
 	unsigned commit_secs;  /* timer commit; 0 = 5 s; the timer thread runs
 				* only when not read-only */
+	/* fsck only: when no checkpoint's allocator state can be read, open
+	 * the newest valid checkpoint with an empty allocator (everything
+	 * free) for smr_cow_check_space to rebuild; not on zoned devices. */
+	bool rebuild_alloc;
 };
 
 /*
@@ -235,5 +239,64 @@ struct smr_cow_space {
 	uint64_t reserved;    /* metadata and cleaner reserve */
 };
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp);
+
+/* ------------------------------------------------------------------------
+ * fsck: src/cow/check.c
+ * ------------------------------------------------------------------------ */
+
+struct smr_cow_super_check {
+	uint64_t problems;    /* found, each logged */
+	uint64_t fixed;       /* of them, repaired on the device */
+	uint64_t unfixable;   /* of them, beyond a safe repair */
+	uint32_t sb_copies, sb_bad;
+	uint32_t ckpt_valid, ckpt_bad, ckpt_empty;
+	uint64_t newest_gen;  /* of the newest valid checkpoint, 0 if none */
+	uint64_t newest_addr;
+	bool no_sb;           /* neither superblock copy verifies */
+	bool lost_commit;     /* a damaged record is newer than the newest
+			       * valid one: a commit (smr_cow_commit_forced)
+			       * supersedes it */
+};
+
+/*
+ * Read both superblock copies and every place a checkpoint record may be,
+ * as open does, and report (log) each damaged one. Damaged records of the
+ * ring and damaged superblock copies outside sequential zones are problems
+ * and, with @repair, are rewritten (a superblock from the good copy) or
+ * cleared (a checkpoint slot); a damaged record in the zone log older than
+ * the newest valid one is only a warning (never read, dropped when the log
+ * wraps). The device must be open read-write for @repair and no engine
+ * may be open on it. Fills *@r; returns 0 (problems or not), -ENOMEM, or
+ * the device's error.
+ */
+int smr_cow_check_super(struct smr_dev *dev, bool repair,
+			struct smr_cow_super_check *r);
+
+struct smr_cow_space_check {
+	uint64_t problems, fixed, unfixable;
+	uint64_t nodes;            /* tree nodes reached */
+	uint64_t zones;            /* zones compared (zoned allocator) */
+	uint64_t data_bytes;       /* bytes of the data extents given */
+	uint64_t bytes_referenced; /* everything referenced */
+	uint64_t leaked;           /* bytes neither referenced nor free */
+};
+
+/*
+ * The space audit: every block the newest checkpoint references (the
+ * trees' nodes, the blocks it released that the previous one still uses,
+ * the allocator's state, and the @nr_data data extents the caller's items
+ * reference) is checked not to overlap another and against the allocator's
+ * accounting (smr_alloc_check in alloc.h). With @repair, the allocator's
+ * accounting is fixed where safe and goes out with the next commit. Fills
+ * *@r; returns 0 (problems or not), -ENOMEM, -EOPNOTSUPP (no allocator:
+ * the memory store), a node's read error.
+ */
+int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
+			size_t nr_data, bool repair,
+			struct smr_cow_space_check *r);
+
+/* Commit even when nothing changed: a new checkpoint record (fsck, after a
+ * damaged newer record or an allocator repair). -EROFS, commit errors. */
+int smr_cow_commit_forced(struct smr_cow *c);
 
 #endif /* SMR_COW_COW_H */

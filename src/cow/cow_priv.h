@@ -141,6 +141,8 @@ struct smr_cow {
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
 	struct smr_xlist free_prev; /* released by the newest checkpoint,
 				     * not yet given to the allocator; lock */
+	struct smr_alloc_ref alloc_ref; /* the newest checkpoint's allocator
+					 * state (fsck reads it again); lock */
 	uint8_t *scratch[2];     /* node-size buffers for splits; lock excl. */
 
 	pthread_mutex_t cache_lock;
@@ -205,6 +207,10 @@ int smr_bt_height(struct smr_cow *c, uint32_t tree);
  * is enough). 0, -ENOMEM or -SMR_EFSCORRUPTED (logged).
  */
 int smr_cow_audit_locked(struct smr_cow *c);
+/* The address of every node reachable from the roots, unsorted, in a
+ * malloc'd array (fsck's space audit). Engine lock held. 0, -ENOMEM or a
+ * node's read error. */
+int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n);
 
 /* Give an empty tree an empty root leaf (format). */
 int smr_bt_create_locked(struct smr_cow *c, uint32_t tree);

@@ -35,3 +35,4 @@ tests_test_bt_scale_SOURCES = tests/test_bt_scale.c
 tests_test_bt_scale_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_bt_scale_LDADD = $(tests_test_bt_model_LDADD)
 TESTS += tests/test_bt_scale
+src_cow_libsmrfs_cow_la_SOURCES += src/cow/check.c

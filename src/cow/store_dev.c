@@ -350,6 +350,61 @@ static int sd_check_features(struct smr_cow *c)
 	return 0;
 }
 
+/* Continue the ring or the log after the checkpoint @cand that open took. */
+static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
+{
+	if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+		uint32_t other = cand->slot ^ 1;
+		struct smr_zone z;
+
+		sd(c)->log_zone = cand->slot;
+		/* A cut between moving the log and finishing the old
+		 * zone leaves it active: finish it now. */
+		if (!c->opts.read_only && !c->info->read_only &&
+		    !smr_dev_zone(c->dev, other, &z) &&
+		    smr_zone_is_active(&z))
+			smr_dev_zone_finish(c->dev, other);
+	} else {
+		/* Continue after the newest slot. */
+		sd(c)->next_slot = (cand->slot + 1) % c->sb.ckpt_nr_slots;
+	}
+}
+
+/*
+ * fsck only (opts.rebuild_alloc): no checkpoint has a usable allocator
+ * state, so take the newest valid one with a fresh allocator, everything
+ * free, for fsck to take out what the trees reference (smr_alloc_check).
+ * Not for zoned devices: a fresh zoned allocator would contradict the
+ * write pointers.
+ */
+static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
+			    const struct sd_cand *cand)
+{
+	const struct smr_alloc_ops *ops;
+	const char *name = c->opts.alloc ? c->opts.alloc : c->sb.alloc;
+	int rc;
+
+	rc = smr_alloc_select(c->info, name, &ops, c->alloc_why,
+			      sizeof(c->alloc_why));
+	if (rc)
+		return rc;
+	if (ops == &smr_zoned_ops)
+		return -SMR_EFSCORRUPTED;
+	rc = sd_read_ckpt(c, cand->addr, ck);
+	if (rc != 1)
+		return rc ? rc : -SMR_EFSCORRUPTED;
+	rc = smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, NULL,
+			    &c->alloc);
+	if (rc)
+		return rc;
+	smr_warn("checkpoint of generation %" PRIu64 ": allocator state "
+		 "rebuilt empty, everything free until fsck takes out what "
+		 "the trees reference", ck->gen);
+	ck->alloc_off = ck->alloc_len = ck->alloc_csum = ck->alloc_gen = 0;
+	sd_position(c, cand);
+	return 0;
+}
+
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	struct sd_cand *v = NULL;
@@ -401,23 +456,12 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		if (i)
 			smr_warn("using the checkpoint of generation %" PRIu64
 				 ": newer ones are damaged", ck->gen);
-		if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
-			uint32_t other = v[i].slot ^ 1;
-			struct smr_zone z;
-
-			sd(c)->log_zone = v[i].slot;
-			/* A cut between moving the log and finishing the old
-			 * zone leaves it active: finish it now. */
-			if (!c->opts.read_only && !c->info->read_only &&
-			    !smr_dev_zone(c->dev, other, &z) &&
-			    smr_zone_is_active(&z))
-				smr_dev_zone_finish(c->dev, other);
-		} else {
-			/* Continue after the newest slot. */
-			sd(c)->next_slot = (v[i].slot + 1) % c->sb.ckpt_nr_slots;
-		}
+		sd_position(c, &v[i]);
 		break;
 	}
+	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
+	    c->opts.rebuild_alloc)
+		rc = sd_rebuild_alloc(c, ck, &v[0]);
 	if (!good)
 		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
 	free(v);

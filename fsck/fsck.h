@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fsck.h - the checker behind fsck.smrfs, callable from tests.
+ *
+ * smr_fsck_run() checks a filesystem through the same library, codecs and
+ * verifiers as the daemon, in three passes:
+ *
+ *   1. superblock copies and checkpoint records as they lie on the device
+ *      (smr_cow_check_super);
+ *   2. the engine opened read-only on the newest valid checkpoint: the
+ *      trees' structure (smr_cow_check), the namespace (smr_ns_check plus
+ *      fsck's own walk, which finds what a repair can do), the data
+ *      extents' checksums with scrub, and the space audit (every referenced
+ *      block once, the allocator agreeing: smr_cow_check_space);
+ *   3. with repair, and only if every problem found is one fsck knows how
+ *      to fix safely, the fixes in one transaction through the normal
+ *      commit, and then pass 1 and 2 again, quietly, to decide the result.
+ *
+ * Exit codes are those of fsck(8).
+ */
+#ifndef SMR_FSCK_FSCK_H
+#define SMR_FSCK_FSCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SMR_FSCK_OK 0          /* no errors */
+#define SMR_FSCK_FIXED 1       /* errors corrected */
+#define SMR_FSCK_REBOOT 2      /* corrected, reboot suggested (unused) */
+#define SMR_FSCK_UNCORRECTED 4 /* errors left uncorrected */
+#define SMR_FSCK_OPERROR 8     /* operational error */
+#define SMR_FSCK_USAGE 16      /* usage or syntax error */
+#define SMR_FSCK_CANCELED 32   /* cancelled by the user */
+
+/* Zeroed = check only. */
+struct smr_fsck_opts {
+	const char *device;
+	bool repair;  /* -y / -p: fix what is safe */
+	bool scrub;   /* read every data block and verify its checksum */
+};
+
+struct smr_fsck_result {
+	int exit_code;
+	uint64_t problems;  /* found by the check (the first pass) */
+	uint64_t fixed;     /* repairs made */
+	uint64_t remaining; /* problems found by the check after repairs */
+	uint64_t orphans;   /* open-unlinked inodes (not errors) */
+	/* What was checked. */
+	uint64_t gen;       /* generation of the checkpoint in use */
+	uint64_t ckpt_valid, ckpt_bad, sb_bad;
+	uint64_t nodes, inodes, entries, extents, zones;
+	uint64_t data_bytes, scrubbed_bytes, bad_data_blocks;
+	uint64_t bytes_referenced, leaked;
+	char alloc[16];
+};
+
+/*
+ * Check (and with o->repair, repair) the filesystem on o->device. Problems
+ * and repairs are logged through smr_log as they are found. Fills *@r and
+ * returns r->exit_code: SMR_FSCK_OK, SMR_FSCK_FIXED, SMR_FSCK_UNCORRECTED,
+ * or SMR_FSCK_OPERROR (the device cannot be opened, is in use -- logged as
+ * "DEVICE is in use (mounted?)" --, is not smrfs, or an I/O or memory
+ * error stopped the check).
+ */
+int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r);
+
+#endif /* SMR_FSCK_FSCK_H */

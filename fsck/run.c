@@ -1,0 +1,1042 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * run.c - the checker of fsck.smrfs (fsck.h).
+ *
+ * The layers check their own invariants (smr_cow_check_super,
+ * smr_cow_check, smr_ns_check, smr_cow_check_space); what is here is the
+ * order, the counting, the scrub of data blocks, and the namespace repairs,
+ * which fsck plans from its own walk of the FS tree's items (the layout is
+ * docs/FORMAT.md, "Namespace items") and applies in one transaction:
+ *
+ *   - an entry whose inode is missing is dropped (both of its items): the
+ *     namespace inserts an entry's items before its inode, so a change cut
+ *     by an engine error leaves exactly this;
+ *   - an inode that no entry names (and that is not an orphan) is given a
+ *     name "#INO" in /lost+found, made if missing;
+ *   - link counts are set to the names counted (directories: 2 +
+ *     subdirectories), after the two repairs above;
+ *   - the namespace record's inode count is set to the inodes counted;
+ *   - orphans (unlinked while open) are reclaimed by the namespace's own
+ *     open, which is what the daemon does at mount.
+ *
+ * Anything else found (a damaged node, items of a missing inode, entries
+ * whose two items disagree, bad extents) is reported and left: fsck does not
+ * guess. Data is never moved and no zone is written except by the normal
+ * commit.
+ */
+#include "fsck/fsck.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cow/cow.h"
+#include "dev/dev.h"
+#include "format/blk.h"
+#include "format/ondisk_ns.h"
+#include "namespace/ns.h"
+
+#define FK_LOST_FOUND "lost+found"
+
+struct fk_inode {
+	uint64_t ino;
+	uint32_t mode, nlink;
+	uint64_t parent;
+	uint64_t names;   /* entries naming it (after planned drops) */
+	uint64_t subdirs; /* directories among its entries */
+	bool orphan;
+};
+
+struct fk_entry {
+	uint64_t dir, hkey, seq, ino;
+	char *name;
+	bool dangling; /* its inode is missing */
+	bool no_index; /* no readdir item names it back */
+};
+
+struct fk_index {
+	uint64_t dir, seq, hkey, ino;
+	bool dangling; /* its inode is missing */
+	bool no_entry; /* no entry item names it back */
+};
+
+/* One walk of the FS tree. */
+struct fk_walk {
+	struct smr_cow *cow;
+	uint32_t bsize;
+	bool scrub;
+	struct fk_inode *in;
+	size_t nin, cin;
+	struct fk_entry *en;
+	size_t nen, cen;
+	struct fk_index *ix;
+	size_t nix, cix;
+	struct smr_data_extent *ext;
+	size_t next, cext;
+	uint64_t orphan_recs[64];
+	size_t norphan;
+	bool meta;
+	struct smr_ns_meta_d meta_d;
+	void *blk;          /* scrub buffer */
+	uint64_t scrubbed, bad_blocks;
+	int err;
+};
+
+static int fk_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? 2 * *cap : 256;
+	void *q = realloc(*p, nc * size);
+
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
+{
+	size_t lo = 0, hi = w->nin;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->in[mid].ino == ino)
+			return &w->in[mid];
+		if (w->in[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const struct fk_index *fk_find_index(const struct fk_walk *w,
+					    uint64_t dir, uint64_t seq)
+{
+	size_t lo = 0, hi = w->nix;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fk_index *x = &w->ix[mid];
+
+		if (x->dir == dir && x->seq == seq)
+			return x;
+		if (x->dir < dir || (x->dir == dir && x->seq < seq))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
+					    uint64_t dir, uint64_t hkey)
+{
+	size_t lo = 0, hi = w->nen;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fk_entry *e = &w->en[mid];
+
+		if (e->dir == dir && e->hkey == hkey)
+			return e;
+		if (e->dir < dir || (e->dir == dir && e->hkey < hkey))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
+		     const struct smr_ns_extent_d *d, const void *val,
+		     size_t len)
+{
+	uint64_t dev_off = le64toh(d->dev_off), elen = le64toh(d->len);
+	uint64_t gen = le64toh(d->gen), bs = w->bsize;
+	const uint8_t *cs = (const uint8_t *)val + sizeof(*d);
+
+	if (len < sizeof(*d) + 8 * (elen / bs))
+		return; /* smr_ns_check reports the item */
+	for (uint64_t o = 0; o < elen; o += bs) {
+		__le64 id[3] = { htole64(ino), htole64(foff + o),
+				 htole64(gen) };
+		uint64_t want;
+		int rc;
+
+		memcpy(&want, cs + 8 * (o / bs), 8);
+		want = le64toh(want);
+		rc = smr_cow_data_read(w->cow, dev_off + o, w->blk, bs);
+		w->scrubbed += bs;
+		if (!rc && smr_hash64(w->blk, bs, smr_hash64(id, sizeof(id), 0)) ==
+				   want)
+			continue;
+		w->bad_blocks++;
+		smr_err("inode %" PRIu64 ": data block at file offset %" PRIu64
+			" (device byte %" PRIu64 ") %s (not repairable: the "
+			"file reads -EIO there)",
+			ino, foff + o, dev_off + o,
+			rc ? "cannot be read" : "fails its checksum");
+	}
+}
+
+static int fk_item(void *arg, const struct smr_key *k, const void *val,
+		   size_t len)
+{
+	struct fk_walk *w = arg;
+
+	if (k->objid == SMR_NS_META_OBJID) {
+		if (k->type == SMR_NS_T_META && len == sizeof(w->meta_d)) {
+			memcpy(&w->meta_d, val, len);
+			w->meta = true;
+		} else if (k->type == SMR_NS_T_ORPHAN &&
+			   w->norphan < SMR_ARRAY_SIZE(w->orphan_recs)) {
+			w->orphan_recs[w->norphan++] = k->offset;
+		}
+		return 0;
+	}
+	switch (k->type) {
+	case SMR_NS_T_INODE: {
+		struct smr_ns_inode_d d;
+		struct fk_inode *fi;
+
+		if (len != sizeof(d))
+			return 0;
+		if (fk_grow((void **)&w->in, &w->cin, w->nin, sizeof(*w->in)))
+			return w->err = -ENOMEM;
+		memcpy(&d, val, sizeof(d));
+		fi = &w->in[w->nin++];
+		memset(fi, 0, sizeof(*fi));
+		fi->ino = k->objid;
+		fi->mode = le32toh(d.mode);
+		fi->nlink = le32toh(d.nlink);
+		fi->parent = le64toh(d.parent);
+		return 0;
+	}
+	case SMR_NS_T_DIRENT:
+	case SMR_NS_T_DIRINDEX: {
+		struct smr_ns_dirent_d d;
+		size_t nlen;
+
+		if (len < sizeof(d))
+			return 0;
+		memcpy(&d, val, sizeof(d));
+		nlen = le16toh(d.name_len);
+		if (len != sizeof(d) + nlen)
+			return 0;
+		if (k->type == SMR_NS_T_DIRINDEX) {
+			if (fk_grow((void **)&w->ix, &w->cix, w->nix,
+				    sizeof(*w->ix)))
+				return w->err = -ENOMEM;
+			w->ix[w->nix++] = (struct fk_index){
+				.dir = k->objid, .seq = k->offset,
+				.hkey = le64toh(d.ref), .ino = le64toh(d.ino) };
+			return 0;
+		}
+		if (fk_grow((void **)&w->en, &w->cen, w->nen, sizeof(*w->en)))
+			return w->err = -ENOMEM;
+		struct fk_entry *e = &w->en[w->nen];
+
+		e->name = malloc(nlen + 1);
+		if (!e->name)
+			return w->err = -ENOMEM;
+		memcpy(e->name, (const uint8_t *)val + sizeof(d), nlen);
+		e->name[nlen] = 0;
+		e->dir = k->objid;
+		e->hkey = k->offset;
+		e->seq = le64toh(d.ref);
+		e->ino = le64toh(d.ino);
+		e->dangling = false;
+		w->nen++;
+		return 0;
+	}
+	case SMR_NS_T_EXTENT: {
+		struct smr_ns_extent_d d;
+
+		if (len < sizeof(d))
+			return 0;
+		memcpy(&d, val, sizeof(d));
+		if (fk_grow((void **)&w->ext, &w->cext, w->next,
+			    sizeof(*w->ext)))
+			return w->err = -ENOMEM;
+		w->ext[w->next].off = le64toh(d.dev_off);
+		w->ext[w->next++].len = le64toh(d.len);
+		if (w->scrub)
+			fk_scrub(w, k->objid, k->offset, &d, val, len);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static void fk_walk_free(struct fk_walk *w)
+{
+	for (size_t i = 0; i < w->nen; i++)
+		free(w->en[i].name);
+	free(w->in);
+	free(w->en);
+	free(w->ix);
+	free(w->ext);
+	smr_cow_buf_free(w->blk);
+	memset(w, 0, sizeof(*w));
+}
+
+/* Walk the FS tree and count names: fills @w. */
+static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
+{
+	struct smr_key from = { 0, 0, 0 };
+	struct smr_key to = { UINT64_MAX, UINT8_MAX, UINT64_MAX };
+	struct smr_cow_info info;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	smr_cow_info(cow, &info);
+	w->cow = cow;
+	w->bsize = info.block_size;
+	w->scrub = scrub;
+	if (scrub) {
+		w->blk = smr_cow_buf_alloc(info.block_size);
+		if (!w->blk)
+			return -ENOMEM;
+	}
+	rc = smr_bt_iterate(cow, SMR_TREE_FS, &from, &to, fk_item, w);
+	if (!rc && w->err)
+		rc = w->err;
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < w->norphan; i++) {
+		struct fk_inode *fi = fk_find(w, w->orphan_recs[i]);
+
+		if (fi && !fi->nlink)
+			fi->orphan = true;
+	}
+	/* The two items of each entry: entries are in (dir, hash key)
+	 * order and readdir items in (dir, sequence) order, as iterated. */
+	for (size_t i = 0; i < w->nen; i++) {
+		struct fk_entry *e = &w->en[i];
+		const struct fk_index *x = fk_find_index(w, e->dir, e->seq);
+
+		e->no_index = !x || x->hkey != e->hkey;
+	}
+	for (size_t i = 0; i < w->nix; i++) {
+		struct fk_index *x = &w->ix[i];
+		const struct fk_entry *e = fk_find_entry(w, x->dir, x->hkey);
+
+		x->no_entry = !e || e->seq != x->seq;
+		x->dangling = !fk_find(w, x->ino);
+		if (x->no_entry && !x->dangling && !e) {
+			/* A repair restores the entry from this item: count
+			 * the name it gives. */
+			struct fk_inode *t = fk_find(w, x->ino), *d;
+
+			t->names++;
+			d = fk_find(w, x->dir);
+			if (d && S_ISDIR(t->mode))
+				d->subdirs++;
+		}
+	}
+	for (size_t i = 0; i < w->nen; i++) {
+		struct fk_entry *e = &w->en[i];
+		struct fk_inode *t = fk_find(w, e->ino), *d;
+
+		if (!t) {
+			e->dangling = true;
+			continue;
+		}
+		t->names++;
+		d = fk_find(w, e->dir);
+		if (d && S_ISDIR(t->mode))
+			d->subdirs++;
+	}
+	return 0;
+}
+
+static uint32_t fk_want_nlink(const struct fk_inode *fi)
+{
+	if (S_ISDIR(fi->mode))
+		return (uint32_t)(2 + fi->subdirs);
+	return (uint32_t)fi->names;
+}
+
+/* Is @fi an inode no entry names, that is not the root nor an orphan? */
+static bool fk_nameless(const struct fk_inode *fi)
+{
+	return fi->ino != SMR_NS_ROOT_INO && !fi->names && !fi->orphan;
+}
+
+/* ========================================================================
+ * Planning (reported in both modes)
+ * ======================================================================== */
+
+struct fk_plan {
+	uint64_t drops, halves, moves, nlinks, counters, orphans;
+};
+
+static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
+{
+	const char *will = repair ? "" : "would ";
+
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < w->nen; i++) {
+		struct fk_entry *e = &w->en[i];
+
+		if (e->dangling) {
+			p->drops++;
+			smr_err("dir %" PRIu64 ": entry '%s' names missing inode %"
+				PRIu64 " (%sdrop the entry)", e->dir, e->name,
+				e->ino, will);
+		} else if (e->no_index) {
+			p->halves++;
+			smr_err("dir %" PRIu64 ": entry '%s' has no readdir item "
+				"(%sadd it from the entry)", e->dir, e->name, will);
+		}
+	}
+	for (size_t i = 0; i < w->nix; i++) {
+		struct fk_index *x = &w->ix[i];
+
+		if (!x->no_entry)
+			continue;
+		p->halves++;
+		smr_err("dir %" PRIu64 ": readdir item %" PRIu64 " names no entry "
+			"(%s%s)", x->dir, x->seq, will,
+			x->dangling ? "drop it: its inode is missing" :
+				      "add the entry from it");
+	}
+	for (size_t i = 0; i < w->nin; i++) {
+		struct fk_inode *fi = &w->in[i];
+
+		if (fi->orphan) {
+			p->orphans++;
+			smr_warn("inode %" PRIu64 ": unlinked while open (an orphan), "
+				 "will be reclaimed%s", fi->ino,
+				 repair ? " now" : " at the next read-write open");
+			continue;
+		}
+		if (fk_nameless(fi)) {
+			p->moves++;
+			smr_err("inode %" PRIu64 ": no directory entry names it "
+				"(%smove it to /%s as #%" PRIu64 ")",
+				fi->ino, will, FK_LOST_FOUND, fi->ino);
+			continue;
+		}
+		if (fi->nlink != fk_want_nlink(fi)) {
+			p->nlinks++;
+			smr_err("inode %" PRIu64 ": link count %u, %u counted "
+				"(%sset it)", fi->ino, fi->nlink,
+				fk_want_nlink(fi), will);
+		}
+	}
+	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
+		p->counters++;
+		smr_err("namespace record counts %" PRIu64 " inodes, %zu found "
+			"(%sset it)", (uint64_t)le64toh(w->meta_d.nr_inodes),
+			w->nin, will);
+	}
+}
+
+/* ========================================================================
+ * Repairs
+ * ======================================================================== */
+
+static struct smr_key fk_key(uint64_t objid, uint8_t type, uint64_t off)
+{
+	struct smr_key k = { .objid = objid, .type = type, .offset = off };
+
+	return k;
+}
+
+static int fk_inode_rw(struct smr_cow *cow, struct smr_txn *t, uint64_t ino,
+		       struct smr_ns_inode_d *d, bool write)
+{
+	struct smr_key k = fk_key(ino, SMR_NS_T_INODE, 0);
+	size_t len = sizeof(*d);
+
+	if (write)
+		return smr_bt_update(t, SMR_TREE_FS, &k, d, sizeof(*d));
+	int rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, d, &len);
+
+	if (!rc && len != sizeof(*d))
+		rc = -SMR_EFSCORRUPTED;
+	return rc;
+}
+
+static int fk_drop_entry(struct smr_cow *cow, struct smr_txn *t,
+			 const struct fk_walk *w, const struct fk_entry *e)
+{
+	struct smr_key k = fk_key(e->dir, SMR_NS_T_DIRENT, e->hkey);
+	int rc;
+
+	(void)cow;
+	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	if (rc)
+		return rc;
+	/* Its readdir item, if it names the same entry. */
+	for (size_t i = 0; i < w->nix; i++) {
+		const struct fk_index *x = &w->ix[i];
+
+		if (x->dir == e->dir && x->seq == e->seq &&
+		    x->hkey == e->hkey) {
+			k = fk_key(e->dir, SMR_NS_T_DIRINDEX, e->seq);
+			return smr_bt_delete(t, SMR_TREE_FS, &k);
+		}
+	}
+	return 0;
+}
+
+union fk_dirent_buf {
+	struct smr_ns_dirent_d d;
+	uint8_t b[sizeof(struct smr_ns_dirent_d) + SMR_NS_NAME_MAX];
+};
+
+/* Raise directory @dir's next sequence number above @seq if needed. */
+static int fk_seq_above(struct smr_cow *cow, struct smr_txn *t, uint64_t dir,
+			uint64_t seq)
+{
+	struct smr_ns_inode_d d;
+	int rc = fk_inode_rw(cow, t, dir, &d, false);
+
+	if (rc || le64toh(d.next_seq) > seq)
+		return rc;
+	d.next_seq = htole64(seq + 1);
+	return fk_inode_rw(cow, t, dir, &d, true);
+}
+
+/* An entry without its readdir item: add the item from the entry. */
+static int fk_add_index(struct smr_cow *cow, struct smr_txn *t,
+			const struct fk_entry *e, uint64_t *fixed)
+{
+	struct smr_key k = fk_key(e->dir, SMR_NS_T_DIRENT, e->hkey);
+	union fk_dirent_buf v;
+	size_t len = sizeof(v);
+	int rc;
+
+	rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, &v, &len);
+	if (rc)
+		return rc;
+	k = fk_key(e->dir, SMR_NS_T_DIRINDEX, e->seq);
+	if (!smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, NULL)) {
+		smr_err("dir %" PRIu64 ": readdir item %" PRIu64 " belongs to "
+			"another entry: '%s' left without one", e->dir, e->seq,
+			e->name);
+		return 0;
+	}
+	v.d.ref = htole64(e->hkey);
+	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, len);
+	if (!rc)
+		rc = fk_seq_above(cow, t, e->dir, e->seq);
+	if (!rc) {
+		smr_info("dir %" PRIu64 ": readdir item %" PRIu64 " added for '%s'",
+			 e->dir, e->seq, e->name);
+		(*fixed)++;
+	}
+	return rc;
+}
+
+/* A readdir item without its entry: add the entry from the item, or drop
+ * the item when its inode is missing or the entry's key is taken. */
+static int fk_fix_index(struct smr_cow *cow, struct smr_txn *t,
+			const struct fk_index *x, uint64_t *fixed)
+{
+	struct smr_key ki = fk_key(x->dir, SMR_NS_T_DIRINDEX, x->seq);
+	struct smr_key ke = fk_key(x->dir, SMR_NS_T_DIRENT, x->hkey);
+	union fk_dirent_buf v;
+	size_t len = sizeof(v);
+	int rc;
+
+	if (!x->dangling &&
+	    smr_bt_lookup(cow, SMR_TREE_FS, &ke, NULL, NULL) == -ENOENT) {
+		rc = smr_bt_lookup(cow, SMR_TREE_FS, &ki, &v, &len);
+		if (rc)
+			return rc;
+		v.d.ref = htole64(x->seq);
+		rc = smr_bt_insert(t, SMR_TREE_FS, &ke, &v, len);
+		if (!rc) {
+			smr_info("dir %" PRIu64 ": entry added from readdir item %"
+				 PRIu64, x->dir, x->seq);
+			(*fixed)++;
+		}
+		return rc;
+	}
+	rc = smr_bt_delete(t, SMR_TREE_FS, &ki);
+	if (!rc) {
+		smr_info("dir %" PRIu64 ": readdir item %" PRIu64 " dropped",
+			 x->dir, x->seq);
+		(*fixed)++;
+	}
+	return rc;
+}
+
+/* Give @fi the name "#INO" in directory @lf. */
+static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
+			const struct fk_inode *fi)
+{
+	union {
+		struct smr_ns_dirent_d d;
+		uint8_t b[sizeof(struct smr_ns_dirent_d) + 32];
+	} v;
+	struct smr_ns_inode_d dir, in;
+	char name[32];
+	size_t nlen;
+	uint64_t h, seq, slot;
+	struct smr_key k;
+	int rc;
+
+	nlen = (size_t)snprintf(name, sizeof(name), "#%" PRIu64, fi->ino);
+	rc = fk_inode_rw(cow, t, lf, &dir, false);
+	if (rc)
+		return rc;
+	h = smr_hash64(name, nlen, SMR_NS_HASH_SEED) & ~0xffULL;
+	for (slot = 0; slot < 256; slot++) {
+		k = fk_key(lf, SMR_NS_T_DIRENT, h | slot);
+		rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, NULL);
+		if (rc == -ENOENT)
+			break;
+		if (rc)
+			return rc;
+	}
+	if (slot == 256)
+		return -ENOSPC;
+	seq = le64toh(dir.next_seq);
+	if (seq < SMR_NS_FIRST_SEQ)
+		seq = SMR_NS_FIRST_SEQ;
+	memset(&v, 0, sizeof(v));
+	v.d.ino = htole64(fi->ino);
+	v.d.dtype = (uint8_t)((fi->mode & S_IFMT) >> 12);
+	v.d.name_len = htole16((uint16_t)nlen);
+	memcpy(v.b + sizeof(v.d), name, nlen);
+	v.d.ref = htole64(seq);
+	k = fk_key(lf, SMR_NS_T_DIRENT, h | slot);
+	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen);
+	if (rc)
+		return rc;
+	v.d.ref = htole64(h | slot);
+	k = fk_key(lf, SMR_NS_T_DIRINDEX, seq);
+	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen);
+	if (rc)
+		return rc;
+	dir.next_seq = htole64(seq + 1);
+	rc = fk_inode_rw(cow, t, lf, &dir, true);
+	if (rc || !S_ISDIR(fi->mode))
+		return rc;
+	rc = fk_inode_rw(cow, t, fi->ino, &in, false);
+	if (rc)
+		return rc;
+	in.parent = htole64(lf);
+	return fk_inode_rw(cow, t, fi->ino, &in, true);
+}
+
+/* Links and the inode counter, from a fresh walk. */
+static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
+			 struct fk_walk *w, uint64_t *fixed)
+{
+	int rc;
+
+	for (size_t i = 0; i < w->nin; i++) {
+		struct fk_inode *fi = &w->in[i];
+		struct smr_ns_inode_d d;
+
+		if (fi->orphan || fk_nameless(fi) ||
+		    fi->nlink == fk_want_nlink(fi))
+			continue;
+		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
+		if (rc)
+			return rc;
+		d.nlink = htole32(fk_want_nlink(fi));
+		rc = fk_inode_rw(cow, t, fi->ino, &d, true);
+		if (rc)
+			return rc;
+		smr_info("inode %" PRIu64 ": link count set to %u", fi->ino,
+			 fk_want_nlink(fi));
+		(*fixed)++;
+	}
+	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
+		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+
+		w->meta_d.nr_inodes = htole64(w->nin);
+		rc = smr_bt_update(t, SMR_TREE_FS, &k, &w->meta_d,
+				   sizeof(w->meta_d));
+		if (rc)
+			return rc;
+		(*fixed)++;
+	}
+	return 0;
+}
+
+/* The namespace repairs, on an engine open read-write. */
+static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
+{
+	static const struct smr_ns_cred root_cred = { 0, 0, NULL, 0 };
+	struct smr_ns *ns = NULL;
+	struct smr_ns_attr attr;
+	struct smr_txn *t = NULL;
+	struct fk_walk w;
+	uint64_t lf = 0;
+	bool need_lf = false;
+	int rc;
+
+	/* Opening read-write reclaims the orphans. */
+	rc = smr_ns_open(cow, NULL, &ns);
+	if (rc)
+		return rc;
+	r->fixed += r->orphans;
+
+	/* 1. Entries: dangling ones dropped, missing halves restored. */
+	rc = fk_walk(cow, false, &w);
+	if (rc)
+		goto out_walk;
+	rc = smr_txn_begin(cow, &t);
+	if (rc)
+		goto out_walk;
+	for (size_t i = 0; i < w.nen && !rc; i++) {
+		struct fk_entry *e = &w.en[i];
+
+		if (e->dangling) {
+			rc = fk_drop_entry(cow, t, &w, e);
+			if (!rc) {
+				smr_info("dir %" PRIu64 ": dropped entry '%s'",
+					 e->dir, e->name);
+				r->fixed++;
+			}
+		} else if (e->no_index) {
+			rc = fk_add_index(cow, t, e, &r->fixed);
+		}
+	}
+	for (size_t i = 0; i < w.nix && !rc; i++)
+		if (w.ix[i].no_entry)
+			rc = fk_fix_index(cow, t, &w.ix[i], &r->fixed);
+	smr_txn_end(t);
+	if (rc)
+		goto out_walk;
+
+	/* 2. Inodes no entry names: into /lost+found. */
+	fk_walk_free(&w);
+	rc = fk_walk(cow, false, &w);
+	if (rc)
+		goto out_walk;
+	for (size_t i = 0; i < w.nin; i++)
+		if (fk_nameless(&w.in[i]))
+			need_lf = true;
+	if (need_lf) {
+		rc = smr_ns_lookup(ns, SMR_NS_ROOT, FK_LOST_FOUND, &attr);
+		if (rc == -ENOENT) {
+			rc = smr_ns_mkdir(ns, &root_cred, SMR_NS_ROOT,
+					  FK_LOST_FOUND, 0700, &attr);
+			if (!rc)
+				smr_info("made /%s (inode %" PRIu64 ")",
+					 FK_LOST_FOUND, attr.ino);
+		}
+		if (!rc && !S_ISDIR(attr.mode))
+			rc = -ENOTDIR;
+		if (rc) {
+			smr_err("cannot make /%s: %s", FK_LOST_FOUND,
+				strerror(-rc));
+			goto out_walk;
+		}
+		lf = attr.ino;
+		/* The namespace keeps its counters in memory: closed before
+		 * fsck changes items behind it. */
+		smr_ns_close(ns);
+		ns = NULL;
+		fk_walk_free(&w);
+		rc = fk_walk(cow, false, &w);
+		if (rc)
+			goto out_walk;
+		rc = smr_txn_begin(cow, &t);
+		if (rc)
+			goto out_walk;
+		for (size_t i = 0; i < w.nin && !rc; i++) {
+			if (!fk_nameless(&w.in[i]) || w.in[i].ino == lf)
+				continue;
+			rc = fk_link_into(cow, t, lf, &w.in[i]);
+			if (!rc) {
+				smr_info("inode %" PRIu64 ": now /%s/#%" PRIu64,
+					 w.in[i].ino, FK_LOST_FOUND,
+					 w.in[i].ino);
+				r->fixed++;
+			}
+		}
+		smr_txn_end(t);
+		if (rc)
+			goto out_walk;
+	}
+	smr_ns_close(ns);
+	ns = NULL;
+
+	/* 3. Link counts and the inode counter, counted again. */
+	fk_walk_free(&w);
+	rc = fk_walk(cow, false, &w);
+	if (rc)
+		goto out_walk;
+	rc = smr_txn_begin(cow, &t);
+	if (rc)
+		goto out_walk;
+	rc = fk_fix_counts(cow, t, &w, &r->fixed);
+	smr_txn_end(t);
+out_walk:
+	fk_walk_free(&w);
+	smr_ns_close(ns);
+	return rc;
+}
+
+/* ========================================================================
+ * The passes
+ * ======================================================================== */
+
+struct fk_found {
+	uint64_t problems;  /* all */
+	uint64_t unfixable; /* of them, beyond fsck's repairs */
+	bool fatal;         /* the trees cannot be read: no repair at all */
+};
+
+static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
+{
+	f->problems += problems;
+	f->unfixable += unfixable;
+}
+
+/*
+ * One full check of the filesystem on @dev: everything but the superblock
+ * pass, with the engine read-only. Fills @r's counts and @f.
+ */
+static int fk_check_engine(struct smr_dev *dev, bool scrub,
+			   struct smr_fsck_result *r, struct fk_found *f)
+{
+	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
+	struct smr_cow_space_check sc;
+	struct smr_cow_info info;
+	struct smr_cow *cow;
+	struct smr_ns *ns = NULL;
+	struct fk_walk w;
+	struct fk_plan p;
+	uint64_t nsp = 0;
+	int rc;
+
+	rc = smr_cow_open(dev, &co, &cow);
+	if (rc) {
+		smr_err("cannot open the filesystem: %s", strerror(-rc));
+		if (rc == -ENOMEM || rc == -EIO)
+			return rc;
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		return 0;
+	}
+	smr_cow_info(cow, &info);
+	r->gen = info.gen;
+	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
+
+	/* The trees' structure: a damaged node stops everything above. */
+	rc = smr_cow_check(cow);
+	if (rc) {
+		smr_err("B-tree check failed: %s (not repairable)", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		goto out_cow;
+	}
+	rc = smr_ns_open(cow, NULL, &ns);
+	if (rc) {
+		smr_err("cannot open the namespace: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		goto out_cow;
+	}
+	rc = smr_ns_check(ns, &nsp);
+	smr_ns_close(ns);
+	if (rc && rc != -SMR_EFSCORRUPTED)
+		goto out_cow;
+	rc = fk_walk(cow, scrub, &w);
+	if (rc) {
+		smr_err("walking the namespace failed: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		goto out_walk;
+	}
+	r->inodes = w.nin;
+	r->entries = w.nen;
+	r->extents = w.next;
+	r->scrubbed_bytes = w.scrubbed;
+	r->bad_data_blocks = w.bad_blocks;
+	fk_plan(&w, false, &p);
+	r->orphans = p.orphans;
+	{
+		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
+				   p.counters;
+
+		/* smr_ns_check counts the same things once each (an nlink
+		 * that is off because of a dangling entry once more, which is
+		 * fixed with it); what it finds beyond them is not fsck's to
+		 * fix. */
+		fk_count(f, SMR_MAX(nsp, fixable),
+			 nsp > fixable + p.drops ? nsp - fixable - p.drops : 0);
+	}
+	fk_count(f, w.bad_blocks, w.bad_blocks);
+
+	rc = smr_cow_check_space(cow, w.ext, w.next, false, &sc);
+	if (rc) {
+		smr_err("space audit failed: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		goto out_walk;
+	}
+	r->nodes = sc.nodes;
+	r->zones = sc.zones;
+	r->data_bytes = sc.data_bytes;
+	r->bytes_referenced = sc.bytes_referenced;
+	r->leaked = sc.leaked;
+	fk_count(f, sc.problems, sc.unfixable);
+	/* The allocator could hand out, or a commit reset, space that is
+	 * referenced: no commit at all, not even for other repairs. */
+	if (sc.unfixable)
+		f->fatal = true;
+out_walk:
+	fk_walk_free(&w);
+out_cow:
+	smr_cow_close(cow);
+	return rc == -ENOMEM || rc == -EIO ? rc : 0;
+}
+
+static int fk_repair(struct smr_dev *dev, bool lost_commit,
+		     struct smr_fsck_result *r)
+{
+	/* No timer commit in the middle of the repairs. */
+	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600 };
+	struct smr_cow_space_check sc;
+	struct smr_cow *cow;
+	struct fk_walk w;
+	int rc;
+
+	rc = smr_cow_open(dev, &co, &cow);
+	if (rc) {
+		smr_err("cannot open the filesystem read-write: %s",
+			strerror(-rc));
+		return rc;
+	}
+	/* The allocator first, before anything allocates: after a rebuild
+	 * it holds everything free until the referenced blocks are out. */
+	rc = fk_walk(cow, false, &w);
+	if (!rc)
+		rc = smr_cow_check_space(cow, w.ext, w.next, true, &sc);
+	fk_walk_free(&w);
+	if (rc) {
+		smr_err("space repair failed: %s", strerror(-rc));
+		goto out;
+	}
+	r->fixed += sc.fixed;
+	rc = fk_repair_ns(cow, r);
+	if (rc) {
+		smr_err("namespace repair failed: %s", strerror(-rc));
+		goto out;
+	}
+	/* One commit for all; a damaged newer checkpoint is superseded. */
+	rc = lost_commit || sc.fixed ? smr_cow_commit_forced(cow) :
+				       smr_cow_commit(cow);
+	if (rc)
+		smr_err("committing the repairs failed: %s", strerror(-rc));
+out:
+	{
+		int rc2 = smr_cow_close(cow);
+
+		if (!rc)
+			rc = rc2;
+	}
+	return rc;
+}
+
+int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
+{
+	struct smr_dev_opts dopts = { .read_only = !o->repair };
+	struct smr_cow_super_check sup;
+	struct fk_found f = { 0 };
+	struct smr_dev *dev;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = smr_dev_open(o->device, &dopts, &dev);
+	if (rc) {
+		if (rc == -EBUSY)
+			smr_err("%s is in use (mounted?)", o->device);
+		else
+			smr_err("%s: cannot open: %s", o->device, strerror(-rc));
+		return r->exit_code = SMR_FSCK_OPERROR;
+	}
+	rc = smr_cow_check_super(dev, false, &sup);
+	if (rc)
+		goto out_operr;
+	r->ckpt_valid = sup.ckpt_valid;
+	r->ckpt_bad = sup.ckpt_bad;
+	r->sb_bad = sup.sb_bad;
+	fk_count(&f, sup.problems, sup.unfixable);
+	if (sup.no_sb && !sup.sb_bad) {
+		/* Not smrfs at all, rather than damaged smrfs. */
+		smr_err("%s: no smrfs superblock", o->device);
+		goto out_operr;
+	}
+	if (sup.no_sb || !sup.ckpt_valid) {
+		f.fatal = true;
+	} else {
+		rc = fk_check_engine(dev, o->scrub, r, &f);
+		if (rc)
+			goto out_operr;
+	}
+	r->problems = f.problems;
+	if (!f.problems) {
+		r->exit_code = SMR_FSCK_OK;
+		if (!o->repair || !r->orphans)
+			goto out;
+	} else if (!o->repair) {
+		r->exit_code = SMR_FSCK_UNCORRECTED;
+		goto out;
+	}
+	if (f.fatal) {
+		smr_err("the trees cannot be read whole, or the allocator could "
+			"reuse referenced space: nothing repaired");
+		r->remaining = f.problems;
+		r->exit_code = SMR_FSCK_UNCORRECTED;
+		goto out;
+	}
+
+	/* Repair: the device first, then through the engine. */
+	rc = smr_cow_check_super(dev, true, &sup);
+	if (rc)
+		goto out_operr;
+	r->fixed += sup.fixed;
+	rc = fk_repair(dev, sup.lost_commit, r);
+	if (rc)
+		goto out_uncorrected;
+
+	/* And check again. */
+	smr_info("checking again after the repairs");
+	{
+		struct smr_fsck_result again;
+		struct fk_found f2 = { 0 };
+
+		memset(&again, 0, sizeof(again));
+		rc = smr_cow_check_super(dev, false, &sup);
+		if (rc)
+			goto out_operr;
+		fk_count(&f2, sup.problems, sup.unfixable);
+		rc = fk_check_engine(dev, o->scrub, &again, &f2);
+		if (rc)
+			goto out_operr;
+		r->remaining = f2.problems;
+	}
+	r->exit_code = r->remaining ? SMR_FSCK_UNCORRECTED :
+		       r->fixed ? SMR_FSCK_FIXED : SMR_FSCK_OK;
+	goto out;
+out_uncorrected:
+	r->remaining = r->problems;
+	r->exit_code = SMR_FSCK_UNCORRECTED;
+	goto out;
+out_operr:
+	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
+	r->exit_code = SMR_FSCK_OPERROR;
+out:
+	smr_dev_close(dev);
+	return r->exit_code;
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * check.c - the engine's part of fsck beyond the tree audit of
+ * smr_cow_check(): every superblock copy and checkpoint record as it lies on
+ * the device (smr_cow_check_super), and the space audit that puts the
+ * trees' nodes, the released blocks and the caller's data extents together
+ * and hands them to the allocator's audit (smr_cow_check_space).
+ *
+ * The places are the ones store_dev.c reads at open (docs/FORMAT.md,
+ * "Checkpoint placement"); the blocks go through the same codecs and
+ * verifiers.
+ */
+#include "cow/cow_priv.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ========================================================================
+ * Superblocks and checkpoints
+ * ======================================================================== */
+
+static void cs_where(struct smr_dev *dev, uint64_t where[2])
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+
+	where[0] = 0;
+	where[1] = SMR_SB_SIZE;
+	if (di->zoned && di->nr_zones > 1 &&
+	    smr_dev_zone_type(dev, 0) != SMR_ZONE_TYPE_CNV)
+		where[1] = smr_dev_zone_start(dev, 1);
+}
+
+/* The header's generation of a record that failed to verify, if its magic
+ * is still a checkpoint's (0 otherwise). */
+static uint64_t cs_raw_gen(const void *buf)
+{
+	const struct smr_blk_hdr *h = buf;
+
+	if (le32toh(h->magic) != SMR_MAGIC_CKPT)
+		return 0;
+	return le64toh(h->gen);
+}
+
+static bool cs_is_zero(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+int smr_cow_check_super(struct smr_dev *dev, bool repair,
+			struct smr_cow_super_check *r)
+{
+	struct smr_sb sb, sb2;
+	uint64_t where[2], bad_at[2 * 64 + 2];
+	uint32_t nbad = 0;
+	bool ok[2] = { false, false }, ring;
+	void *buf;
+	int rc = 0, got = -1;
+
+	memset(r, 0, sizeof(*r));
+	buf = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	cs_where(dev, where);
+	for (int i = 0; i < 2; i++) {
+		rc = smr_dev_read(dev, buf, SMR_SB_SIZE, where[i]);
+		if (rc)
+			goto out;
+		rc = smr_sb_from_disk(buf, where[i], i ? &sb2 : &sb);
+		if (rc == -ENOMEM)
+			goto out;
+		ok[i] = !rc;
+		if (ok[i] && got < 0)
+			got = i;
+	}
+	rc = 0;
+	if (got < 0) {
+		smr_err("no valid superblock (at bytes %" PRIu64 " and %" PRIu64 ")",
+			where[0], where[1]);
+		r->problems++;
+		r->unfixable++;
+		r->no_sb = true;
+		goto out;
+	}
+	if (got == 1)
+		sb = sb2;
+	if (ok[0] && ok[1] &&
+	    (memcmp(sb.uuid, sb2.uuid, 16) || sb.data_start != sb2.data_start ||
+	     sb.capacity != sb2.capacity)) {
+		smr_err("the two superblock copies describe different filesystems");
+		r->problems++;
+		r->unfixable++;
+	}
+	ring = sb.ckpt_scheme != SMR_CKPT_ZONELOG;
+	for (int i = 0; i < 2; i++) {
+		r->sb_copies++;
+		if (ok[i])
+			continue;
+		r->sb_bad++;
+		r->problems++;
+		smr_err("superblock copy at byte %" PRIu64 " is damaged%s", where[i],
+			!ring ? " (cannot be rewritten in a sequential zone: it is "
+				"replaced when the checkpoint log next moves there)" :
+			repair ? " (rewritten from the good copy)" :
+				 " (would rewrite it from the good copy)");
+		if (!ring) {
+			r->unfixable++;
+		} else if (repair) {
+			rc = smr_sb_to_disk(&sb, buf, where[i]);
+			if (!rc)
+				rc = smr_dev_write(dev, buf, SMR_SB_SIZE, where[i]);
+			if (rc)
+				goto out;
+			r->fixed++;
+		}
+	}
+
+	/* The checkpoint records: valid ones, and the newest of them. */
+	struct { uint64_t addr, gen; bool zone_log; } *pl = NULL;
+	size_t np = 0;
+
+	if (ring) {
+		pl = calloc(sb.ckpt_nr_slots ? sb.ckpt_nr_slots : 1, sizeof(*pl));
+		if (!pl) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (uint32_t i = 0; i < sb.ckpt_nr_slots; i++)
+			pl[np++].addr = sb.ckpt_start + (uint64_t)i * sb.ckpt_len;
+	} else {
+		uint64_t per = (sb.zone_cap - SMR_SB_SIZE) / SMR_CKPT_SIZE;
+
+		pl = calloc(2 * per + 1, sizeof(*pl));
+		if (!pl) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (uint32_t z = 0; z < 2; z++) {
+			uint64_t start = smr_dev_zone_start(dev, z);
+			uint64_t wp = smr_dev_zone_wp(dev, z);
+
+			for (uint64_t a = start + SMR_SB_SIZE;
+			     a + SMR_CKPT_SIZE <= wp; a += SMR_CKPT_SIZE)
+				pl[np++].addr = a;
+		}
+	}
+	for (size_t i = 0; i < np; i++) {
+		struct smr_ckpt *ck = calloc(1, sizeof(*ck));
+
+		if (!ck) {
+			rc = -ENOMEM;
+			goto out_pl;
+		}
+		rc = smr_dev_read(dev, buf, SMR_CKPT_SIZE, pl[i].addr);
+		if (!rc) {
+			if (cs_is_zero(buf, SMR_CKPT_SIZE)) {
+				r->ckpt_empty++;
+			} else if (!smr_ckpt_from_disk(buf, SMR_CKPT_SIZE,
+						       pl[i].addr, sb.uuid,
+						       ck)) {
+				r->ckpt_valid++;
+				pl[i].gen = ck->gen;
+				if (ck->gen > r->newest_gen) {
+					r->newest_gen = ck->gen;
+					r->newest_addr = pl[i].addr;
+				}
+			} else if (nbad < SMR_ARRAY_SIZE(bad_at)) {
+				/* Remember it; judged once the newest is
+				 * known. */
+				pl[i].gen = cs_raw_gen(buf);
+				bad_at[nbad++] = i;
+			}
+		}
+		free(ck);
+		if (rc)
+			goto out_pl;
+	}
+	if (!r->ckpt_valid) {
+		smr_err("no valid checkpoint");
+		r->problems++;
+		r->unfixable++;
+	}
+	for (uint32_t b = 0; b < nbad; b++) {
+		size_t i = bad_at[b];
+		bool newer = pl[i].gen > r->newest_gen;
+
+		r->ckpt_bad++;
+		if (!ring && !newer) {
+			/* An old record in the log: never read again once a
+			 * newer one is valid, and dropped when the log wraps. */
+			smr_warn("checkpoint record at byte %" PRIu64 " is damaged "
+				 "(older than the newest, generation %" PRIu64
+				 "; dropped when the log wraps)",
+				 pl[i].addr, r->newest_gen);
+			continue;
+		}
+		r->problems++;
+		if (newer)
+			r->lost_commit = true;
+		smr_err("checkpoint record at byte %" PRIu64 " is damaged%s%s",
+			pl[i].addr,
+			newer ? " and newer than the one in use: the changes of "
+				"its commit are lost" : "",
+			!ring ? (repair ? " (a new commit supersedes it)" :
+					  " (a new commit would supersede it)") :
+			repair ? " (slot cleared)" : " (would clear the slot)");
+		if (!repair)
+			continue;
+		if (ring) {
+			memset(buf, 0, SMR_CKPT_SIZE);
+			rc = smr_dev_write(dev, buf, SMR_CKPT_SIZE, pl[i].addr);
+			if (rc)
+				goto out_pl;
+		}
+		r->fixed++;
+	}
+	if (repair && nbad)
+		rc = smr_dev_flush(dev);
+out_pl:
+	free(pl);
+out:
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
+/* ========================================================================
+ * Space
+ * ======================================================================== */
+
+static int xv_add(struct smr_extent **v, size_t *n, size_t *cap, uint64_t off,
+		  uint64_t len)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		struct smr_extent *p = realloc(*v, nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+		*cap = nc;
+	}
+	(*v)[*n].off = off;
+	(*v)[(*n)++].len = len;
+	return 0;
+}
+
+int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
+			size_t nr_data, bool repair, struct smr_cow_space_check *r)
+{
+	struct smr_alloc_check ac;
+	struct smr_extent *v = NULL;
+	uint64_t *addrs = NULL;
+	size_t n = 0, cap = 0, na = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!c->alloc)
+		return -EOPNOTSUPP;
+	pthread_rwlock_wrlock(&c->lock);
+	rc = smr_bt_node_addrs_locked(c, &addrs, &na);
+	if (rc)
+		goto out;
+	r->nodes = na;
+	for (size_t i = 0; i < na && !rc; i++) {
+		/* A node of the running transaction has no space yet. */
+		if (!(addrs[i] & SMR_TMP_ADDR))
+			rc = xv_add(&v, &n, &cap, addrs[i], c->ns);
+	}
+	for (size_t i = 0; i < c->free_prev.n && !rc; i++)
+		rc = xv_add(&v, &n, &cap, c->free_prev.x[i].off,
+			    c->free_prev.x[i].len);
+	for (size_t i = 0; i < c->free_cur.n && !rc; i++)
+		rc = xv_add(&v, &n, &cap, c->free_cur.x[i].off,
+			    c->free_cur.x[i].len);
+	for (size_t i = 0; i < nr_data && !rc; i++) {
+		r->data_bytes += data[i].len;
+		rc = xv_add(&v, &n, &cap, data[i].off, data[i].len);
+	}
+	if (rc)
+		goto out;
+	rc = smr_alloc_check(c->alloc, &c->alloc_ref, v, n, repair, &ac);
+	if (rc)
+		goto out;
+	r->problems = ac.problems;
+	r->fixed = ac.fixed;
+	r->unfixable = ac.unfixable;
+	r->zones = ac.zones;
+	r->bytes_referenced = ac.bytes_referenced;
+	r->leaked = ac.leaked;
+	if (repair && ac.fixed)
+		c->changed = true; /* the fixed state goes out with the next
+				    * commit */
+out:
+	pthread_rwlock_unlock(&c->lock);
+	free(addrs);
+	free(v);
+	return rc;
+}
+
+int smr_cow_commit_forced(struct smr_cow *c)
+{
+	if (smr_cow_is_read_only(c))
+		return -EROFS;
+	pthread_rwlock_wrlock(&c->lock);
+	c->changed = true;
+	pthread_rwlock_unlock(&c->lock);
+	return smr_cow_commit_now(c);
+}

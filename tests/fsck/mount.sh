@@ -1,0 +1,94 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# fsck.smrfs around the daemon: a filesystem filled through a mount checks
+# clean; a mounted device is refused (8); an inode unlinked while open and
+# left by kill -9 of the daemon is an orphan, reported but not an error, and
+# reclaimed by -y; a damaged superblock copy and checkpoint slot are found
+# (4), the daemon mounts the damaged filesystem and serves its files, -y
+# fixes them (1), a second check is clean (0) and the files are intact.
+. "${srcdir:-.}/tests/fs/lib.sh"
+FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
+[ -x "$FSCK" ] || skip "$FSCK not built"
+Z=$T/zl
+M=$T/mnt
+
+# expect STATUS CMD...
+expect() {
+	want=$1
+	shift
+	"$@" >"$T/fsck.out" 2>&1
+	got=$?
+	[ "$got" -eq "$want" ] ||
+		fail "'$*' exited $got, expected $want: $(cat "$T/fsck.out")"
+}
+
+make_zloop "$Z"
+"$MKFS" "$Z" >/dev/null || fail "mkfs"
+mount_fs "$Z" "$M"
+mkdir -p "$M/a/b/c" "$M/d"
+head -c 300000 /dev/urandom >"$M/a/big"
+echo hello >"$M/a/b/c/small"
+ln "$M/a/big" "$M/d/big-link"
+ln -s ../a/big "$M/d/sym"
+cp "$M/a/big" "$T/big.copy"
+note "a mounted device is refused"
+expect 8 "$FSCK" -n "$Z"
+grep -q "is in use (mounted?)" "$T/fsck.out" || fail "in use: $(cat "$T/fsck.out")"
+umount_fs "$M"
+
+note "clean"
+expect 0 "$FSCK" -n --scrub "$Z"
+expect 0 "$FSCK" -y "$Z"
+
+note "an orphan left by kill -9"
+mount_fs "$Z" "$M" commit=3600
+python3 - "$M" <<'PY' &
+import os, sys, time
+fd = os.open(os.path.join(sys.argv[1], "open-unlinked"), os.O_CREAT | os.O_RDWR)
+os.write(fd, b"x" * 10000)
+os.unlink(os.path.join(sys.argv[1], "open-unlinked"))
+os.fsync(fd)
+open(os.path.join(sys.argv[1], "..", "unlinked.done"), "w").close()
+time.sleep(60)
+PY
+HOLDER=$!
+PIDS="$PIDS $HOLDER"
+i=0
+until [ -e "$T/unlinked.done" ]; do
+	i=$((i + 1))
+	[ $i -le 200 ] || fail "the holder did not get going"
+	sleep 0.1
+done
+kill -KILL "$DAEMON"
+wait "$DAEMON"
+kill -KILL "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null
+fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M" ||
+	fail "cannot remove the dead mount"
+expect 0 "$FSCK" -n "$Z"
+grep -q "an orphan), will be reclaimed" "$T/fsck.out" ||
+	fail "orphan not reported: $(cat "$T/fsck.out")"
+expect 1 "$FSCK" -y "$Z"
+expect 0 "$FSCK" -n "$Z"
+grep -q "orphan" "$T/fsck.out" && fail "orphan left: $(cat "$T/fsck.out")"
+
+note "a damaged superblock copy and an old checkpoint slot"
+# Zone 0 is conventional: copies at bytes 0 and 4096, slots from 65536.
+printf 'XXXX' | dd of="$Z/cnv-000000" bs=1 seek=4300 conv=notrunc 2>/dev/null
+printf 'XXXX' | dd of="$Z/cnv-000000" bs=1 seek=65900 conv=notrunc 2>/dev/null
+expect 4 "$FSCK" -n "$Z"
+grep -q "superblock copy at byte 4096 is damaged" "$T/fsck.out" ||
+	fail "superblock copy not named: $(cat "$T/fsck.out")"
+grep -q "checkpoint record at byte 65536 is damaged" "$T/fsck.out" ||
+	fail "checkpoint slot not named: $(cat "$T/fsck.out")"
+mount_fs "$Z" "$M"
+cmp "$M/d/big-link" "$T/big.copy" || fail "data through the damaged filesystem"
+umount_fs "$M"
+expect 1 "$FSCK" -y "$Z"
+expect 0 "$FSCK" -n --scrub "$Z"
+mount_fs "$Z" "$M"
+cmp "$M/a/big" "$T/big.copy" || fail "data after the repair"
+[ "$(cat "$M/a/b/c/small")" = hello ] || fail "small file after the repair"
+[ "$(stat -c %h "$M/a/big")" = 2 ] || fail "link count after the repair"
+umount_fs "$M"
+exit 0

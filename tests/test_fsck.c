@@ -1,0 +1,869 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_fsck.c - fsck.smrfs's checker (fsck/run.c) on real images: a regular
+ * file, a zoned loop directory without conventional zones (checkpoint log)
+ * and one with a conventional zone 0. Each test makes a fresh filesystem
+ * through the library, damages it precisely (bytes flipped on the device,
+ * or items changed through the engine's item API), and checks that a check
+ * finds it (exit 4), a repair fixes what it can (exit 1) and a second check
+ * is clean (exit 0), and that the library still opens what is left.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc/alloc.h"
+#include "cow/cow_priv.h"
+#include "dev/dev.h"
+#include "format/blk.h"
+#include "format/ondisk_ns.h"
+#include "fsck/fsck.h"
+#include "namespace/ns.h"
+
+#define ROOT SMR_NS_ROOT
+
+enum kind { K_FILE, K_ZLOG, K_ZCNV, K_NR };
+static const char *const kind_name[K_NR] = { "file", "zlog", "zcnv" };
+
+static const struct smr_ns_cred cr = { 0, 0, NULL, 0 };
+static char path[4096];
+static enum kind cur_kind;
+
+/* ------------------------------------------------------------------------
+ * Images
+ * ------------------------------------------------------------------------ */
+
+static int make_dev(enum kind k)
+{
+	const char *dir = smr_test_tmpdir(kind_name[k]);
+	struct smr_zloop_params p = {
+		.capacity = 64 * SMR_MIB, .zone_size = 2 * SMR_MIB,
+		.nr_cnv = k == K_ZCNV ? 1 : 0,
+	};
+	int fd;
+
+	cur_kind = k;
+	if (k != K_FILE) {
+		snprintf(path, sizeof(path), "%s/zl", dir);
+		return smr_zloop_create(path, &p);
+	}
+	snprintf(path, sizeof(path), "%s/img", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, 64 * SMR_MIB)) {
+		close(fd);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+struct fs {
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+	struct smr_ns *ns;
+};
+
+static int fs_open(struct fs *f, bool with_ns)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = smr_dev_open(path, NULL, &f->dev);
+	if (rc)
+		return rc;
+	rc = smr_cow_open(f->dev, NULL, &f->cow);
+	if (rc)
+		goto out_dev;
+	if (!with_ns)
+		return 0;
+	rc = smr_ns_open(f->cow, NULL, &f->ns);
+	if (!rc)
+		return 0;
+	smr_cow_close(f->cow);
+out_dev:
+	smr_dev_close(f->dev);
+	return rc;
+}
+
+static void fs_close(struct fs *f)
+{
+	smr_ns_close(f->ns);
+	SMR_ASSERT_OK(smr_cow_close(f->cow));
+	SMR_ASSERT_OK(smr_dev_close(f->dev));
+}
+
+static uint64_t mkfile(struct smr_ns *ns, uint64_t dir, const char *name,
+		       size_t bytes)
+{
+	struct smr_ns_attr a;
+	char *buf = malloc(bytes + 1);
+	uint64_t ino = 0;
+
+	if (!buf)
+		return 0;
+	for (size_t i = 0; i < bytes; i++)
+		buf[i] = (char)('a' + i % 23);
+	if (!smr_ns_create(ns, &cr, dir, name, 0644 | S_IFREG, &a)) {
+		ino = a.ino;
+		if (bytes && smr_ns_write(ns, &cr, ino, 0, buf, bytes) !=
+				     (ssize_t)bytes)
+			ino = 0;
+		smr_ns_release(ns, a.ino);
+	}
+	free(buf);
+	return ino;
+}
+
+/* Inode numbers of what populate() makes. */
+static uint64_t ino_d, ino_f1, ino_f2, ino_empty, ino_sub;
+
+/* mkfs, then: /d/{f1 (20000 bytes), f2 (9000), sub/}, /empty, /link (a
+ * hard link of /d/f1), /sym, and @many more files in /d. */
+static void populate(enum kind k, int many)
+{
+	struct smr_cow_info info;
+	struct smr_ns_attr a;
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+	struct fs f;
+
+	SMR_ASSERT_OK(make_dev(k));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_cow_format(dev, NULL, &info));
+	SMR_ASSERT_OK(smr_cow_open(dev, NULL, &cow));
+	SMR_ASSERT_OK(smr_ns_mkfs(cow, &cr));
+	SMR_ASSERT_OK(smr_cow_close(cow));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_mkdir(f.ns, &cr, ROOT, "d", 0755, &a));
+	ino_d = a.ino;
+	ino_f1 = mkfile(f.ns, ino_d, "f1", 20000);
+	ino_f2 = mkfile(f.ns, ino_d, "f2", 9000);
+	ino_empty = mkfile(f.ns, ROOT, "empty", 0);
+	CU_ASSERT(ino_f1 && ino_f2 && ino_empty);
+	SMR_ASSERT_OK(smr_ns_mkdir(f.ns, &cr, ino_d, "sub", 0755, &a));
+	ino_sub = a.ino;
+	SMR_ASSERT_OK(smr_ns_link(f.ns, ino_f1, ROOT, "link", &a));
+	SMR_ASSERT_OK(smr_ns_symlink(f.ns, &cr, ROOT, "sym", "d/f1", &a));
+	for (int i = 0; i < many; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "file-with-a-long-name-%06d", i);
+		CU_ASSERT(mkfile(f.ns, ino_d, name, i % 7 ? 0 : 4096) != 0);
+	}
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	fs_close(&f);
+}
+
+static int run_fsck(bool repair, bool scrub, struct smr_fsck_result *r)
+{
+	struct smr_fsck_opts o = {
+		.device = path, .repair = repair, .scrub = scrub,
+	};
+
+	return smr_fsck_run(&o, r);
+}
+
+/* Check, repair, check again: @want_check for the first, then 1 and 0. */
+static void check_repair_clean(void)
+{
+	struct smr_fsck_result r;
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.problems > 0);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+	CU_ASSERT(r.fixed > 0);
+	CU_ASSERT_EQUAL(r.remaining, 0);
+	CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.problems, 0);
+}
+
+/* The library opens the filesystem and the namespace audit passes. */
+static void mounts_clean(void)
+{
+	uint64_t problems = 1;
+	struct fs f;
+
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (!f.ns)
+		return;
+	SMR_ASSERT_OK(smr_ns_check(f.ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+	SMR_ASSERT_OK(smr_cow_check(f.cow));
+	fs_close(&f);
+}
+
+/* Flip one byte at device offset @off. */
+static void flip(uint64_t off)
+{
+	char file[4200];
+	uint64_t at = off;
+	uint8_t b;
+	int fd;
+
+	if (cur_kind == K_FILE) {
+		snprintf(file, sizeof(file), "%s", path);
+	} else {
+		uint64_t zs = 2 * SMR_MIB, zno = off / zs;
+
+		snprintf(file, sizeof(file), "%s/%s-%06llu", path,
+			 cur_kind == K_ZCNV && zno == 0 ? "cnv" : "seq",
+			 (unsigned long long)zno);
+		at = off % zs;
+	}
+	fd = open(file, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, &b, 1, (off_t)at), 1);
+	b ^= 0x5a;
+	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, (off_t)at), 1);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------------
+ * Clean images
+ * ------------------------------------------------------------------------ */
+
+static void test_clean(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_fsck_result r;
+
+		populate((enum kind)k, 20);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.problems, 0);
+		CU_ASSERT(r.inodes >= 8);
+		CU_ASSERT(r.entries >= 27);
+		CU_ASSERT(r.extents >= 3);
+		CU_ASSERT(r.nodes >= 1);
+		CU_ASSERT(r.gen > 2);
+		CU_ASSERT_EQUAL(r.leaked, 0);
+		CU_ASSERT_STRING_EQUAL(r.alloc, k == K_FILE ? "flash" : "zoned");
+		if (k != K_FILE)
+			CU_ASSERT(r.zones >= 30);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.scrubbed_bytes >= 20000 + 9000);
+		CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
+		/* Nothing to repair: nothing changes. */
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.fixed, 0);
+		mounts_clean();
+	}
+}
+
+static void test_operational(void)
+{
+	struct smr_fsck_result r;
+	struct smr_dev *dev;
+	char junk[4200];
+	int fd;
+
+	populate(K_FILE, 0);
+	/* Opened by someone else (a mount holds the same lock). */
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OPERROR);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_OPERROR);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+
+	snprintf(junk, sizeof(junk), "%s.missing", path);
+	memcpy(path, junk, sizeof(path) - 1);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OPERROR);
+	/* Not smrfs at all. */
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(ftruncate(fd, 32 * SMR_MIB), 0);
+	close(fd);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OPERROR);
+}
+
+/* ------------------------------------------------------------------------
+ * Superblocks and checkpoints
+ * ------------------------------------------------------------------------ */
+
+static void test_sb_copy(void)
+{
+	struct smr_fsck_result r;
+
+	for (int which = 0; which < 2; which++) {
+		populate(K_FILE, 0);
+		flip(which ? SMR_SB_SIZE + 300 : 300);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.sb_bad, 1);
+		check_repair_clean();
+		mounts_clean();
+	}
+	/* In the checkpoint log the copy cannot be rewritten: left. */
+	populate(K_ZLOG, 0);
+	flip(2 * SMR_MIB + 300);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT_EQUAL(r.sb_bad, 1);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.remaining > 0);
+	mounts_clean();
+}
+
+static void test_ckpt(void)
+{
+	struct smr_fsck_result r;
+
+	/* Slot 0 holds mkfs's first checkpoint, long superseded. */
+	populate(K_FILE, 0);
+	flip(64 * SMR_KIB + 200);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT_EQUAL(r.ckpt_bad, 1);
+	check_repair_clean();
+	mounts_clean();
+
+	/* The same in a conventional zone 0. */
+	populate(K_ZCNV, 0);
+	flip(64 * SMR_KIB + 200);
+	check_repair_clean();
+	mounts_clean();
+}
+
+/* The newest checkpoint damaged: the one before is used, the commit is
+ * reported lost, and a repair commits anew. */
+static void test_ckpt_newest(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_cow_super_check sc;
+		struct smr_fsck_result r;
+		struct smr_dev *dev;
+		uint64_t gen;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+		SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+		SMR_ASSERT_OK(smr_dev_close(dev));
+		CU_ASSERT_EQUAL(sc.problems, 0);
+		CU_ASSERT_FATAL(sc.newest_gen > 1);
+		gen = sc.newest_gen;
+		flip(sc.newest_addr + 600);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		if (k == K_FILE) {
+			/* flash discarded the older allocator states when
+			 * the newest became durable (docs/design/cow.md):
+			 * the daemon cannot open it, fsck rebuilds the
+			 * allocator from the trees. */
+			struct smr_dev *d;
+			struct smr_cow *c;
+
+			SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+			CU_ASSERT(smr_cow_open(d, NULL, &c) < 0);
+			SMR_ASSERT_OK(smr_dev_close(d));
+			CU_ASSERT(r.problems > 2);
+		}
+		CU_ASSERT_EQUAL(r.gen, gen - 1);
+		CU_ASSERT_EQUAL(r.ckpt_bad, 1);
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.gen >= gen);
+		mounts_clean();
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * A B-tree node
+ * ------------------------------------------------------------------------ */
+
+static void test_node(void)
+{
+	for (int k = 0; k < K_NR; k += 1) {
+		struct smr_fsck_result r;
+		uint64_t *addrs = NULL, leaf;
+		size_t n = 0;
+		struct fs f;
+
+		if (k == K_ZCNV)
+			continue;
+		populate((enum kind)k, 400);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		pthread_rwlock_rdlock(&f.cow->lock);
+		SMR_ASSERT_OK(smr_bt_node_addrs_locked(f.cow, &addrs, &n));
+		pthread_rwlock_unlock(&f.cow->lock);
+		fs_close(&f);
+		CU_ASSERT_FATAL(n >= 3); /* a root and two leaves at least */
+		leaf = addrs[n - 1];     /* the walk's last: a leaf */
+		free(addrs);
+		flip(leaf + 5000);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT(r.problems > 0);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.fixed, 0);
+		/* The library refuses the node and carries on. */
+		SMR_ASSERT_OK(fs_open(&f, true));
+		if (f.ns) {
+			uint64_t problems = 0;
+			struct smr_ns_attr a;
+
+			CU_ASSERT(smr_cow_check(f.cow) < 0);
+			CU_ASSERT(smr_ns_check(f.ns, &problems) < 0);
+			smr_ns_lookup(f.ns, ino_d, "f1", &a);
+			fs_close(&f);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The namespace, changed through the item API
+ * ------------------------------------------------------------------------ */
+
+static struct smr_key key(uint64_t objid, uint8_t type, uint64_t off)
+{
+	struct smr_key k = { .objid = objid, .type = type, .offset = off };
+
+	return k;
+}
+
+static void set_nlink(uint64_t ino, uint32_t nlink)
+{
+	struct smr_key k = key(ino, SMR_NS_T_INODE, 0);
+	struct smr_ns_inode_d d;
+	size_t len = sizeof(d);
+	struct smr_txn *t;
+	struct fs f;
+
+	SMR_ASSERT_OK(fs_open(&f, false));
+	SMR_ASSERT_OK(smr_bt_lookup(f.cow, SMR_TREE_FS, &k, &d, &len));
+	d.nlink = htole32(nlink);
+	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	smr_txn_end(t);
+	fs_close(&f);
+}
+
+static void test_nlink(void)
+{
+	struct smr_ns_attr a;
+	struct fs f;
+
+	populate(K_FILE, 0);
+	set_nlink(ino_f1, 7);
+	set_nlink(ino_d, 9);
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_getattr(f.ns, ino_f1, &a));
+	CU_ASSERT_EQUAL(a.nlink, 2);
+	SMR_ASSERT_OK(smr_ns_getattr(f.ns, ino_d, &a));
+	CU_ASSERT_EQUAL(a.nlink, 3);
+	fs_close(&f);
+	mounts_clean();
+}
+
+static void delete_item(struct smr_key k)
+{
+	struct smr_txn *t;
+	struct fs f;
+
+	SMR_ASSERT_OK(fs_open(&f, false));
+	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
+	SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+	smr_txn_end(t);
+	fs_close(&f);
+}
+
+static void test_missing_inode(void)
+{
+	struct smr_ns_attr a;
+	struct fs f;
+
+	for (int k = 0; k < 2; k++) {
+		populate((enum kind)k, 0);
+		delete_item(key(ino_empty, SMR_NS_T_INODE, 0));
+		check_repair_clean();
+		SMR_ASSERT_OK(fs_open(&f, true));
+		SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "empty", &a), -ENOENT);
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+		fs_close(&f);
+		mounts_clean();
+	}
+}
+
+/* An entry named @name in @dir pointing at @ino, both items. */
+static void add_entry(uint64_t dir, const char *name, uint64_t ino,
+		      uint64_t seq)
+{
+	union {
+		struct smr_ns_dirent_d d;
+		uint8_t b[sizeof(struct smr_ns_dirent_d) + 64];
+	} v;
+	size_t nlen = strlen(name);
+	uint64_t h = smr_hash64(name, nlen, SMR_NS_HASH_SEED) & ~0xffULL;
+	struct smr_txn *t;
+	struct fs f;
+	struct smr_key k;
+
+	memset(&v, 0, sizeof(v));
+	v.d.ino = htole64(ino);
+	v.d.dtype = DT_REG;
+	v.d.name_len = htole16((uint16_t)nlen);
+	memcpy(v.b + sizeof(v.d), name, nlen);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
+	v.d.ref = htole64(seq);
+	k = key(dir, SMR_NS_T_DIRENT, h);
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen));
+	v.d.ref = htole64(h);
+	k = key(dir, SMR_NS_T_DIRINDEX, seq);
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen));
+	smr_txn_end(t);
+	fs_close(&f);
+}
+
+static void test_dangling(void)
+{
+	struct smr_ns_attr a;
+	struct fs f;
+
+	populate(K_ZLOG, 0);
+	/* What a create cut by an engine error leaves: the entry without
+	 * its inode (sequence numbers below the directory's next one). */
+	add_entry(ROOT, "ghost", 9999, 1000);
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "ghost", &a), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "sym", &a));
+	fs_close(&f);
+	mounts_clean();
+}
+
+struct find_arg {
+	const char *name;
+	uint64_t hkey, seq;
+	bool found;
+};
+
+static int find_cb(void *arg, const struct smr_key *k, const void *val,
+		   size_t len)
+{
+	struct find_arg *fa = arg;
+	struct smr_ns_dirent_d d;
+	size_t nlen = strlen(fa->name);
+
+	if (len != sizeof(d) + nlen)
+		return 0;
+	memcpy(&d, val, sizeof(d));
+	if (memcmp((const uint8_t *)val + sizeof(d), fa->name, nlen))
+		return 0;
+	fa->hkey = k->offset;
+	fa->seq = le64toh(d.ref);
+	fa->found = true;
+	return 1;
+}
+
+static void test_nameless(void)
+{
+	struct smr_key from, to;
+	struct find_arg fa = { .name = "f2" };
+	struct smr_ns_attr a, l;
+	struct fs f;
+
+	for (int k = 0; k < 2; k++) {
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		from = key(ino_d, SMR_NS_T_DIRENT, 0);
+		to = key(ino_d, SMR_NS_T_DIRENT, UINT64_MAX);
+		fa.found = false;
+		SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to,
+					     find_cb, &fa));
+		fs_close(&f);
+		CU_ASSERT_FATAL(fa.found);
+		delete_item(key(ino_d, SMR_NS_T_DIRENT, fa.hkey));
+		delete_item(key(ino_d, SMR_NS_T_DIRINDEX, fa.seq));
+		/* And a directory too. */
+		from = key(ino_d, SMR_NS_T_DIRENT, 0);
+		fa.name = "sub";
+		SMR_ASSERT_OK(fs_open(&f, false));
+		fa.found = false;
+		SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to,
+					     find_cb, &fa));
+		fs_close(&f);
+		fa.name = "f2";
+		CU_ASSERT_FATAL(fa.found);
+		delete_item(key(ino_d, SMR_NS_T_DIRENT, fa.hkey));
+		delete_item(key(ino_d, SMR_NS_T_DIRINDEX, fa.seq));
+
+		check_repair_clean();
+		SMR_ASSERT_OK(fs_open(&f, true));
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "lost+found", &l));
+		CU_ASSERT(S_ISDIR(l.mode));
+		CU_ASSERT_EQUAL(l.nlink, 3);
+		{
+			char name[32];
+			char buf[9000];
+
+			snprintf(name, sizeof(name), "#%llu",
+				 (unsigned long long)ino_f2);
+			SMR_ASSERT_OK(smr_ns_lookup(f.ns, l.ino, name, &a));
+			CU_ASSERT_EQUAL(a.ino, ino_f2);
+			CU_ASSERT_EQUAL(a.nlink, 1);
+			CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 0, sizeof(buf), buf),
+					(ssize_t)sizeof(buf));
+			CU_ASSERT_EQUAL(buf[100], 'a' + 100 % 23);
+			snprintf(name, sizeof(name), "#%llu",
+				 (unsigned long long)ino_sub);
+			SMR_ASSERT_OK(smr_ns_lookup(f.ns, l.ino, name, &a));
+			CU_ASSERT_EQUAL(a.ino, ino_sub);
+			SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_sub, "..", &a));
+			CU_ASSERT_EQUAL(a.ino, l.ino);
+		}
+		SMR_ASSERT_OK(smr_ns_getattr(f.ns, ino_d, &a));
+		CU_ASSERT_EQUAL(a.nlink, 2);
+		fs_close(&f);
+		mounts_clean();
+	}
+}
+
+static int count_cb(void *arg, const char *name, size_t namelen,
+		    uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	(void)name;
+	(void)namelen;
+	(void)ino;
+	(void)dtype;
+	(void)next;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* One of the two items of an entry lost: the other brings it back. */
+static void test_halves(void)
+{
+	struct find_arg fa = { .name = "f1" };
+	struct smr_key from, to;
+	struct smr_ns_attr a;
+	struct fs f;
+	int n = 0;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_d, SMR_NS_T_DIRENT, 0);
+	to = key(ino_d, SMR_NS_T_DIRENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	/* /d/f1 loses its readdir item, /d/f2 its entry item, and a readdir
+	 * item naming a missing inode appears in the root. */
+	delete_item(key(ino_d, SMR_NS_T_DIRINDEX, fa.seq));
+	SMR_ASSERT_OK(fs_open(&f, false));
+	fa.name = "f2";
+	fa.found = false;
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, find_cb,
+				     &fa));
+	fs_close(&f);
+	CU_ASSERT_FATAL(fa.found);
+	delete_item(key(ino_d, SMR_NS_T_DIRENT, fa.hkey));
+	add_entry(ROOT, "ghost", 9999, 500);
+	delete_item(key(ROOT, SMR_NS_T_DIRENT,
+			smr_hash64("ghost", 5, SMR_NS_HASH_SEED) & ~0xffULL));
+
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f1);
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f2", &a));
+	CU_ASSERT_EQUAL(a.ino, ino_f2);
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ino_d, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 3); /* ".", "..", f1, f2, sub */
+	n = 0;
+	SMR_ASSERT_OK(smr_ns_readdir(f.ns, ROOT, 0, count_cb, &n));
+	CU_ASSERT_EQUAL(n, 2 + 4); /* d, empty, link, sym */
+	fs_close(&f);
+	mounts_clean();
+}
+
+/* ------------------------------------------------------------------------
+ * Orphans, data, space
+ * ------------------------------------------------------------------------ */
+
+static void test_orphan(void)
+{
+	struct smr_fsck_result r;
+	struct smr_ns_attr a;
+	struct fs f;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	SMR_ASSERT_OK(smr_ns_create(f.ns, &cr, ROOT, "open", 0644 | S_IFREG,
+				    &a));
+	CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, a.ino, 0, "data", 4), 4);
+	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "open"));
+	fs_close(&f); /* still open: stays an orphan */
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.orphans, 1);
+	CU_ASSERT_EQUAL(r.problems, 0);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+	CU_ASSERT_EQUAL(r.fixed, 1);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.orphans, 0);
+	mounts_clean();
+}
+
+struct ext_arg {
+	uint64_t dev_off;
+	bool found;
+};
+
+static int ext_cb(void *arg, const struct smr_key *k, const void *val,
+		  size_t len)
+{
+	struct ext_arg *ea = arg;
+	struct smr_ns_extent_d d;
+
+	(void)k;
+	if (len < sizeof(d))
+		return 0;
+	memcpy(&d, val, sizeof(d));
+	ea->dev_off = le64toh(d.dev_off);
+	ea->found = true;
+	return 1;
+}
+
+static void test_scrub(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct smr_key from, to;
+		struct smr_fsck_result r;
+		struct ext_arg ea = { 0 };
+		char buf[16];
+		struct fs f;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		from = key(ino_f2, SMR_NS_T_EXTENT, 0);
+		to = key(ino_f2, SMR_NS_T_EXTENT, UINT64_MAX);
+		SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to,
+					     ext_cb, &ea));
+		fs_close(&f);
+		CU_ASSERT_FATAL(ea.found);
+		flip(ea.dev_off + 4096 + 10); /* the second block */
+
+		/* Without scrub the data is not read. */
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.bad_data_blocks, 1);
+		CU_ASSERT_EQUAL(run_fsck(true, true, &r), SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.fixed, 0);
+		SMR_ASSERT_OK(fs_open(&f, true));
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 4096, sizeof(buf), buf),
+				-EIO);
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 0, sizeof(buf), buf),
+				(ssize_t)sizeof(buf));
+		fs_close(&f);
+	}
+}
+
+/* A zone that lost its data behind the filesystem's back (its write
+ * pointer went back): referenced data past the write pointer, which no
+ * repair can bring back. */
+static void test_wp(void)
+{
+	struct smr_key from, to;
+	struct smr_fsck_result r;
+	struct ext_arg ea = { 0 };
+	char zfile[4200], buf[16];
+	struct fs f;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	from = key(ino_f1, SMR_NS_T_EXTENT, 0);
+	to = key(ino_f1, SMR_NS_T_EXTENT, UINT64_MAX);
+	SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from, &to, ext_cb,
+				     &ea));
+	fs_close(&f);
+	CU_ASSERT_FATAL(ea.found);
+	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
+		 (unsigned long long)(ea.dev_off / (2 * SMR_MIB)));
+	CU_ASSERT_EQUAL(truncate(zfile, (off_t)(ea.dev_off % (2 * SMR_MIB))), 0);
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.problems > 0);
+	/* Nothing is written: a commit could reset the zone. */
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.remaining > 0);
+	CU_ASSERT_EQUAL(r.fixed, 0);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (f.ns) {
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f1, 0, sizeof(buf), buf),
+				-EIO);
+		fs_close(&f);
+	}
+}
+
+/* Space written and committed that nothing references: the zoned counter
+ * is too high, the other modules lose it. */
+static void test_leak(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct smr_alloc_hint hint = { 0 };
+		struct smr_extent x[4];
+		struct smr_fsck_result r;
+		void *buf = smr_dev_buf_alloc(8 * 4096);
+		struct fs f;
+		int n;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		n = smr_alloc_write(f.cow->alloc, buf, 8 * 4096, &hint,
+				    SMR_STREAM_HOT, x, 4);
+		CU_ASSERT(n >= 1);
+		SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+		fs_close(&f);
+		smr_dev_buf_free(buf);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+		if (k == K_FILE)
+			CU_ASSERT_EQUAL(r.leaked, 8 * 4096);
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.leaked, 0);
+		mounts_clean();
+	}
+}
+
+static const struct smr_test fsck_tests[] = {
+	{ "clean", test_clean },
+	{ "operational", test_operational },
+	{ "sb_copy", test_sb_copy },
+	{ "ckpt", test_ckpt },
+	{ "ckpt_newest", test_ckpt_newest },
+	{ "node", test_node },
+	{ "nlink", test_nlink },
+	{ "missing_inode", test_missing_inode },
+	{ "dangling", test_dangling },
+	{ "nameless", test_nameless },
+	{ "halves", test_halves },
+	{ "orphan", test_orphan },
+	{ "scrub", test_scrub },
+	{ "leak", test_leak },
+	{ "wp", test_wp },
+	{ NULL, NULL },
+};
+
+static const struct smr_suite suites[] = {
+	{ "fsck", fsck_tests },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	return smr_test_main(argc, argv, suites);
+}

@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Run the whole filesystem (tests/zoned/fs-guest.sh: mkfs.smrfs, including
+# over dirty zones, mount.smrfs, a mixed workload, remounts and verification
+# of every byte) on real kernel zoned block devices, each in a fresh VM
+# started by the zoned-vm tool (shared/tools/zoned-vm in the development
+# environment; see its .md).
+#
+# Usage: tests/zoned/run-fs-tests.sh
+#   Run from the build directory, after building mkfs/mkfs.smrfs,
+#   src/fuse/mount.smrfs and (for the namespace audit) tests/fs/ns_audit.
+#   ZONED_VM_TOOL   path of the zoned-vm script (default: zoned-vm in PATH)
+#   FS_TIMEOUT      seconds allowed per VM (default 900)
+#   FS_DEVICES      the configurations to run (default: all of
+#                   "nullb zns smr zns-limits nullb-limits")
+#   FS_FILL, FS_JOBS, FS_SEED are passed to fs-guest.sh.
+#
+# Exit status: 0 when every configuration passed; 1 when one failed; else 2
+# when a VM could not be started or timed out (nothing was tested there), or
+# the tool or the programs are missing. Build without -march=native: the guest
+# CPU has no AVX-512.
+
+here=$(cd "$(dirname "$0")" && pwd)
+tool=${ZONED_VM_TOOL:-$(command -v zoned-vm)}
+timeout_s=${FS_TIMEOUT:-900}
+devices=${FS_DEVICES:-nullb zns smr zns-limits nullb-limits}
+
+if [ -z "$tool" ] || [ ! -x "$tool" ]; then
+	echo "run-fs-tests: the zoned-vm tool was not found; set ZONED_VM_TOOL" >&2
+	exit 2
+fi
+for p in mkfs/mkfs.smrfs src/fuse/mount.smrfs; do
+	if [ ! -x "$p" ]; then
+		echo "run-fs-tests: $p not built (run from the build directory)" >&2
+		exit 2
+	fi
+done
+[ -x tests/fs/ns_audit ] ||
+	echo "run-fs-tests: tests/fs/ns_audit not built: no namespace audit"
+export FS_FILL FS_JOBS FS_SEED
+
+status=0
+summary=""
+
+# run NAME ZONED-VM-OPTIONS...
+run() {
+	name=$1
+	shift
+	case " $devices " in
+	*" $name "*) ;;
+	*) return 0 ;;
+	esac
+	echo "=== $name: zoned-vm $*"
+	start=$(date +%s)
+	"$tool" --timeout "$timeout_s" "$@" -- sh "$here/fs-guest.sh" .
+	rc=$?
+	secs=$(($(date +%s) - start))
+	case $rc in
+	0) res="passed" ;;
+	77) res="FAILED (skipped: no ZONED_DEV in the guest)"; status=1 ;;
+	124) res="NOT RUN: the VM timed out after ${timeout_s}s"
+	     [ $status -eq 0 ] && status=2 ;;
+	125) res="NOT RUN: the VM could not start (see the messages above)"
+	     [ $status -eq 0 ] && status=2 ;;
+	*) res="FAILED (exit $rc)"; status=1 ;;
+	esac
+	echo "=== $name: $res in ${secs}s"
+	summary="$summary
+  $name: $res (${secs}s)"
+}
+
+# null_blk with conventional zones (data goes there first, then the
+# sequential zones fill).
+run nullb --dev nullb --zones 32 --zone-size 16 --conv 4
+# NVMe ZNS: no conventional zones, zone capacity below the zone size.
+run zns --dev zns --zones 40 --zone-size 16 --zone-cap 12 --conv 0
+# SCSI ZBC (the SMR disk path; scsi_debug keeps it all in guest RAM).
+run smr --dev smr --zones 20 --zone-size 16 --conv 2
+# Low limits: every zone smrfs keeps open counts.
+run zns-limits --dev zns --zones 32 --zone-size 16 --zone-cap 8 --conv 0 \
+	--max-open 6 --max-active 6
+run nullb-limits --dev nullb --zones 32 --zone-size 16 --conv 2 \
+	--lbs 512 --max-open 4 --max-active 5
+
+echo "run-fs-tests summary:$summary"
+exit $status
