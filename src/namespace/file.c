@@ -464,7 +464,10 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	*done = 0;
 	e = malloc(2 * sizeof(*e));
-	wbuf = smr_cow_buf_alloc(maxp);
+	/* No piece is longer than the write's blocks: a small write must not
+	 * allocate and zero a whole piece's buffer. */
+	wbuf = smr_cow_buf_alloc(SMR_MIN(maxp, SMR_ROUND_UP(end, bs) -
+					       SMR_ROUND_DOWN(off, bs)));
 	if (!e || !wbuf) {
 		rc = -ENOMEM;
 		goto out_free;
@@ -547,7 +550,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	struct ns_ext *e = malloc(2 * sizeof(*e));
-	uint8_t *wbuf = smr_cow_buf_alloc(maxp);
+	uint8_t *wbuf = smr_cow_buf_alloc(SMR_MIN(maxp, size));
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc = 0, rc2;
