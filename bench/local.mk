@@ -3,4 +3,5 @@
 # The benchmark harness against the FUSE ceiling (bench/README.md). Scripts
 # only: they run against a build directory, nothing here is compiled.
 
-EXTRA_DIST += bench/run.sh bench/meta.py bench/report.py
+EXTRA_DIST += bench/run.sh bench/meta.py bench/report.py bench/README.md \
+	bench/results

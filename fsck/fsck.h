@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct smr_dev;
+
 #define SMR_FSCK_OK 0          /* no errors */
 #define SMR_FSCK_FIXED 1       /* errors corrected */
 #define SMR_FSCK_REBOOT 2      /* corrected, reboot suggested (unused) */
@@ -35,6 +37,9 @@
 /* Zeroed = check only. */
 struct smr_fsck_opts {
 	const char *device;
+	/* An open device to use instead of opening @device (tests: a fault
+	 * device); it stays the caller's. @device still names it in messages. */
+	struct smr_dev *dev;
 	bool repair;  /* -y / -p: fix what is safe */
 	bool scrub;   /* read every data block and verify its checksum */
 };

@@ -6,23 +6,26 @@
  * smr_cow_check, smr_ns_check, smr_cow_check_space); what is here is the
  * order, the counting, the scrub of data blocks, and the namespace repairs,
  * which fsck plans from its own walk of the FS tree's items (the layout is
- * docs/FORMAT.md, "Namespace items") and applies in one transaction:
+ * docs/FORMAT.md, "Namespace items") and makes through the engine's item
+ * API, committed once with the allocator's repairs:
  *
- *   - an entry whose inode is missing is dropped (both of its items): the
- *     namespace inserts an entry's items before its inode, so a change cut
- *     by an engine error leaves exactly this;
+ *   - an entry whose inode is missing is dropped (both of its items), and
+ *     so are the items of a missing inode (their data freed): the
+ *     namespace writes an entry's items and an inode's items before the
+ *     inode, so a change cut by an engine error leaves exactly this;
+ *   - an entry that lost one of its two items gets it back from the other;
  *   - an inode that no entry names (and that is not an orphan) is given a
  *     name "#INO" in /lost+found, made if missing;
  *   - link counts are set to the names counted (directories: 2 +
- *     subdirectories), after the two repairs above;
+ *     subdirectories), after the repairs above;
  *   - the namespace record's inode count is set to the inodes counted;
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
  *
- * Anything else found (a damaged node, items of a missing inode, entries
- * whose two items disagree, bad extents) is reported and left: fsck does not
- * guess. Data is never moved and no zone is written except by the normal
- * commit.
+ * Anything else found (a damaged node, entries whose two items name
+ * different inodes, bad or overlapping extents) is reported and left: fsck
+ * does not guess. Data is never moved and no zone is written except by the
+ * normal commit. docs/design/fsck.md has the reasons.
  */
 #include "fsck/fsck.h"
 
@@ -63,6 +66,13 @@ struct fk_index {
 	bool no_entry; /* no entry item names it back */
 };
 
+/* An item of an inode that does not exist. */
+struct fk_stray {
+	uint64_t objid, offset;
+	uint8_t type;
+	uint64_t dev_off, len; /* EXTENT: its data */
+};
+
 /* One walk of the FS tree. */
 struct fk_walk {
 	struct smr_cow *cow;
@@ -76,8 +86,11 @@ struct fk_walk {
 	size_t nix, cix;
 	struct smr_data_extent *ext;
 	size_t next, cext;
-	uint64_t orphan_recs[64];
-	size_t norphan;
+	struct fk_stray *st;
+	size_t nst, cst;
+	uint64_t cur_ino; /* the last INODE item seen: items follow it */
+	uint64_t *orphan_recs;
+	size_t norphan, corphan;
 	bool meta;
 	struct smr_ns_meta_d meta_d;
 	void *blk;          /* scrub buffer */
@@ -195,11 +208,33 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (k->type == SMR_NS_T_META && len == sizeof(w->meta_d)) {
 			memcpy(&w->meta_d, val, len);
 			w->meta = true;
-		} else if (k->type == SMR_NS_T_ORPHAN &&
-			   w->norphan < SMR_ARRAY_SIZE(w->orphan_recs)) {
+		} else if (k->type == SMR_NS_T_ORPHAN) {
+			if (fk_grow((void **)&w->orphan_recs, &w->corphan,
+				    w->norphan, sizeof(*w->orphan_recs)))
+				return w->err = -ENOMEM;
 			w->orphan_recs[w->norphan++] = k->offset;
 		}
 		return 0;
+	}
+	if (k->type != SMR_NS_T_INODE && k->objid != w->cur_ino) {
+		/* Items sort by object, the inode first: these have none. */
+		struct fk_stray *x;
+
+		if (fk_grow((void **)&w->st, &w->cst, w->nst, sizeof(*w->st)))
+			return w->err = -ENOMEM;
+		x = &w->st[w->nst++];
+		memset(x, 0, sizeof(*x));
+		x->objid = k->objid;
+		x->type = k->type;
+		x->offset = k->offset;
+		if (k->type == SMR_NS_T_EXTENT &&
+		    len >= sizeof(struct smr_ns_extent_d)) {
+			struct smr_ns_extent_d d;
+
+			memcpy(&d, val, sizeof(d));
+			x->dev_off = le64toh(d.dev_off);
+			x->len = le64toh(d.len);
+		}
 	}
 	switch (k->type) {
 	case SMR_NS_T_INODE: {
@@ -208,6 +243,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 
 		if (len != sizeof(d))
 			return 0;
+		w->cur_ino = k->objid;
 		if (fk_grow((void **)&w->in, &w->cin, w->nin, sizeof(*w->in)))
 			return w->err = -ENOMEM;
 		memcpy(&d, val, sizeof(d));
@@ -284,6 +320,8 @@ static void fk_walk_free(struct fk_walk *w)
 	free(w->en);
 	free(w->ix);
 	free(w->ext);
+	free(w->st);
+	free(w->orphan_recs);
 	smr_cow_buf_free(w->blk);
 	memset(w, 0, sizeof(*w));
 }
@@ -376,7 +414,7 @@ static bool fk_nameless(const struct fk_inode *fi)
  * ======================================================================== */
 
 struct fk_plan {
-	uint64_t drops, halves, moves, nlinks, counters, orphans;
+	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -392,16 +430,27 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			smr_err("dir %" PRIu64 ": entry '%s' names missing inode %"
 				PRIu64 " (%sdrop the entry)", e->dir, e->name,
 				e->ino, will);
-		} else if (e->no_index) {
+		} else if (e->no_index && fk_find(w, e->dir)) {
 			p->halves++;
 			smr_err("dir %" PRIu64 ": entry '%s' has no readdir item "
 				"(%sadd it from the entry)", e->dir, e->name, will);
 		}
 	}
+	for (size_t i = 0; i < w->nst; i++) {
+		size_t j = i;
+
+		while (j + 1 < w->nst && w->st[j + 1].objid == w->st[i].objid)
+			j++;
+		p->strays += j - i + 1;
+		smr_err("inode %" PRIu64 " is missing but has %zu items "
+			"(%sdrop them and free their data)", w->st[i].objid,
+			j - i + 1, will);
+		i = j;
+	}
 	for (size_t i = 0; i < w->nix; i++) {
 		struct fk_index *x = &w->ix[i];
 
-		if (!x->no_entry)
+		if (!x->no_entry || !fk_find(w, x->dir))
 			continue;
 		p->halves++;
 		smr_err("dir %" PRIu64 ": readdir item %" PRIu64 " names no entry "
@@ -573,6 +622,27 @@ static int fk_fix_index(struct smr_cow *cow, struct smr_txn *t,
 	return rc;
 }
 
+/* An item of a missing inode: dropped, and an extent's data freed. */
+static int fk_drop_stray(struct smr_cow *cow, struct smr_txn *t,
+			 const struct fk_stray *x, uint64_t *fixed)
+{
+	struct smr_key k = fk_key(x->objid, x->type, x->offset);
+	int rc;
+
+	(void)cow;
+	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	if (rc == -ENOENT)
+		return 0; /* gone with a dangling entry already */
+	if (!rc && x->type == SMR_NS_T_EXTENT && x->len)
+		rc = smr_cow_data_free(t, x->dev_off, x->len);
+	if (!rc) {
+		smr_info("inode %" PRIu64 ": item of type %u at %" PRIu64
+			 " dropped", x->objid, x->type, x->offset);
+		(*fixed)++;
+	}
+	return rc;
+}
+
 /* Give @fi the name "#INO" in directory @lf. */
 static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 			const struct fk_inode *fi)
@@ -704,13 +774,15 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 					 e->dir, e->name);
 				r->fixed++;
 			}
-		} else if (e->no_index) {
+		} else if (e->no_index && fk_find(&w, e->dir)) {
 			rc = fk_add_index(cow, t, e, &r->fixed);
 		}
 	}
 	for (size_t i = 0; i < w.nix && !rc; i++)
-		if (w.ix[i].no_entry)
+		if (w.ix[i].no_entry && fk_find(&w, w.ix[i].dir))
 			rc = fk_fix_index(cow, t, &w.ix[i], &r->fixed);
+	for (size_t i = 0; i < w.nst && !rc; i++)
+		rc = fk_drop_stray(cow, t, &w.st[i], &r->fixed);
 	smr_txn_end(t);
 	if (rc)
 		goto out_walk;
@@ -848,8 +920,12 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	rc = smr_ns_check(ns, &nsp);
 	smr_ns_close(ns);
-	if (rc && rc != -SMR_EFSCORRUPTED)
+	if (rc && rc != -SMR_EFSCORRUPTED) {
+		smr_err("namespace check failed: %s", strerror(-rc));
+		fk_count(f, 1, 1);
+		f->fatal = true;
 		goto out_cow;
+	}
 	rc = fk_walk(cow, scrub, &w);
 	if (rc) {
 		smr_err("walking the namespace failed: %s", strerror(-rc));
@@ -866,7 +942,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	r->orphans = p.orphans;
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
-				   p.counters;
+				   p.counters + p.strays;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is
@@ -957,7 +1033,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = smr_dev_open(o->device, &dopts, &dev);
+	dev = o->dev;
+	rc = dev ? 0 : smr_dev_open(o->device, &dopts, &dev);
 	if (rc) {
 		if (rc == -EBUSY)
 			smr_err("%s is in use (mounted?)", o->device);
@@ -971,6 +1048,12 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	r->ckpt_valid = sup.ckpt_valid;
 	r->ckpt_bad = sup.ckpt_bad;
 	r->sb_bad = sup.sb_bad;
+	if (sup.ckpt_valid)
+		smr_info("newest checkpoint: generation %" PRIu64 " at byte %"
+			 PRIu64 " (%u valid, %u damaged; %u of %u superblock "
+			 "copies damaged)", sup.newest_gen, sup.newest_addr,
+			 sup.ckpt_valid, sup.ckpt_bad, sup.sb_bad,
+			 sup.sb_copies);
 	fk_count(&f, sup.problems, sup.unfixable);
 	if (sup.no_sb && !sup.sb_bad) {
 		/* Not smrfs at all, rather than damaged smrfs. */
@@ -1037,6 +1120,7 @@ out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
 	r->exit_code = SMR_FSCK_OPERROR;
 out:
-	smr_dev_close(dev);
+	if (!o->dev)
+		smr_dev_close(dev);
 	return r->exit_code;
 }

@@ -481,3 +481,49 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	sp->used = cnt[MC_USED] * c->bs;
 	sp->reclaimable = cnt[MC_FREEING] * c->bs;
 }
+
+/* The cleaner: nothing to clean in memory; data writes keep no owner. */
+int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
+			     uint64_t near, const struct smr_key *owner,
+			     const void *buf, uint64_t len,
+			     struct smr_data_extent *ext, unsigned int max)
+{
+	(void)owner;
+	return smr_cow_data_write(c, temp, near, buf, len, ext, max);
+}
+
+void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,
+			       void *arg)
+{
+	(void)c;
+	(void)fn;
+	(void)arg;
+}
+
+int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno)
+{
+	(void)c;
+	(void)zno;
+	return -EOPNOTSUPP;
+}
+
+int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
+		  unsigned int max_zones)
+{
+	(void)c;
+	(void)policy;
+	(void)max_zones;
+	return -EOPNOTSUPP;
+}
+
+int smr_cow_clean_for_space(struct smr_cow *c)
+{
+	(void)c;
+	return -ENOSPC;
+}
+
+void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
+{
+	(void)c;
+	memset(st, 0, sizeof(*st));
+}

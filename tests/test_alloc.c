@@ -1267,8 +1267,9 @@ static void test_zoned_recover(void)
 	CU_ASSERT_FATAL(a != NULL);
 	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, hz), live_hz);
 	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, nz), 0);
-	/* The spilled-into zone was finished rather than kept open. */
-	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, nz), SMR_ZONE_COND_FULL);
+	/* Opening writes nothing (it may be a read-only open): the
+	 * spilled-into zone is finished by the first commit, not now. */
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_cond(dev, nz), SMR_ZONE_COND_FULL);
 	/* New allocations land at the write pointers. */
 	n = smr_alloc_write(a, buf, 8 * BS, NULL, SMR_STREAM_HOT, e, 4);
 	CU_ASSERT(n >= 1);

@@ -275,6 +275,60 @@ static void roundtrip(enum kind k)
 	free(m.ver);
 }
 
+/*
+ * A read-only open writes nothing, even when a zone holds data the last
+ * checkpoint does not know about (written behind the filesystem's back or
+ * after the checkpoint): the allocator must not finish that zone until the
+ * filesystem is writable. A writable open then does.
+ */
+static void test_read_only_writes_nothing(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "ro-zone");
+	struct smr_cow_opts o = { .commit_secs = 3600, .read_only = true };
+	uint32_t zno = NR_ZONES - 2;
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	uint64_t start, wp;
+	void *buf;
+
+	SMR_ASSERT_OK(format_path(path, &info));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	start = smr_dev_zone_start(dev, zno);
+	buf = smr_dev_buf_alloc(3 * 4096);
+	CU_ASSERT_FATAL(buf != NULL);
+	SMR_ASSERT_OK(smr_dev_write(dev, buf, 3 * 4096, start));
+	smr_dev_buf_free(buf);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	wp = smr_dev_zone_wp(dev, zno);
+	CU_ASSERT_EQUAL(wp, start + 3 * 4096);
+	close_fs(dev, c);
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, zno), start + 3 * 4096);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	/* Writable: the first commit finishes the zone of dead data. */
+	o.read_only = false;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	{
+		struct smr_key k = { .objid = 7, .type = 1 };
+		struct smr_txn *t;
+
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, "x", 1));
+		smr_txn_end(t);
+	}
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_wp(dev, zno), start + 3 * 4096);
+	close_fs(dev, c);
+}
+
 static void test_roundtrip_file(void) { roundtrip(K_FILE); }
 static void test_roundtrip_zloop_cnv(void) { roundtrip(K_ZLOOP_CNV); }
 static void test_roundtrip_zloop(void) { roundtrip(K_ZLOOP_SEQ); }
@@ -1018,6 +1072,7 @@ static const struct smr_test cow_tests[] = {
 	{ "roundtrip_zloop", test_roundtrip_zloop },
 	{ "roundtrip_zloop_cap", test_roundtrip_zloop_cap },
 	{ "roundtrip_zloop_limit", test_roundtrip_zloop_limit },
+	{ "read_only_writes_nothing", test_read_only_writes_nothing },
 	{ "superblock", test_superblock },
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
 	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },

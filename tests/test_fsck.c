@@ -22,6 +22,7 @@
 #include "alloc/alloc.h"
 #include "cow/cow_priv.h"
 #include "dev/dev.h"
+#include "dev/fault.h"
 #include "format/blk.h"
 #include "format/ondisk_ns.h"
 #include "fsck/fsck.h"
@@ -393,10 +394,25 @@ static void test_node(void)
 		SMR_ASSERT_OK(fs_open(&f, false));
 		pthread_rwlock_rdlock(&f.cow->lock);
 		SMR_ASSERT_OK(smr_bt_node_addrs_locked(f.cow, &addrs, &n));
+		/* The walk's last leaf of the namespace's tree (the engine's
+		 * own trees come after it). */
+		leaf = 0;
+		for (size_t i = n; i-- > 0 && !leaf;) {
+			uint8_t *nb = smr_cow_buf_alloc(f.cow->ns);
+			const struct smr_blk_hdr *h = (const void *)nb;
+
+			CU_ASSERT_FATAL(nb != NULL);
+			SMR_ASSERT_OK(f.cow->sops->read(f.cow, addrs[i], nb,
+							f.cow->ns));
+			if (le64toh(h->owner) == SMR_TREE_FS &&
+			    le16toh(h->level) == 0)
+				leaf = addrs[i];
+			smr_cow_buf_free(nb);
+		}
 		pthread_rwlock_unlock(&f.cow->lock);
 		fs_close(&f);
 		CU_ASSERT_FATAL(n >= 3); /* a root and two leaves at least */
-		leaf = addrs[n - 1];     /* the walk's last: a leaf */
+		CU_ASSERT_FATAL(leaf != 0);
 		free(addrs);
 		flip(leaf + 5000);
 
@@ -480,16 +496,29 @@ static void delete_item(struct smr_key k)
 
 static void test_missing_inode(void)
 {
+	struct smr_fsck_result r;
 	struct smr_ns_attr a;
 	struct fs f;
 
 	for (int k = 0; k < 2; k++) {
 		populate((enum kind)k, 0);
 		delete_item(key(ino_empty, SMR_NS_T_INODE, 0));
+		/* A file with data, and a directory with entries: their
+		 * items stay behind without them. */
+		delete_item(key(ino_f2, SMR_NS_T_INODE, 0));
+		delete_item(key(ino_d, SMR_NS_T_INODE, 0));
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.inodes, 4); /* root, f1, sub, sym */
 		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.extents, 1); /* f1's only */
+		CU_ASSERT_EQUAL(r.leaked, 0);
 		SMR_ASSERT_OK(fs_open(&f, true));
-		SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "empty", &a), -ENOENT);
-		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f1", &a));
+		SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "d", &a), -ENOENT);
+		/* f1 keeps its other name; sub goes to lost+found. */
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "link", &a));
+		CU_ASSERT_EQUAL(a.nlink, 1);
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "lost+found", &a));
 		fs_close(&f);
 		mounts_clean();
 	}
@@ -701,17 +730,24 @@ static void test_orphan(void)
 
 	populate(K_ZLOG, 0);
 	SMR_ASSERT_OK(fs_open(&f, true));
-	SMR_ASSERT_OK(smr_ns_create(f.ns, &cr, ROOT, "open", 0644 | S_IFREG,
-				    &a));
-	CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, a.ino, 0, "data", 4), 4);
-	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "open"));
-	fs_close(&f); /* still open: stays an orphan */
+	/* More than a handful, as a crash of a busy daemon leaves. */
+	for (int i = 0; i < 100; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "open-%d", i);
+		SMR_ASSERT_OK(smr_ns_create(f.ns, &cr, ROOT, name,
+					    0644 | S_IFREG, &a));
+		CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, a.ino, 0, "data", 4),
+				4);
+		SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, name));
+	}
+	fs_close(&f); /* still open: they stay orphans */
 
 	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
-	CU_ASSERT_EQUAL(r.orphans, 1);
+	CU_ASSERT_EQUAL(r.orphans, 100);
 	CU_ASSERT_EQUAL(r.problems, 0);
 	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
-	CU_ASSERT_EQUAL(r.fixed, 1);
+	CU_ASSERT_EQUAL(r.fixed, 100);
 	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
 	CU_ASSERT_EQUAL(r.orphans, 0);
 	mounts_clean();
@@ -839,6 +875,81 @@ static void test_leak(void)
 	}
 }
 
+/* Copy the image (a file, or a zoned loop directory's zone files). */
+static void copy_image(const char *from, const char *to)
+{
+	char cmd[9000];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -a '%s' '%s'", to, from,
+		 to);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+}
+
+/* A power cut at every write of a repair: afterwards the filesystem is
+ * either as before the repair (4) or repaired (0), and a repair then
+ * finishes the job. */
+static void test_powercut(void)
+{
+	for (int k = 0; k < 4; k++) {
+		char orig[4200], work[4096];
+		int before = 0, after = 0;
+		bool tear = k >= 2;
+		bool cut = true;
+
+		populate((enum kind)(k % 2), 30);
+		set_nlink(ino_f1, 7);
+		add_entry(ROOT, "ghost", 9999, 1000);
+		snprintf(orig, sizeof(orig), "%s.orig", path);
+		copy_image(path, orig);
+		memcpy(work, path, sizeof(work));
+		for (uint64_t n = 0; cut && n < 500; n++) {
+			/* The cut write lost, or torn after its first block. */
+			struct smr_fault_rule rule = {
+				.what = tear ? SMR_FAULT_TEAR_WRITE :
+					       SMR_FAULT_DROP_WRITES,
+				.after = n, .tear_bytes = 4096,
+			};
+			struct smr_fsck_opts o = {
+				.device = work, .repair = true,
+			};
+			struct smr_fsck_result r;
+			struct smr_dev *lower, *dev;
+			struct smr_fault *fault;
+			int st;
+
+			copy_image(orig, work);
+			SMR_ASSERT_OK(smr_dev_open(work, NULL, &lower));
+			SMR_ASSERT_OK(smr_fault_open(lower, &fault, &dev));
+			SMR_ASSERT_OK(smr_fault_arm(fault, &rule));
+			o.dev = dev;
+			smr_fsck_run(&o, &r);
+			cut = smr_fault_is_cut(fault);
+			smr_dev_close(dev);
+			smr_dev_close(lower);
+			smr_fault_free(fault);
+
+			st = run_fsck(false, false, &r);
+			CU_ASSERT(st == SMR_FSCK_UNCORRECTED || st == SMR_FSCK_OK);
+			before += st == SMR_FSCK_UNCORRECTED;
+			after += st == SMR_FSCK_OK;
+			if (st != SMR_FSCK_UNCORRECTED && st != SMR_FSCK_OK)
+				fprintf(stderr, "cut after %llu writes: %d\n",
+					(unsigned long long)n, st);
+			st = run_fsck(true, false, &r);
+			CU_ASSERT(st == SMR_FSCK_FIXED || st == SMR_FSCK_OK);
+			CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+			if (!cut)
+				CU_ASSERT(n > 1);
+		}
+		CU_ASSERT(!cut);
+		/* Cuts before the repair's commit and after it. */
+		CU_ASSERT(before > 0);
+		CU_ASSERT(after > 0);
+		printf("(%s%s: %d cuts before the repair was durable, %d after) ",
+		       kind_name[k % 2], tear ? " torn" : "", before, after);
+	}
+}
+
 static const struct smr_test fsck_tests[] = {
 	{ "clean", test_clean },
 	{ "operational", test_operational },
@@ -855,6 +966,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
 	{ "wp", test_wp },
+	{ "powercut", test_powercut },
 	{ NULL, NULL },
 };
 

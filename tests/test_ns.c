@@ -9,6 +9,8 @@
 #include "testutil.h"
 
 #include <endian.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1717,10 +1719,156 @@ static void test_checksum_device(void)
 }
 #endif
 
+/* A readdir consumer that marks "fNNNNNN" names seen and stops after a
+ * batch, as the kernel's readdir buffer does. */
+struct big_dir {
+	uint8_t *seen;
+	uint64_t nr, batch, taken, dups, strangers;
+	uint64_t next;
+};
+
+static int big_dir_fill(void *arg, const char *name, size_t namelen,
+			uint64_t ino, uint32_t dtype, uint64_t next)
+{
+	struct big_dir *b = arg;
+	unsigned long i;
+	char *end;
+
+	(void)ino;
+	(void)dtype;
+	if (b->taken == b->batch)
+		return 1;
+	b->taken++;
+	b->next = next;
+	if (namelen == 1 && name[0] == '.')
+		return 0;
+	if (namelen == 2 && !memcmp(name, "..", 2))
+		return 0;
+	i = name[0] == 'f' ? strtoul(name + 1, &end, 10) : ULONG_MAX;
+	if (i >= b->nr || *end) {
+		b->strangers++;
+		return 0;
+	}
+	b->dups += b->seen[i];
+	b->seen[i] = 1;
+	return 0;
+}
+
+/* Read the whole directory in batches, continuing from each batch's last
+ * cookie; returns the number of names taken. */
+static uint64_t big_dir_list(uint64_t dir, struct big_dir *b)
+{
+	uint64_t total = 0, cookie = 0;
+
+	memset(b->seen, 0, b->nr);
+	b->dups = b->strangers = 0;
+	for (;;) {
+		b->taken = 0;
+		SMR_ASSERT_OK(smr_ns_readdir(ns, dir, cookie, big_dir_fill, b));
+		total += b->taken;
+		if (b->taken < b->batch)
+			return total;
+		cookie = b->next;
+	}
+}
+
+/*
+ * 100,000 files in one directory (5,000 over the in-memory engine): create,
+ * look every one up, list them in kernel-sized batches with cookies while
+ * the directory changes, unlink them all. SMR_TEST_DIR_FILES changes the
+ * count.
+ */
+static void test_big_directory(void)
+{
+#ifdef NS_TEST_REAL
+	uint64_t nr = 100000;
+#else
+	uint64_t nr = 5000;
+#endif
+	const char *env = getenv("SMR_TEST_DIR_FILES");
+	struct big_dir b = { .batch = 1000 };
+	struct smr_ns_attr a;
+	uint64_t dir, *inos;
+	char name[32];
+
+	if (env)
+		nr = strtoull(env, NULL, 10);
+	b.nr = nr;
+	b.seen = calloc(nr, 1);
+	inos = calloc(nr, sizeof(*inos));
+	CU_ASSERT_FATAL(b.seen && inos);
+	fs_setup();
+	dir = mkdir_(ROOT, "big");
+	for (uint64_t i = 0; i < nr; i++) {
+		snprintf(name, sizeof(name), "f%06" PRIu64, i);
+		inos[i] = mkfile(dir, name, 0644);
+		if (!inos[i])
+			break;
+		if (i % 20000 == 19999)
+			SMR_ASSERT_OK(smr_ns_sync(ns));
+	}
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	for (uint64_t i = 0; i < nr; i++) {
+		snprintf(name, sizeof(name), "f%06" PRIu64, i);
+		if (smr_ns_lookup(ns, dir, name, &a) || a.ino != inos[i]) {
+			CU_FAIL("lookup in a big directory");
+			break;
+		}
+	}
+	SMR_ASSERT_RC(smr_ns_lookup(ns, dir, "f-none", &a), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_opendir(ns, dir));
+	CU_ASSERT_EQUAL(big_dir_list(dir, &b), nr + 2);
+	CU_ASSERT_EQUAL(b.dups, 0);
+	CU_ASSERT_EQUAL(b.strangers, 0);
+	CU_ASSERT_EQUAL(memchr(b.seen, 0, nr), NULL);
+
+	/* Unlink every other file between batches of a listing: the ones
+	 * that stay are listed exactly once. */
+	{
+		uint64_t cookie = 0, k = 0;
+
+		memset(b.seen, 0, nr);
+		for (;;) {
+			b.taken = 0;
+			SMR_ASSERT_OK(smr_ns_readdir(ns, dir, cookie,
+						     big_dir_fill, &b));
+			for (int j = 0; j < 500 && k < nr; j++, k += 2) {
+				snprintf(name, sizeof(name), "f%06" PRIu64, k);
+				SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, dir,
+							    name));
+			}
+			if (b.taken < b.batch)
+				break;
+			cookie = b.next;
+		}
+		for (uint64_t i = 1; i < nr; i += 2)
+			if (!b.seen[i]) {
+				CU_FAIL("a file that stayed was not listed");
+				break;
+			}
+		CU_ASSERT_EQUAL(b.dups, 0);
+		for (; k < nr; k += 2) {
+			snprintf(name, sizeof(name), "f%06" PRIu64, k);
+			SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, dir, name));
+		}
+	}
+	for (uint64_t i = 1; i < nr; i += 2) {
+		snprintf(name, sizeof(name), "f%06" PRIu64, i);
+		SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, dir, name));
+	}
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	CU_ASSERT_EQUAL(big_dir_list(dir, &b), 2);
+	SMR_ASSERT_OK(smr_ns_rmdir(ns, &root_cr, ROOT, "big"));
+	free(b.seen);
+	free(inos);
+	fs_teardown();
+}
+
 static const struct smr_test ns_tests[] = {
 	{ "root", test_root },
 	{ "names", test_names },
 	{ "readdir", test_readdir },
+	{ "big_directory", test_big_directory },
 	{ "dirs", test_dirs },
 	{ "links", test_links },
 	{ "symlinks", test_symlinks },

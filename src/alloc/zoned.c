@@ -163,18 +163,28 @@ static void finish_retired(struct smr_alloc *a, struct zoned *m)
 /*
  * A zone holds data we do not know about (written behind our back, or after
  * the last checkpoint): all of it is dead. Finish it if partly written, so
- * that it does not hold an active zone.
+ * that it does not hold an active zone. While the filesystem is being opened
+ * nothing may be written yet (the open may be read-only, or a probe that
+ * must leave the device as it found it), so there the zone only retires: it
+ * counts as open until the first allocation or commit finishes it.
  */
 static void zone_adopt_dead(struct smr_alloc *a, struct zoned *m, uint32_t i,
-			    uint64_t wp)
+			    uint64_t wp, bool at_open)
 {
 	struct zz *z = &m->z[i];
 
 	z->ap = wp;
 	z->live = SMR_MIN(z->live, wp);
 	z->state = ZS_FULL;
-	if (wp < z->cap)
-		zone_finish(a, m, i);
+	if (wp >= z->cap || z->cnv)
+		return;
+	if (at_open) {
+		z->state = ZS_RETIRING;
+		m->nretiring++;
+		m->nopen++;
+		return;
+	}
+	zone_finish(a, m, i);
 }
 
 static void set_slots(struct smr_alloc *a, struct zoned *m)
@@ -265,7 +275,7 @@ static void zoned_fresh(struct smr_alloc *a, struct zoned *m)
 		if (!wp)
 			continue;
 		free_clear(m, i);
-		zone_adopt_dead(a, m, i, wp);
+		zone_adopt_dead(a, m, i, wp, false);
 		z->reset_ok = true;
 	}
 }
@@ -332,7 +342,7 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		} else if (z->cnv && (fl & SMR_ALLOC_ZF_FULL)) {
 			z->state = ZS_FULL;
 		} else if (!(fl & SMR_ALLOC_ZF_OPEN) || ap == 0) {
-			zone_adopt_dead(a, m, i, wp);
+			zone_adopt_dead(a, m, i, wp, true);
 		} else {
 			z->state = ZS_OPEN; /* reattached below or finished */
 		}
@@ -359,11 +369,13 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		for (int s = 0; s < SMR_STREAM_NR; s++)
 			owned |= m->slot[s] == i;
 		if (!owned)
-			zone_adopt_dead(a, m, i, m->z[i].ap);
+			zone_adopt_dead(a, m, i, m->z[i].ap, true);
 	}
-	/* The checkpoint we read is durable: its dead zones can go. */
+	/* The checkpoint we read is durable: its dead zones can go (those
+	 * still retiring once the first commit has finished them). */
 	for (uint32_t i = 0; i < m->nz; i++)
-		if (m->z[i].state == ZS_FULL && !m->z[i].live)
+		if ((m->z[i].state == ZS_FULL ||
+		     m->z[i].state == ZS_RETIRING) && !m->z[i].live)
 			m->z[i].reset_ok = true;
 out:
 	free(ents);
@@ -456,7 +468,7 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 		/* Written behind our back: dead data, skip the zone. */
 		smr_warn("alloc: free zone %u has a write pointer at +%" PRIu64,
 			 m->first + i, wp);
-		zone_adopt_dead(a, m, i, wp);
+		zone_adopt_dead(a, m, i, wp, false);
 	}
 	m->z[i].state = ZS_OPEN;
 	m->z[i].ap = 0;

@@ -1534,3 +1534,39 @@ int smr_bt_height(struct smr_cow *c, uint32_t tree)
 		return -EINVAL;
 	return t->addr ? t->level + 1 : 0;
 }
+
+/* ========================================================================
+ * Cleaning: moving a live node out of its zone
+ * ======================================================================== */
+
+int smr_bt_relocate_node_locked(struct smr_cow *c, uint32_t tree,
+				uint16_t level, const struct smr_nkey *first,
+				uint64_t addr)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct smr_path p;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	if (!t->addr || level > t->level)
+		return 0;
+	rc = bt_search(c, t, first, &p);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	/* Live iff the descent by its first key passes through it. */
+	if (p.n[level]->addr != addr || p.n[level]->dirty) {
+		rc = 0;
+		goto out;
+	}
+	rc = path_cow(c, t, &p);
+	if (!rc) {
+		c->changed = true;
+		rc = 1;
+	}
+out:
+	path_release(c, &p);
+	return rc;
+}

@@ -68,6 +68,8 @@ static int cow_open_common(struct smr_cow *c)
 	c->read_only = c->opts.read_only;
 	if (!c->read_only)
 		rc = smr_cow_start_timer(c);
+	if (!rc && !c->read_only)
+		rc = smr_cow_gc_start(c);
 out:
 	free(ck);
 	return rc;
@@ -127,6 +129,7 @@ int smr_cow_close(struct smr_cow *c)
 
 	if (!c)
 		return 0;
+	smr_cow_gc_stop(c);
 	if (!smr_cow_is_read_only(c)) {
 		rc = smr_cow_commit_now(c);
 		/* A second, empty commit hands the blocks the last one

@@ -103,6 +103,12 @@ struct smr_cow_opts {
 	 * the newest valid checkpoint with an empty allocator (everything
 	 * free) for smr_cow_check_space to rebuild; not on zoned devices. */
 	bool rebuild_alloc;
+	/* The cleaner (zoned devices only; see "Cleaning" below). */
+	bool gc_off;           /* no background cleaning thread */
+	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
+				* 0 = cost-benefit */
+	unsigned gc_low;       /* start below this many free zones; 0 = 4 */
+	unsigned gc_high;      /* stop above this many; 0 = gc_low + 4 */
 };
 
 /*
@@ -298,5 +304,86 @@ int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
 /* Commit even when nothing changed: a new checkpoint record (fsck, after a
  * damaged newer record or an allocator repair). -EROFS, commit errors. */
 int smr_cow_commit_forced(struct smr_cow *c);
+
+/* ------------------------------------------------------------------------
+ * Cleaning (zoned devices): dead data's space comes back only when the live
+ * rest of its zone is moved out and the zone is reset. docs/design/cleaner.md
+ * ------------------------------------------------------------------------ */
+
+/*
+ * As smr_cow_data_write, and record in the engine's reverse map that the
+ * extents belong to @owner: byte d of the data written belongs to the item
+ * keyed (owner->objid, owner->type, owner->offset + d). Only data written so
+ * can be moved by the cleaner. Errors as smr_cow_data_write, and -ENOMEM.
+ */
+int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
+			     uint64_t near, const struct smr_key *owner,
+			     const void *buf, uint64_t len,
+			     struct smr_data_extent *ext, unsigned int max);
+
+/*
+ * The one call from the engine up to the layer above. The cleaner has
+ * copied @len bytes of data from @old_off to @new_off; the data belongs to
+ * @owner (its first byte). The hook makes the owner reference @new_off
+ * instead, in a transaction of its own, and frees the old range with
+ * smr_cow_data_free() in that transaction, but only if the owner still
+ * references exactly @old_off for the whole range: a block changed or freed
+ * meanwhile is not moved. Returns 1 if moved, 0 if not (the engine frees the
+ * copy), or a negative errno. Called with no engine lock and no transaction
+ * handle held.
+ */
+typedef int (*smr_cow_relocate_fn)(void *arg, const struct smr_key *owner,
+				   uint64_t old_off, uint64_t new_off,
+				   uint64_t len);
+void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,
+			       void *arg);
+
+enum smr_cow_gc_policy {
+	SMR_COW_GC_COST_BENEFIT = 0, /* (1 - u) * age / (1 + u), Sprite LFS */
+	SMR_COW_GC_GREEDY = 1,       /* fewest live bytes */
+};
+
+/*
+ * Clean zone @zno: move its live nodes and data out through the COW path,
+ * commit twice (the old copies are freed by the second commit, after which
+ * no checkpoint on disk references them), and let the allocator reset it.
+ * Returns 0 when the zone was emptied, -EAGAIN if live bytes remain (data
+ * that changed during the move, or data without an owner), -EBUSY if the
+ * zone is still being written, -EOPNOTSUPP on a device without zones or
+ * without a relocation hook, -ENOSPC, -EROFS, or an I/O error.
+ * Callers hold no engine lock, no transaction handle and no lock the
+ * relocation hook takes.
+ */
+int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno);
+
+/*
+ * Pick up to @max_zones victims by @policy and clean them. Returns the
+ * number of zones emptied (0: nothing worth cleaning), or an error. Same
+ * calling rules as smr_cow_clean_zone.
+ */
+int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
+		  unsigned int max_zones);
+
+/*
+ * Foreground cleaning: a data write got -ENOSPC. If dead space exists,
+ * clean greedily until a data write can have a zone again. Returns 0 when
+ * the caller should retry, -ENOSPC when nothing could be reclaimed. Same
+ * calling rules as smr_cow_clean_zone.
+ */
+int smr_cow_clean_for_space(struct smr_cow *c);
+
+/* Figures since mkfs; write_amplification = device_bytes / user_bytes. */
+struct smr_cow_gc_stats {
+	uint64_t user_bytes;    /* written by smr_cow_data_write[_owned] */
+	uint64_t device_bytes;  /* written to the device: data, metadata,
+				 * relocation, allocator state */
+	uint64_t reloc_bytes;   /* of which moved by the cleaner */
+	uint64_t meta_bytes;    /* of which metadata and allocator state */
+	uint64_t zones_reset;
+	uint64_t gc_runs;       /* cleaning passes (zones attempted) */
+	uint64_t gc_zones;      /* zones the cleaner emptied */
+	uint64_t gc_usecs;      /* time spent cleaning, microseconds */
+};
+void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st);
 
 #endif /* SMR_COW_COW_H */

@@ -167,6 +167,17 @@ struct smr_cow {
 	pthread_cond_t timer_cond;
 
 	struct smr_cow_stats stats; /* updated with atomics */
+
+	/* The cleaner (clean.c). */
+	smr_cow_relocate_fn reloc_fn; /* set once by the layer above */
+	void *reloc_arg;
+	pthread_mutex_t clean_lock;   /* one cleaning pass at a time; taken
+				       * before commit_lock */
+	struct smr_cow_gc_stats gc;   /* clean_lock, read with atomics */
+	bool gc_running;              /* the background thread exists */
+	bool gc_stop;                 /* txn_lock */
+	pthread_t gc_thread;
+	pthread_cond_t gc_cond;       /* with txn_lock: wake the thread */
 };
 
 struct smr_txn {
@@ -212,6 +223,16 @@ int smr_cow_audit_locked(struct smr_cow *c);
  * node's read error. */
 int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n);
 
+/*
+ * The cleaner: if the node of @tree at @level whose first key is @first is
+ * the one at @addr (it is live), make it and its path dirty so that the next
+ * commit writes it elsewhere. Returns 1 if it was live, 0 if not, or an
+ * error. Exclusive lock held.
+ */
+int smr_bt_relocate_node_locked(struct smr_cow *c, uint32_t tree,
+				uint16_t level, const struct smr_nkey *first,
+				uint64_t addr);
+
 /* Give an empty tree an empty root leaf (format). */
 int smr_bt_create_locked(struct smr_cow *c, uint32_t tree);
 
@@ -221,6 +242,13 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 #define SMR_BT_INSERT 0
 #define SMR_BT_UPDATE 1
 #define SMR_BT_PUT 2
+
+/* clean.c */
+/* Take the reverse-map entries of [@off, @off + @len) out (trimming those
+ * that straddle it). Exclusive lock held. */
+int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len);
+int smr_cow_gc_start(struct smr_cow *c);
+void smr_cow_gc_stop(struct smr_cow *c);
 
 /* txn.c */
 int smr_cow_setup(struct smr_cow *c);  /* locks, cache, roots, timer */

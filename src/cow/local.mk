@@ -7,7 +7,8 @@ src_cow_libsmrfs_cow_la_SOURCES = \
 	src/cow/bt.c \
 	src/cow/txn.c \
 	src/cow/store_mem.c \
-	src/cow/store_dev.c
+	src/cow/store_dev.c \
+	src/cow/clean.c
 
 # The tree alone, over the memory store: a model-based test against a
 # reference map. SMR_TEST_OPS sets the number of operations (default
@@ -36,3 +37,18 @@ tests_test_bt_scale_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_bt_scale_LDADD = $(tests_test_bt_model_LDADD)
 TESTS += tests/test_bt_scale
 src_cow_libsmrfs_cow_la_SOURCES += src/cow/check.c
+
+# The cleaner over the engine and the namespace on zoned loop directories:
+# relocation of a zone, a move dropped because its data changed, fill /
+# delete / refill to ENOSPC, cleaning after every operation changes no file.
+check_PROGRAMS += tests/test_clean
+tests_test_clean_SOURCES = tests/test_clean.c
+tests_test_clean_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_clean_LDADD = $(SMR_TEST_LIBS) libsmrfs.la
+TESTS += tests/test_clean
+
+# Write amplification of the cleaner under greedy and cost-benefit, uniform
+# and hot/cold overwrites at 50, 75 and 90% utilization (bench/README.md).
+noinst_PROGRAMS += bench/bench_wa
+bench_bench_wa_SOURCES = bench/bench_wa.c
+bench_bench_wa_LDADD = libsmrfs.la

@@ -1043,6 +1043,8 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 		return -EINVAL;
 	pthread_rwlock_wrlock(&c->lock);
 	rc = smr_xlist_add(&c->free_cur, off, len);
+	if (!rc)
+		rc = smr_rmap_trim_locked(c, off, len);
 	c->changed = true;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

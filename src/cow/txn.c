@@ -271,7 +271,9 @@ int smr_cow_setup(struct smr_cow *c)
 	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->txn_lock, NULL);
 	pthread_mutex_init(&c->commit_lock, NULL);
+	pthread_mutex_init(&c->clean_lock, NULL);
 	pthread_cond_init(&c->txn_cond, NULL);
+	pthread_cond_init(&c->gc_cond, NULL);
 	pthread_condattr_init(&ca);
 	pthread_cond_init(&c->timer_cond, &ca);
 	pthread_condattr_destroy(&ca);
@@ -283,6 +285,7 @@ int smr_cow_setup(struct smr_cow *c)
 
 void smr_cow_teardown(struct smr_cow *c)
 {
+	smr_cow_gc_stop(c);
 	stop_timer(c);
 	smr_cache_fini(c);
 	free(c->free_cur.x);
@@ -291,7 +294,9 @@ void smr_cow_teardown(struct smr_cow *c)
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->txn_lock);
 	pthread_mutex_destroy(&c->commit_lock);
+	pthread_mutex_destroy(&c->clean_lock);
 	pthread_cond_destroy(&c->txn_cond);
+	pthread_cond_destroy(&c->gc_cond);
 	pthread_cond_destroy(&c->timer_cond);
 }
 

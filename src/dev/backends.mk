@@ -24,3 +24,8 @@ TESTS += tests/test_fault
 # Runs tests/test_zbd in VMs with real zoned block devices (not part of
 # make check: it needs the zoned-vm tool).
 dist_noinst_SCRIPTS += tests/zoned/run-zbd-tests.sh
+
+# The whole filesystem on real zoned block devices in VMs (run by
+# make check-zoned).
+dist_noinst_SCRIPTS += tests/zoned/run-fs-tests.sh tests/zoned/fs-guest.sh
+EXTRA_DIST += tests/zoned/fs-workload.py

@@ -4,6 +4,7 @@ src_format_libsmrfs_format_la_SOURCES = \
 	src/format/ondisk.h \
 	src/format/ondisk_alloc.h \
 	src/format/ondisk_ns.h \
+	src/format/ondisk_rmap.h \
 	src/format/blk.h \
 	src/format/blk.c \
 	src/format/sb.h \

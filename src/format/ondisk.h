@@ -265,5 +265,6 @@ SMR_ONDISK_OFFSET(struct smr_dkptr, gen, 32);
 
 #include "format/ondisk_alloc.h"
 #include "format/ondisk_ns.h"
+#include "format/ondisk_rmap.h"
 
 #endif /* SMR_FORMAT_ONDISK_H */

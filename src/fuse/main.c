@@ -44,6 +44,9 @@ struct mount_opts {
 	const char *alloc;
 	unsigned int commit_secs;
 	uint64_t cache_bytes;
+	bool gc_off;
+	int gc_policy;     /* enum smr_cow_gc_policy */
+	unsigned int gc_low, gc_high;
 	char *fsname;      /* owned */
 	char *subtype;     /* owned */
 	char *fuse_opts;   /* owned: passed on to libfuse */
@@ -67,6 +70,11 @@ static void usage(FILE *f)
 		"                   recorded by mkfs (zoned, rotational, flash)\n"
 		"     commit=SECS   commit at least every SECS seconds (default 5)\n"
 		"     cache=SIZE    metadata cache size, e.g. 64M (default 64 MiB)\n"
+		"     gc=POLICY     zoned devices: how the background cleaner\n"
+		"                   picks zones: cost-benefit (default), greedy,\n"
+		"                   or off (clean only when a write needs space)\n"
+		"     gc_low=N      start cleaning below N free zones (default 4)\n"
+		"     gc_high=N     stop above N free zones (default gc_low + 4)\n"
 		"     allow_other   let other users see the files (FUSE option)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
 		"     subtype=NAME  type shown as fuse.NAME (default: smrfs)\n"
@@ -145,6 +153,36 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 					o + 6);
 				rc = -EINVAL;
 			}
+		} else if (!strncmp(o, "gc=", 3)) {
+			if (!strcmp(o + 3, "greedy")) {
+				mo->gc_policy = SMR_COW_GC_GREEDY;
+			} else if (!strcmp(o + 3, "cost-benefit")) {
+				mo->gc_policy = SMR_COW_GC_COST_BENEFIT;
+			} else if (!strcmp(o + 3, "off")) {
+				mo->gc_off = true;
+			} else {
+				fprintf(stderr,
+					PROG ": bad gc policy '%s' (greedy, cost-benefit, off)\n",
+					o + 3);
+				rc = -EINVAL;
+			}
+		} else if (!strncmp(o, "gc_low=", 7) ||
+			   !strncmp(o, "gc_high=", 8)) {
+			bool low = o[3] == 'l';
+			const char *val = o + (low ? 7 : 8);
+			char *end;
+			unsigned long v = strtoul(val, &end, 10);
+
+			if (!*val || *end || v == 0 || v > 65536) {
+				fprintf(stderr,
+					PROG ": bad %s '%s' (1..65536 zones)\n",
+					low ? "gc_low" : "gc_high", val);
+				rc = -EINVAL;
+			}
+			if (low)
+				mo->gc_low = (unsigned int)v;
+			else
+				mo->gc_high = (unsigned int)v;
 		} else if (!strncmp(o, "fsname=", 7)) {
 			free(mo->fsname);
 			mo->fsname = strdup(o + 7);
@@ -327,6 +365,10 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.alloc = mo->alloc,
 		.cache_bytes = mo->cache_bytes,
 		.commit_secs = mo->commit_secs,
+		.gc_off = mo->gc_off,
+		.gc_policy = mo->gc_policy,
+		.gc_low = mo->gc_low,
+		.gc_high = mo->gc_high,
 	};
 	struct smr_ns_opts nopts = { .track_lookups = true };
 	int rc;

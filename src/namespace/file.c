@@ -377,10 +377,12 @@ static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 {
 	uint64_t bs = ns->bsize;
 
+	struct smr_key owner = ns_key(ino, SMR_NS_T_EXTENT, a);
+
 	pc->a = a;
 	pc->len = len;
-	pc->n = smr_cow_data_write(ns->cow, SMR_DATA_HOT, near, wbuf, len,
-				   pc->dx, NS_WRITE_EXTS);
+	pc->n = smr_cow_data_write_owned(ns->cow, SMR_DATA_HOT, near, &owner,
+					 wbuf, len, pc->dx, NS_WRITE_EXTS);
 	if (pc->n < 0)
 		return pc->n;
 	for (uint64_t j = 0; j < len / bs; j++)
@@ -574,6 +576,14 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 		memcpy(wbuf, buf + *done, len);
 		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, pc);
+		/* Out of space with dead space about: clean and retry (no
+		 * lock is held here, which cleaning needs). */
+		for (int i = 0; rc == -ENOSPC && i < 8; i++) {
+			if (smr_cow_clean_for_space(ns->cow))
+				break;
+			rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near,
+					    pc);
+		}
 		if (rc)
 			break;
 
@@ -814,4 +824,118 @@ int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync)
 	(void)ino;
 	(void)datasync;
 	return smr_cow_commit(ns->cow);
+}
+
+/* ========================================================================
+ * Relocation (the engine's cleaner moved data)
+ * ======================================================================== */
+
+/*
+ * Point [@foff, @foff + @len) of inode @ino at @new_off if all of it is
+ * mapped to @old_off onwards now. 1 moved, 0 not, or an error.
+ */
+static int ns_relocate_locked(struct smr_ns *ns, struct smr_txn *t,
+			      uint64_t ino, uint64_t foff, uint64_t old_off,
+			      uint64_t new_off, uint64_t len)
+{
+	uint64_t bs = ns->bsize, pos, end = foff + len;
+	struct ns_ext *e, *piece;
+	int rc = 0;
+
+	if (foff % bs || len % bs)
+		return 0;
+	e = malloc(2 * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	piece = e + 1;
+	/* Check first: every block still where the cleaner read it. */
+	for (pos = foff; pos < end;) {
+		rc = ns_ext_find(ns, ino, pos, e);
+		if (rc) {
+			rc = rc < 0 && rc != -ENOENT ? rc : 0;
+			goto out_free;
+		}
+		if (e->dev + (pos - e->foff) != old_off + (pos - foff)) {
+			rc = 0;
+			goto out_free;
+		}
+		pos = e->foff + e->len;
+	}
+	/* Then split the items at the range's ends and repoint the middle. */
+	for (pos = foff; pos < end;) {
+		uint64_t s, eend, ms, me;
+
+		rc = ns_ext_find(ns, ino, pos, e);
+		if (rc) {
+			rc = rc > 0 ? smr_corrupt(UINT64_MAX,
+				"relocation: extent vanished") : rc;
+			goto out_free;
+		}
+		s = e->foff;
+		eend = s + e->len;
+		ms = SMR_MAX(s, foff);
+		me = SMR_MIN(eend, end);
+		if (eend > me) {
+			uint32_t skip = (uint32_t)((me - s) / bs);
+
+			piece->foff = me;
+			piece->dev = e->dev + (me - s);
+			piece->len = eend - me;
+			piece->gen = e->gen;
+			piece->n = e->n - skip;
+			memcpy(piece->csums, e->csums + skip,
+			       8 * (size_t)piece->n);
+			rc = ns_ext_put(ns, t, ino, piece);
+			if (rc)
+				goto out_free;
+		}
+		{
+			uint32_t skip = (uint32_t)((ms - s) / bs);
+
+			piece->foff = ms;
+			piece->dev = new_off + (ms - foff);
+			piece->len = me - ms;
+			piece->gen = e->gen;
+			piece->n = (uint32_t)((me - ms) / bs);
+			memmove(piece->csums, e->csums + skip,
+				8 * (size_t)piece->n);
+		}
+		if (ms > s) {
+			e->len = ms - s;
+			e->n = (uint32_t)(e->len / bs);
+			rc = ns_ext_put(ns, t, ino, e);
+			if (rc)
+				goto out_free;
+		}
+		rc = ns_ext_put(ns, t, ino, piece);
+		if (rc)
+			goto out_free;
+		pos = me;
+	}
+	rc = smr_cow_data_free(t, old_off, len);
+	if (!rc)
+		rc = 1;
+out_free:
+	free(e);
+	return rc;
+}
+
+int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
+		     uint64_t new_off, uint64_t len)
+{
+	struct smr_ns *ns = arg;
+	struct smr_txn *t;
+	int rc;
+
+	if (owner->type != SMR_NS_T_EXTENT)
+		return 0;
+	pthread_mutex_lock(&ns->lock);
+	rc = smr_txn_begin(ns->cow, &t);
+	if (!rc) {
+		rc = ns_relocate_locked(ns, t, owner->objid, owner->offset,
+					old_off, new_off, len);
+		smr_txn_end(t);
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
 }

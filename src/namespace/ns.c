@@ -548,6 +548,7 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 		if (rc)
 			goto out_free;
 	}
+	smr_cow_set_relocate_hook(cow, ns_relocate_hook, ns);
 	*nsp = ns;
 	return 0;
 out_free:
@@ -559,6 +560,7 @@ void smr_ns_close(struct smr_ns *ns)
 {
 	if (!ns)
 		return;
+	smr_cow_set_relocate_hook(ns->cow, NULL, NULL);
 	for (size_t i = 0; i < NS_REF_BUCKETS; i++) {
 		struct ns_ref *r = ns->refs[i], *next;
 

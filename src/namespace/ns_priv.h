@@ -88,6 +88,9 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 		       struct ns_inode *ip, uint64_t size);
 int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip);
+/* The engine's relocation hook (smr_cow_relocate_fn); takes ns->lock. */
+int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
+		     uint64_t new_off, uint64_t len);
 
 /* Xattrs (xattr.c) */
 int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bench_wa.c - write amplification of the cleaner.
+ *
+ * Fills a fresh zoned loop directory to a utilization U with files, then
+ * overwrites random blocks of them for several times the device's size,
+ * uniformly or with a hot/cold skew (90% of the writes to 10% of the
+ * files), and reports WA = device bytes written / user bytes written over
+ * the overwrite phase, for U = 50, 75, 90% under the greedy and the
+ * cost-benefit policy. Runs through the namespace library directly (no
+ * FUSE). Cleaning runs in the writing thread whenever fewer than 4 zones
+ * are free, with the policy under test, as the background thread would.
+ *
+ * Usage: bench_wa [DIR] [ZONES] [ZONE_MIB] [PASSES]
+ *   DIR       scratch directory (default $TMPDIR or /tmp)
+ *   ZONES     zones of the device (default 64)
+ *   ZONE_MIB  zone size in MiB, a power of two (default 4)
+ *   PASSES    overwrite volume in device sizes (default 3)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cow/cow.h"
+#include "dev/dev.h"
+#include "namespace/ns.h"
+
+#define FILE_BYTES (1024 * 1024ULL)
+#define WRITE_BYTES (64 * 1024ULL)
+
+static const struct smr_ns_cred cr = { 0, 0, NULL, 0 };
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int rmtree(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -EIO;
+}
+
+struct result {
+	double wa;
+	uint64_t user, device, reloc, meta, zones_cleaned;
+	double secs;
+	int err;
+	const char *phase; /* where err happened */
+};
+
+static uint64_t free_zones(struct smr_cow *c, uint64_t zone)
+{
+	struct smr_cow_space sp;
+
+	smr_cow_space(c, &sp);
+	return sp.free / zone;
+}
+
+static int run(const char *base, unsigned int nzones, uint64_t zone,
+	       unsigned int passes, unsigned int util, bool skew,
+	       enum smr_cow_gc_policy pol, struct result *r)
+{
+	struct smr_zloop_params p = { .capacity = nzones * zone,
+				      .zone_size = zone, .nr_cnv = 2 };
+	struct smr_cow_opts o = { .gc_off = true };
+	struct smr_cow_gc_stats s0, s1;
+	struct smr_cow_space sp;
+	struct smr_dev *dev = NULL;
+	struct smr_cow *c = NULL;
+	struct smr_ns *ns = NULL;
+	uint64_t *ino = NULL, nfiles, seed = 0x1234567 + util + skew, todo;
+	struct timespec t0, t1;
+	char path[4096];
+	uint8_t *buf;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(path, sizeof(path), "%s/bench_wa.%d", base, (int)getpid());
+	rmtree(path);
+	buf = malloc(FILE_BYTES);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < FILE_BYTES; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	rc = smr_zloop_create(path, &p);
+	if (!rc)
+		rc = smr_dev_open(path, NULL, &dev);
+	if (!rc)
+		rc = smr_cow_format(dev, NULL, NULL);
+	if (dev)
+		smr_dev_close(dev);
+	dev = NULL;
+	if (!rc)
+		rc = smr_dev_open(path, NULL, &dev);
+	if (!rc)
+		rc = smr_cow_open(dev, &o, &c);
+	if (!rc)
+		rc = smr_ns_mkfs(c, &cr);
+	if (!rc)
+		rc = smr_ns_open(c, NULL, &ns);
+	if (rc)
+		goto out;
+
+	r->phase = "fill";
+	smr_cow_space(c, &sp);
+	nfiles = sp.capacity * util / 100 / FILE_BYTES;
+	ino = calloc(nfiles, sizeof(*ino));
+	if (!ino) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t i = 0; i < nfiles; i++) {
+		struct smr_ns_attr a;
+		char name[32];
+		ssize_t n;
+
+		snprintf(name, sizeof(name), "f%llu", (unsigned long long)i);
+		rc = smr_ns_create(ns, &cr, SMR_NS_ROOT, name, 0100644, &a);
+		if (rc)
+			goto out;
+		smr_ns_release(ns, a.ino);
+		ino[i] = a.ino;
+		n = smr_ns_write(ns, &cr, a.ino, 0, buf, FILE_BYTES);
+		if (n != (ssize_t)FILE_BYTES) {
+			rc = n < 0 ? (int)n : -ENOSPC;
+			goto out;
+		}
+	}
+	rc = smr_ns_sync(ns);
+	if (rc)
+		goto out;
+
+	r->phase = "overwrite";
+	smr_cow_gc_stats(c, &s0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	todo = (uint64_t)passes * nzones * zone / WRITE_BYTES;
+	for (uint64_t w = 0; w < todo; w++) {
+		uint64_t f, off;
+		ssize_t n;
+
+		if (skew && rnd(&seed) % 10 != 0)
+			f = rnd(&seed) % (nfiles / 10 ? nfiles / 10 : 1);
+		else
+			f = rnd(&seed) % nfiles;
+		off = rnd(&seed) % (FILE_BYTES / WRITE_BYTES) * WRITE_BYTES;
+		while (free_zones(c, zone) < 4) {
+			rc = smr_cow_clean(c, pol, 1);
+			if (rc <= 0)
+				break;
+		}
+		n = smr_ns_write(ns, &cr, ino[f], off, buf, WRITE_BYTES);
+		if (n != (ssize_t)WRITE_BYTES) {
+			rc = n < 0 ? (int)n : -ENOSPC;
+			goto out;
+		}
+	}
+	rc = smr_ns_sync(ns);
+	if (rc)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	smr_cow_gc_stats(c, &s1);
+	r->user = s1.user_bytes - s0.user_bytes;
+	r->device = s1.device_bytes - s0.device_bytes;
+	r->reloc = s1.reloc_bytes - s0.reloc_bytes;
+	r->meta = s1.meta_bytes - s0.meta_bytes;
+	r->zones_cleaned = s1.gc_zones - s0.gc_zones;
+	r->wa = r->user ? (double)r->device / (double)r->user : 0;
+	r->secs = (double)(t1.tv_sec - t0.tv_sec) +
+		  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+out:
+	r->err = rc;
+	smr_ns_close(ns);
+	if (c)
+		smr_cow_close(c);
+	if (dev)
+		smr_dev_close(dev);
+	rmtree(path);
+	free(ino);
+	free(buf);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = argc > 1 ? argv[1] :
+			   getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	unsigned int nzones = argc > 2 ? (unsigned int)atoi(argv[2]) : 64;
+	uint64_t zone = (argc > 3 ? (uint64_t)atoi(argv[3]) : 4) * SMR_MIB;
+	unsigned int passes = argc > 4 ? (unsigned int)atoi(argv[4]) : 3;
+	static const unsigned int utils[] = { 50, 75, 90 };
+	unsigned int u0 = getenv("BENCH_WA_ONLY90") ? 2 : 0;
+	static const char *const pname[] = { "cost-benefit", "greedy" };
+
+	smr_log_set_level(SMR_LOG_WARN);
+	printf("%u zones of %llu MiB, %llu KiB random overwrites of 1 MiB "
+	       "files, %u device sizes\n\n", nzones,
+	       (unsigned long long)(zone / SMR_MIB),
+	       (unsigned long long)(WRITE_BYTES / 1024), passes);
+	printf("| workload | U | policy | WA | relocated / user | metadata / user | zones cleaned | seconds |\n");
+	printf("|---|---|---|---|---|---|---|---|\n");
+	for (int skew = 0; skew < 2; skew++) {
+		for (unsigned int u = u0; u < 3; u++) {
+			for (int pol = 1; pol >= 0; pol--) {
+				struct result r;
+
+				run(base, nzones, zone, passes, utils[u], skew,
+				    (enum smr_cow_gc_policy)pol, &r);
+				if (r.err)
+					printf("| %s | %u%% | %s | %s in the %s | - | - | - | - |\n",
+					       skew ? "hot/cold 90/10" :
+						      "uniform",
+					       utils[u], pname[pol],
+					       strerror(-r.err), r.phase);
+				else
+					printf("| %s | %u%% | %s | %.2f | %.2f | %.2f | %llu | %.1f |\n",
+					       skew ? "hot/cold 90/10" :
+						      "uniform",
+					       utils[u], pname[pol], r.wa,
+					       (double)r.reloc / (double)r.user,
+					       (double)r.meta / (double)r.user,
+					       (unsigned long long)r.zones_cleaned,
+					       r.secs);
+				fflush(stdout);
+			}
+		}
+	}
+	return 0;
+}

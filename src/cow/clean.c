@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * clean.c - the cleaner: the reverse map of data extents, relocation of a
+ * zone's live nodes and data through the COW path, victim selection,
+ * foreground cleaning on ENOSPC and the background thread.
+ *
+ * How a zone is cleaned (docs/design/cleaner.md has the reasoning):
+ *
+ *   1. nodes: every block of the zone that holds a node of ours (magic,
+ *      checksum, address, UUID) is live iff descending its tree by its first
+ *      key to its level reaches its address; a live node is made dirty, so
+ *      the next commit writes it elsewhere;
+ *   2. data: the reverse map names the owner of every extent in the zone;
+ *      the cleaner copies the extent, in bounded chunks and with no engine
+ *      lock held across the I/O, to the relocation stream, records the copy
+ *      in the reverse map, and asks the layer above (the relocation hook) to
+ *      point its item at the copy if it still points at the original;
+ *   3. commit: the moved nodes and items become durable, the originals are
+ *      released; a second commit hands them to the allocator, which counts
+ *      the zone empty, and once that checkpoint is durable resets the zone.
+ *      Neither checkpoint on disk then references the zone.
+ */
+#include "cow/cow_priv.h"
+
+#include <endian.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Data moved per step: bounds the buffer and the time a step takes. */
+#define CLEAN_CHUNK (1024 * 1024ULL)
+/* Reverse-map entries taken per look at the tree. */
+#define CLEAN_BATCH 64
+/* Zone bytes read per step of the node scan. */
+#define SCAN_CHUNK (1024 * 1024ULL)
+
+/* ========================================================================
+ * The reverse map
+ * ======================================================================== */
+
+struct rmap_ent {
+	uint64_t off, len;
+	struct smr_key owner; /* for the byte at off */
+};
+
+static void rmap_key(uint64_t off, struct smr_nkey *k)
+{
+	k->objid = off;
+	k->type = SMR_RMAP_T_EXTENT;
+	k->offset = 0;
+}
+
+static int rmap_decode(const struct smr_nkey *k, const void *v, size_t len,
+		       struct rmap_ent *e)
+{
+	struct smr_rmap_d d;
+
+	if (len != sizeof(d) || k->type != SMR_RMAP_T_EXTENT)
+		return smr_corrupt(k->objid, "reverse map: bad item");
+	memcpy(&d, v, sizeof(d));
+	e->off = k->objid;
+	e->len = le64toh(d.len);
+	e->owner.objid = le64toh(d.owner_objid);
+	e->owner.type = d.owner_type;
+	e->owner.offset = le64toh(d.owner_offset);
+	if (!e->len || e->off + e->len < e->off)
+		return smr_corrupt(k->objid, "reverse map: bad extent");
+	return 0;
+}
+
+static int rmap_put_locked(struct smr_cow *c, const struct rmap_ent *e)
+{
+	struct smr_rmap_d d;
+	struct smr_nkey k;
+
+	memset(&d, 0, sizeof(d));
+	d.len = htole64(e->len);
+	d.owner_objid = htole64(e->owner.objid);
+	d.owner_type = e->owner.type;
+	d.owner_offset = htole64(e->owner.offset);
+	rmap_key(e->off, &k);
+	return smr_bt_modify_locked(c, SMR_TREE_RMAP, &k, &d, sizeof(d),
+				    SMR_BT_PUT);
+}
+
+int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	while (end > off) {
+		struct smr_nkey from, found;
+		uint8_t v[sizeof(struct smr_rmap_d)];
+		size_t vlen = sizeof(v);
+		struct rmap_ent e, piece;
+		uint64_t eend;
+		int rc;
+
+		from.objid = end - 1;
+		from.type = 0xff;
+		from.offset = UINT64_MAX;
+		rc = smr_bt_step_locked(c, SMR_TREE_RMAP, &from, false, &found,
+					v, &vlen);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc)
+			return rc;
+		rc = rmap_decode(&found, v, vlen, &e);
+		if (rc)
+			return rc;
+		eend = e.off + e.len;
+		if (eend <= off)
+			return 0;
+		rc = smr_bt_delete_locked(c, SMR_TREE_RMAP, &found);
+		if (rc)
+			return rc;
+		if (eend > end) {
+			piece = e;
+			piece.off = end;
+			piece.len = eend - end;
+			piece.owner.offset += end - e.off;
+			rc = rmap_put_locked(c, &piece);
+			if (rc)
+				return rc;
+		}
+		if (e.off < off) {
+			piece = e;
+			piece.len = off - e.off;
+			return rmap_put_locked(c, &piece);
+		}
+		end = e.off;
+	}
+	return 0;
+}
+
+int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
+			     uint64_t near, const struct smr_key *owner,
+			     const void *buf, uint64_t len,
+			     struct smr_data_extent *ext, unsigned int max)
+{
+	uint64_t done = 0;
+	int n, rc = 0;
+
+	n = smr_cow_data_write(c, temp, near, buf, len, ext, max);
+	if (n <= 0)
+		return n;
+	pthread_rwlock_wrlock(&c->lock);
+	for (int i = 0; i < n && !rc; i++) {
+		struct rmap_ent e = { .off = ext[i].off, .len = ext[i].len,
+				      .owner = *owner };
+
+		e.owner.offset += done;
+		rc = c->read_only ? -EROFS : rmap_put_locked(c, &e);
+		done += ext[i].len;
+	}
+	if (rc) {
+		/* Nothing references the data: give it back at once. */
+		for (int i = 0; i < n; i++) {
+			smr_rmap_trim_locked(c, ext[i].off, ext[i].len);
+			smr_alloc_free(c->alloc, ext[i].off, ext[i].len);
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc ? rc : n;
+}
+
+void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,
+			       void *arg)
+{
+	/* Not while a pass uses the old hook. */
+	pthread_mutex_lock(&c->clean_lock);
+	c->reloc_fn = fn;
+	c->reloc_arg = arg;
+	pthread_mutex_unlock(&c->clean_lock);
+}
+
+/* ========================================================================
+ * Relocation
+ * ======================================================================== */
+
+/* Give back a copy nobody references (released with the next commit). */
+static int drop_copy(struct smr_cow *c, uint64_t off, uint64_t len)
+{
+	struct smr_txn *t;
+	int rc = smr_txn_begin(c, &t);
+
+	if (rc)
+		return rc;
+	rc = smr_cow_data_free(t, off, len);
+	smr_txn_end(t);
+	return rc;
+}
+
+/*
+ * Move [@off, @off + @len) of reverse-map entry @e (at most CLEAN_CHUNK
+ * bytes) to the relocation stream. 0 (moved or dropped), or an error.
+ */
+static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
+		      uint64_t off, uint64_t len, void *buf, uint64_t *moved)
+{
+	struct smr_alloc_hint hint = { .contiguous = true };
+	struct smr_extent x[16];
+	uint64_t done = 0, total = 0;
+	int n, rc;
+
+	rc = smr_dev_read(c->dev, buf, len, off);
+	if (rc)
+		return rc;
+	n = smr_alloc_write(c->alloc, buf, len, &hint, SMR_STREAM_RELOC, x,
+			    SMR_ARRAY_SIZE(x));
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		total += x[i].len;
+	/* Record the copies before anyone references them, so that a commit
+	 * between here and the hook never leaves referenced data unmapped. */
+	pthread_rwlock_wrlock(&c->lock);
+	rc = c->read_only ? -EROFS : 0;
+	for (int i = 0; i < n && !rc; i++) {
+		struct rmap_ent ne = { .off = x[i].off, .len = x[i].len,
+				       .owner = e->owner };
+
+		ne.owner.offset += off - e->off + done;
+		rc = rmap_put_locked(c, &ne);
+		done += x[i].len;
+	}
+	if (rc) {
+		for (int i = 0; i < n; i++) {
+			smr_rmap_trim_locked(c, x[i].off, x[i].len);
+			smr_alloc_free(c->alloc, x[i].off, x[i].len);
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	if (rc)
+		return rc;
+
+	done = 0;
+	for (int i = 0; i < n; i++) {
+		struct smr_key owner = e->owner;
+		int r = 0;
+
+		owner.offset += off - e->off + done;
+		if (!rc)
+			r = c->reloc_fn(c->reloc_arg, &owner, off + done,
+					x[i].off, x[i].len);
+		if (r < 0 && !rc)
+			rc = r;
+		if (r == 1)
+			*moved += x[i].len;
+		else
+			drop_copy(c, x[i].off, x[i].len);
+		done += x[i].len;
+	}
+	if (!rc && total != len)
+		rc = -ENOSPC;
+	return rc;
+}
+
+/* Move the data of the zone [@zs, @ze) that the reverse map names. */
+static int clean_data(struct smr_cow *c, uint64_t zs, uint64_t ze,
+		      uint64_t *moved)
+{
+	struct rmap_ent *ents;
+	uint64_t pos = zs;
+	void *buf;
+	int rc = 0;
+
+	ents = calloc(CLEAN_BATCH, sizeof(*ents));
+	buf = smr_dev_buf_alloc(CLEAN_CHUNK);
+	if (!ents || !buf) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	while (pos < ze && !rc) {
+		unsigned int n = 0;
+
+		pthread_rwlock_rdlock(&c->lock);
+		while (n < CLEAN_BATCH && pos < ze) {
+			struct smr_nkey from, found;
+			uint8_t v[sizeof(struct smr_rmap_d)];
+			size_t vlen = sizeof(v);
+
+			rmap_key(pos, &from);
+			rc = smr_bt_step_locked(c, SMR_TREE_RMAP, &from, true,
+						&found, v, &vlen);
+			if (rc == -ENOENT || (!rc && found.objid >= ze)) {
+				rc = 0;
+				pos = ze;
+				break;
+			}
+			if (!rc)
+				rc = rmap_decode(&found, v, vlen, &ents[n]);
+			if (rc)
+				break;
+			pos = ents[n].off + ents[n].len;
+			n++;
+		}
+		pthread_rwlock_unlock(&c->lock);
+
+		for (unsigned int i = 0; i < n && !rc; i++) {
+			const struct rmap_ent *e = &ents[i];
+
+			for (uint64_t o = e->off; o < e->off + e->len && !rc;
+			     o += CLEAN_CHUNK) {
+				uint64_t l = SMR_MIN(CLEAN_CHUNK,
+						     e->off + e->len - o);
+
+				rc = move_chunk(c, e, o, l, buf, moved);
+			}
+		}
+	}
+out_free:
+	smr_dev_buf_free(buf);
+	free(ents);
+	return rc;
+}
+
+/* Does @blk at @addr look like one of our nodes? Checked quietly: most
+ * blocks of a data zone are not. */
+static bool node_candidate(struct smr_cow *c, const uint8_t *blk,
+			   uint64_t addr)
+{
+	const struct smr_blk_hdr *h = (const void *)blk;
+
+	return le32toh(h->magic) == smr_node_ops.magic &&
+	       le32toh(h->len) == c->ns && le64toh(h->addr) == addr &&
+	       !memcmp(h->uuid, c->sb.uuid, sizeof(h->uuid)) &&
+	       le64toh(h->owner) >= 1 && le64toh(h->owner) <= SMR_COW_MAX_TREE &&
+	       le64toh(h->csum) == smr_blk_csum(blk, c->ns);
+}
+
+/* Dirty every live node in [@zs, @ze). */
+static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
+		       uint64_t *moved)
+{
+	uint64_t bs = c->info->block_size;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (ze - zs < c->ns)
+		return 0;
+	buf = smr_dev_buf_alloc(SCAN_CHUNK + c->ns);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t cs = zs; cs + c->ns <= ze && !rc; cs += SCAN_CHUNK) {
+		uint64_t rl = SMR_MIN(SCAN_CHUNK + c->ns, ze - cs);
+		uint64_t p;
+
+		rc = smr_dev_read(c->dev, buf, rl, cs);
+		if (rc)
+			break;
+		for (p = 0; p < SCAN_CHUNK && p + c->ns <= rl && !rc; p += bs) {
+			const struct smr_blk_hdr *h = (const void *)(buf + p);
+			struct smr_nkey first;
+			uint16_t level;
+			uint32_t tree;
+
+			if (!node_candidate(c, buf + p, cs + p))
+				continue;
+			tree = (uint32_t)le64toh(h->owner);
+			level = smr_node_level(buf + p);
+			if (!smr_node_nritems(buf + p))
+				continue; /* only an empty root: see below */
+			if (level)
+				smr_int_key(buf + p, 0, &first);
+			else
+				smr_leaf_key(buf + p, 0, &first);
+			pthread_rwlock_wrlock(&c->lock);
+			rc = c->read_only ? -EROFS :
+				smr_bt_relocate_node_locked(c, tree, level,
+							    &first, cs + p);
+			pthread_rwlock_unlock(&c->lock);
+			if (rc == 1) {
+				*moved += c->ns;
+				rc = 0;
+			}
+		}
+	}
+	/* An empty tree's root leaf has no key to descend by. */
+	pthread_rwlock_wrlock(&c->lock);
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
+		struct smr_tree *t = &c->trees[id];
+		struct smr_nkey k = { 0 };
+		uint8_t none[1] = { 0 };
+
+		if (t->addr >= zs && t->addr < ze && !t->nr_items &&
+		    !(t->addr & SMR_TMP_ADDR)) {
+			/* A put and delete of the zero key dirties it. */
+			rc = smr_bt_modify_locked(c, id, &k, none, 0, SMR_BT_PUT);
+			if (!rc)
+				rc = smr_bt_delete_locked(c, id, &k);
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
+static uint64_t now_usecs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Clean one zone; clean_lock held. */
+static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
+{
+	uint64_t zs, ze, moved = 0, t0 = now_usecs();
+	uint8_t cond;
+	int64_t live;
+	int rc;
+
+	if (!c->alloc || !c->info->zoned || zno >= c->info->nr_zones)
+		return -EOPNOTSUPP;
+	if (!c->reloc_fn)
+		return -EOPNOTSUPP;
+	if (smr_cow_is_read_only(c))
+		return -EROFS;
+	zs = smr_dev_zone_start(c->dev, zno);
+	if (zs < c->sb.data_start)
+		return -EINVAL;
+	cond = smr_dev_zone_cond(c->dev, zno);
+	if (cond == SMR_ZONE_COND_FULL || cond == SMR_ZONE_COND_NOT_WP)
+		ze = zs + smr_dev_zone_cap(c->dev, zno);
+	else if (cond == SMR_ZONE_COND_EMPTY)
+		return 0;
+	else
+		return -EBUSY;
+	c->gc.gc_runs++;
+	live = smr_alloc_zone_live(c->alloc, zno);
+	if (live < 0)
+		return (int)live;
+	if (live) {
+		rc = clean_data(c, zs, ze, &moved);
+		if (!rc)
+			rc = clean_nodes(c, zs, ze, &moved);
+		if (rc)
+			goto out;
+	}
+	/* First commit: the copies and the new references; the originals
+	 * are released. Second: the originals go back to the allocator,
+	 * which resets the zone once that checkpoint is durable. */
+	rc = smr_cow_commit_now(c);
+	if (!rc)
+		rc = smr_cow_commit_now(c);
+	if (rc)
+		goto out;
+	live = smr_alloc_zone_live(c->alloc, zno);
+	if (live < 0) {
+		rc = (int)live;
+	} else if (live) {
+		rc = -EAGAIN;
+	} else {
+		c->gc.gc_zones++;
+		rc = 0;
+	}
+out:
+	c->gc.gc_usecs += now_usecs() - t0;
+	return rc;
+}
+
+int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->clean_lock);
+	rc = clean_zone_locked(c, zno);
+	pthread_mutex_unlock(&c->clean_lock);
+	return rc;
+}
+
+static enum smr_gc_policy alloc_policy(enum smr_cow_gc_policy p)
+{
+	return p == SMR_COW_GC_GREEDY ? SMR_GC_GREEDY : SMR_GC_COST_BENEFIT;
+}
+
+int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
+		  unsigned int max_zones)
+{
+	unsigned int done = 0, tries = 0;
+	int rc = 0;
+
+	if (!c->alloc || !c->info->zoned)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&c->clean_lock);
+	/* Attempts are bounded too: a zone that keeps live data it cannot
+	 * move (-EAGAIN) would otherwise be picked forever. */
+	while (done < max_zones && tries < 2 * max_zones + 2) {
+		uint32_t zno;
+
+		tries++;
+		rc = smr_alloc_gc_pick(c->alloc, alloc_policy(policy), &zno);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		rc = clean_zone_locked(c, zno);
+		if (rc == -EAGAIN || rc == -EBUSY) {
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		done++;
+	}
+	pthread_mutex_unlock(&c->clean_lock);
+	return rc ? rc : (int)done;
+}
+
+/* Free zones a data stream can take now. */
+static uint64_t free_zones(struct smr_cow *c)
+{
+	struct smr_space sp;
+	uint64_t zl = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1);
+
+	smr_alloc_space(c->alloc, &sp);
+	return zl ? sp.free / zl : 0;
+}
+
+int smr_cow_clean_for_space(struct smr_cow *c)
+{
+	struct smr_space sp;
+	int rc;
+
+	if (!c->alloc || !c->info->zoned)
+		return -ENOSPC;
+	/* What the last commits released may be enough. */
+	smr_alloc_space(c->alloc, &sp);
+	if (sp.reclaimable == 0)
+		return -ENOSPC;
+	rc = smr_cow_commit_now(c);
+	if (!rc)
+		rc = smr_cow_commit_now(c);
+	if (rc)
+		return rc;
+	/* What is free may be only the tail of the open zone, too short for
+	 * the write: clean until a whole zone is free beyond it. */
+	if (free_zones(c) >= 2)
+		return 0;
+	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, 4);
+	if (rc < 0)
+		return rc == -EOPNOTSUPP ? -ENOSPC : rc;
+	return rc > 0 || free_zones(c) >= 2 ? 0 : -ENOSPC;
+}
+
+void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
+{
+	struct smr_alloc_stats as = { 0 };
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&c->clean_lock);
+	st->gc_runs = c->gc.gc_runs;
+	st->gc_zones = c->gc.gc_zones;
+	st->gc_usecs = c->gc.gc_usecs;
+	pthread_mutex_unlock(&c->clean_lock);
+	if (!c->alloc)
+		return;
+	smr_alloc_stats(c->alloc, &as);
+	st->user_bytes = as.bytes_allocated[SMR_STREAM_HOT] +
+			 as.bytes_allocated[SMR_STREAM_COLD];
+	st->reloc_bytes = as.bytes_allocated[SMR_STREAM_RELOC];
+	st->meta_bytes = as.bytes_allocated[SMR_STREAM_META];
+	st->device_bytes = st->user_bytes + st->reloc_bytes + st->meta_bytes;
+	st->zones_reset = as.zones_reset;
+}
+
+/* ========================================================================
+ * The background thread
+ * ======================================================================== */
+
+static void *gc_main(void *arg)
+{
+	struct smr_cow *c = arg;
+	unsigned int low = c->opts.gc_low ? c->opts.gc_low : 4;
+	unsigned int high = c->opts.gc_high > low ? c->opts.gc_high : low + 4;
+	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ?
+				     SMR_COW_GC_GREEDY : SMR_COW_GC_COST_BENEFIT;
+	bool active = false;
+
+	pthread_mutex_lock(&c->txn_lock);
+	while (!c->gc_stop) {
+		uint64_t fz;
+		int rc;
+
+		if (c->read_only)
+			break;
+		pthread_mutex_unlock(&c->txn_lock);
+		fz = free_zones(c);
+		if (fz < low)
+			active = true;
+		else if (fz > high)
+			active = false;
+		rc = 0;
+		if (active)
+			/* Greedy when space runs really low. */
+			rc = smr_cow_clean(c, fz < low / 2 + 1 ?
+					   SMR_COW_GC_GREEDY : pol, 1);
+		pthread_mutex_lock(&c->txn_lock);
+		if (c->gc_stop)
+			break;
+		if (!active || rc <= 0) {
+			/* Woken by a commit (or after a second). */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&c->gc_cond, &c->txn_lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&c->txn_lock);
+	return NULL;
+}
+
+int smr_cow_gc_start(struct smr_cow *c)
+{
+	int rc;
+
+	if (c->opts.read_only || c->opts.gc_off || !c->alloc ||
+	    !c->info->zoned)
+		return 0;
+	rc = pthread_create(&c->gc_thread, NULL, gc_main, c);
+	if (rc)
+		return -rc;
+	c->gc_running = true;
+	return 0;
+}
+
+void smr_cow_gc_stop(struct smr_cow *c)
+{
+	if (!c->gc_running)
+		return;
+	pthread_mutex_lock(&c->txn_lock);
+	c->gc_stop = true;
+	pthread_cond_broadcast(&c->gc_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+	pthread_join(c->gc_thread, NULL);
+	c->gc_running = false;
+}
