@@ -8,10 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_TMPDIRS 64
-
-static char *tmpdirs[MAX_TMPDIRS];
-static int nr_tmpdirs;
+static char **tmpdirs;
+static int nr_tmpdirs, max_tmpdirs;
 
 static int rm_one(const char *path, const struct stat *st, int flag,
 		  struct FTW *ftw)
@@ -36,6 +34,9 @@ static void cleanup_tmpdirs(void)
 			smr_test_rmtree(d);
 		free(d);
 	}
+	free(tmpdirs);
+	tmpdirs = NULL;
+	max_tmpdirs = 0;
 }
 
 const char *smr_test_tmpdir(const char *tag)
@@ -43,8 +44,15 @@ const char *smr_test_tmpdir(const char *tag)
 	const char *base = getenv("TMPDIR");
 	char *path;
 
-	if (nr_tmpdirs == MAX_TMPDIRS)
-		abort();
+	if (nr_tmpdirs == max_tmpdirs) {
+		int max = max_tmpdirs ? 2 * max_tmpdirs : 64;
+		char **more = realloc(tmpdirs, max * sizeof(*more));
+
+		if (!more)
+			abort();
+		tmpdirs = more;
+		max_tmpdirs = max;
+	}
 	if (!base || !*base)
 		base = "/tmp";
 	if (asprintf(&path, "%s/smrfs-%s-XXXXXX", base, tag) < 0)
