@@ -623,8 +623,8 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 {
 	struct ns_inode in;
 	struct smr_txn *t;
-	uint64_t done = 0;
-	int rc, rc2;
+	uint64_t done = 0, total = 0;
+	int rc, rc2, tries = 0;
 
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
 		return -EFBIG;
@@ -632,6 +632,8 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_write_aligned(ns, cr, ino, off, buf, size, &done);
 		goto out;
 	}
+retry:
+	done = 0;
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_get_writable(ns, ino, &in);
 	if (rc || size == 0)
@@ -639,15 +641,23 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = smr_txn_begin(ns->cow, &t);
 	if (rc)
 		goto out_unlock;
-	rc = ns_write_locked(ns, t, &in, off, buf, size, &done);
+	rc = ns_write_locked(ns, t, &in, off + total,
+			     (const uint8_t *)buf + total, size - total, &done);
 	if (done)
-		ns_wrote(cr, &in, off + done);
+		ns_wrote(cr, &in, off + total + done);
 	rc2 = ns_inode_put(ns, t, &in);
 	if (!rc)
 		rc = rc2;
 	smr_txn_end(t);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
+	total += done;
+	/* Out of space with dead space about: clean (without the namespace
+	 * lock and the transaction, which cleaning needs) and go on. */
+	if (rc == -ENOSPC && total < size && tries++ < 8 &&
+	    !smr_cow_clean_for_space(ns->cow))
+		goto retry;
+	done = total;
 out:
 	if (done && (rc == 0 || done < size))
 		return (ssize_t)done;
