@@ -466,7 +466,10 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	*done = 0;
 	e = malloc(2 * sizeof(*e));
-	wbuf = smr_cow_buf_alloc(maxp);
+	/* No piece is longer than the write's blocks: a small write must not
+	 * allocate and zero a whole piece's buffer. */
+	wbuf = smr_cow_buf_alloc(SMR_MIN(maxp, SMR_ROUND_UP(end, bs) -
+					       SMR_ROUND_DOWN(off, bs)));
 	if (!e || !wbuf) {
 		rc = -ENOMEM;
 		goto out_free;
