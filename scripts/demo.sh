@@ -28,10 +28,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 step() { printf '\n== %s\n' "$*"; }
-zones_used() {
-	"$ctl" zloop report "$zdir" | awk '/zcond/ && !/zcond: *1\(/ && /SEQ/ {n++} END {print n+0}'
-}
-
 step "A zoned loop directory: 2 GiB of 64 MiB zones, 2 conventional, at most 16 open"
 "$ctl" zloop create "$zdir" --capacity 2G --zone-size 64M --conv-zones 2 \
 	--max-open 16
@@ -73,7 +69,8 @@ echo "  all files identical"
 
 step "Figures"
 df -h "$mnt"
-echo "  sequential zones in use: $(zones_used) of $("$ctl" zloop report "$zdir" | grep -c SEQ)"
+"$ctl" stat "$mnt"
+"$ctl" zones "$mnt"
 
 step "Unmount, mount again, verify again"
 fusermount3 -u "$mnt"
