@@ -207,6 +207,24 @@ static int ns_get_dir(struct smr_ns *ns, uint64_t ino, struct ns_inode *dir)
 	return 0;
 }
 
+/* The directory @parent, to which @name may be added: -EEXIST when the name
+ * is taken (or is "." or ".."), else ns_get_dir()'s errors. */
+static int ns_get_dir_for_new(struct smr_ns *ns, uint64_t parent,
+			      const char *name, struct ns_inode *dir)
+{
+	struct ns_dent de;
+	int rc = ns_get_dir(ns, parent, dir);
+
+	if (rc)
+		return rc;
+	if (ns_is_dot(name))
+		return -EEXIST;
+	rc = ns_dirent_find(ns, parent, name, &de);
+	if (rc == 0)
+		return -EEXIST;
+	return rc == -ENOENT ? 0 : rc;
+}
+
 /* Sticky directories: only root, the directory's or the entry's owner. */
 static int ns_sticky_ok(const struct smr_ns_cred *cr,
 			const struct ns_inode *dir, const struct ns_inode *ip)
@@ -292,7 +310,6 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		   bool open, struct smr_ns_attr *attr)
 {
 	struct ns_inode dir, in;
-	struct ns_dent de;
 	struct smr_txn *t;
 	struct ns_ref *r = NULL;
 	int64_t now = ns_now();
@@ -303,17 +320,8 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&ns->lock);
-	rc = ns_get_dir(ns, parent, &dir);
+	rc = ns_get_dir_for_new(ns, parent, name, &dir);
 	if (rc)
-		goto out_unlock;
-	if (ns_is_dot(name)) {
-		rc = -EEXIST;
-		goto out_unlock;
-	}
-	rc = ns_dirent_find(ns, parent, name, &de);
-	if (rc == 0)
-		rc = -EEXIST;
-	if (rc != -ENOENT)
 		goto out_unlock;
 	if (S_ISDIR(nw->mode) && dir.nlink >= SMR_NS_LINK_MAX) {
 		rc = -EMLINK;
@@ -498,7 +506,6 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 		const char *newname, struct smr_ns_attr *attr)
 {
 	struct ns_inode dir, in;
-	struct ns_dent de;
 	struct smr_txn *t;
 	int64_t now = ns_now();
 	int rc;
@@ -522,17 +529,8 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 		rc = -EMLINK;
 		goto out_unlock;
 	}
-	rc = ns_get_dir(ns, newparent, &dir);
+	rc = ns_get_dir_for_new(ns, newparent, newname, &dir);
 	if (rc)
-		goto out_unlock;
-	if (ns_is_dot(newname)) {
-		rc = -EEXIST;
-		goto out_unlock;
-	}
-	rc = ns_dirent_find(ns, newparent, newname, &de);
-	if (rc == 0)
-		rc = -EEXIST;
-	if (rc != -ENOENT)
 		goto out_unlock;
 	rc = smr_txn_begin(ns->cow, &t);
 	if (rc)
