@@ -537,7 +537,13 @@ int main(int argc, char **argv)
 		report_status(&status_fd, 0);
 		detach_stdio();
 	}
-	smr_info("%s mounted on %s%s", mo.dev, mo.mnt, mo.ro ? " read-only" : "");
+	{
+		struct smr_cow_info ci;
+
+		smr_cow_info(fs.cow, &ci);
+		smr_info("%s mounted on %s%s; %s", mo.dev, mo.mnt,
+			 mo.ro ? " read-only" : "", ci.alloc_why);
+	}
 	rc = fuse_session_loop_mt(se, &cfg);
 	fuse_session_unmount(se);
 	ret = rc < 0 ? 1 : 0;
