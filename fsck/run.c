@@ -112,59 +112,54 @@ static int fk_grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+/* bsearch() comparators: the walk's arrays are in key order, as the tree
+ * iteration filled them. A key is one or two u64s. */
+static int fk_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int fk_inode_cmp(const void *key, const void *elt)
+{
+	return fk_cmp_u64(*(const uint64_t *)key,
+			  ((const struct fk_inode *)elt)->ino);
+}
+
+static int fk_index_cmp(const void *key, const void *elt)
+{
+	const uint64_t *k = key;
+	const struct fk_index *x = elt;
+
+	return fk_cmp_u64(k[0], x->dir) ?: fk_cmp_u64(k[1], x->seq);
+}
+
+static int fk_entry_cmp(const void *key, const void *elt)
+{
+	const uint64_t *k = key;
+	const struct fk_entry *e = elt;
+
+	return fk_cmp_u64(k[0], e->dir) ?: fk_cmp_u64(k[1], e->hkey);
+}
+
 static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
 {
-	size_t lo = 0, hi = w->nin;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (w->in[mid].ino == ino)
-			return &w->in[mid];
-		if (w->in[mid].ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return bsearch(&ino, w->in, w->nin, sizeof(*w->in), fk_inode_cmp);
 }
 
 static const struct fk_index *fk_find_index(const struct fk_walk *w,
 					    uint64_t dir, uint64_t seq)
 {
-	size_t lo = 0, hi = w->nix;
+	const uint64_t key[2] = { dir, seq };
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct fk_index *x = &w->ix[mid];
-
-		if (x->dir == dir && x->seq == seq)
-			return x;
-		if (x->dir < dir || (x->dir == dir && x->seq < seq))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return bsearch(key, w->ix, w->nix, sizeof(*w->ix), fk_index_cmp);
 }
 
 static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
 					    uint64_t dir, uint64_t hkey)
 {
-	size_t lo = 0, hi = w->nen;
+	const uint64_t key[2] = { dir, hkey };
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct fk_entry *e = &w->en[mid];
-
-		if (e->dir == dir && e->hkey == hkey)
-			return e;
-		if (e->dir < dir || (e->dir == dir && e->hkey < hkey))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return bsearch(key, w->en, w->nen, sizeof(*w->en), fk_entry_cmp);
 }
 
 static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
