@@ -57,6 +57,17 @@ static void fx_close(struct fx *f)
 	f->dev = NULL;
 }
 
+/* Open the engine on a formatted f->path and make the namespace. */
+static void fx_open_mkfs(struct fx *f)
+{
+	struct smr_cow_opts o = { .gc_off = true };
+
+	SMR_ASSERT_OK(smr_dev_open(f->path, NULL, &f->dev));
+	SMR_ASSERT_OK(smr_cow_open(f->dev, &o, &f->cow));
+	SMR_ASSERT_OK(smr_ns_mkfs(f->cow, &cr));
+	SMR_ASSERT_OK(smr_ns_open(f->cow, NULL, &f->ns));
+}
+
 static void fx_new(struct fx *f, const char *tag)
 {
 	static unsigned int n;
@@ -72,14 +83,7 @@ static void fx_new(struct fx *f, const char *tag)
 	SMR_ASSERT_OK(smr_dev_open(f->path, NULL, &f->dev));
 	SMR_ASSERT_OK(smr_cow_format(f->dev, NULL, NULL));
 	SMR_ASSERT_OK(smr_dev_close(f->dev));
-	{
-		struct smr_cow_opts o = { .gc_off = true };
-
-		SMR_ASSERT_OK(smr_dev_open(f->path, NULL, &f->dev));
-		SMR_ASSERT_OK(smr_cow_open(f->dev, &o, &f->cow));
-		SMR_ASSERT_OK(smr_ns_mkfs(f->cow, &cr));
-		SMR_ASSERT_OK(smr_ns_open(f->cow, NULL, &f->ns));
-	}
+	fx_open_mkfs(f);
 }
 
 static void pattern(uint8_t *buf, size_t len, uint64_t seed)
@@ -796,8 +800,49 @@ static void test_unaligned_full(void)
 	free(buf);
 }
 
+/*
+ * On a device that needs no cleaning (a regular file: the flash module), a
+ * write that meets ENOSPC right after a delete gets the space by committing,
+ * without the caller syncing first.
+ */
+static void test_file_refill(void)
+{
+	enum { CHUNK = 1024 * 1024 };
+	uint8_t *buf = malloc(CHUNK);
+	uint64_t a, b, filled = 0, refilled = 0;
+	struct fx f;
+	int fd;
+
+	snprintf(f.path, sizeof(f.path), "%s/img", smr_test_tmpdir("frefill"));
+	fd = open(f.path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(ftruncate(fd, 64 * SMR_MIB) == 0);
+	close(fd);
+	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
+	SMR_ASSERT_OK(smr_cow_format(f.dev, NULL, NULL));
+	SMR_ASSERT_OK(smr_dev_close(f.dev));
+	fx_open_mkfs(&f);
+
+	a = mkfile(&f, "a");
+	pattern(buf, CHUNK, 1);
+	while (write_file(&f, a, filled, buf, CHUNK) == 0)
+		filled += CHUNK;
+	CU_ASSERT(filled >= 32 * SMR_MIB);
+	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "a"));
+	/* No sync: the write path has to get the space back itself. */
+	b = mkfile(&f, "b");
+	while (refilled < filled && write_file(&f, b, refilled, buf, CHUNK) == 0)
+		refilled += CHUNK;
+	CU_ASSERT_EQUAL(refilled, filled);
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	audit(&f);
+	fx_close(&f);
+	free(buf);
+}
+
 static const struct smr_test tests[] = {
 	{ "clean_zone", test_clean_zone },
+	{ "file_refill", test_file_refill },
 	{ "stale_move", test_stale_move },
 	{ "fill_delete_refill", test_fill_delete },
 	{ "metamorphic", test_metamorphic },

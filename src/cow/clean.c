@@ -524,19 +524,31 @@ static uint64_t free_zones(struct smr_cow *c)
 int smr_cow_clean_for_space(struct smr_cow *c)
 {
 	struct smr_space sp;
+	bool released;
+	uint64_t before;
 	int rc;
 
-	if (!c->alloc || !c->info->zoned)
+	if (!c->alloc)
 		return -ENOSPC;
-	/* What the last commits released may be enough. */
+	/* Space freed in the running transaction or by the newest checkpoint
+	 * reaches the allocator only with the next two commits. */
+	pthread_rwlock_rdlock(&c->lock);
+	released = c->free_cur.n || c->free_prev.n;
+	pthread_rwlock_unlock(&c->lock);
 	smr_alloc_space(c->alloc, &sp);
-	if (sp.reclaimable == 0)
+	if (sp.reclaimable == 0 && !released)
 		return -ENOSPC;
+	before = sp.free;
 	rc = smr_cow_commit_now(c);
 	if (!rc)
 		rc = smr_cow_commit_now(c);
 	if (rc)
 		return rc;
+	if (!c->info->zoned) {
+		/* No cleaning here: the commits were all it takes. */
+		smr_alloc_space(c->alloc, &sp);
+		return sp.free > before ? 0 : -ENOSPC;
+	}
 	/* What is free may be only the tail of the open zone, too short for
 	 * the write: clean until a whole zone is free beyond it. */
 	if (free_zones(c) >= 2)

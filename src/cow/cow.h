@@ -366,8 +366,9 @@ int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 
 /*
  * Foreground cleaning: a data write got -ENOSPC. If dead space exists,
- * clean greedily until a data write can have a zone again. Returns 0 when
- * the caller should retry, -ENOSPC when nothing could be reclaimed. Same
+ * commit twice so that what was freed reaches the allocator, and on a zoned
+ * device clean greedily until a data write can have a zone again. Returns 0
+ * when the caller should retry, -ENOSPC when nothing could be reclaimed. Same
  * calling rules as smr_cow_clean_zone.
  */
 int smr_cow_clean_for_space(struct smr_cow *c);
