@@ -868,6 +868,15 @@ static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
 	f->unfixable += unfixable;
 }
 
+/* A check could not run to its end: one problem, not repairable, and no
+ * commit at all. @what says what failed. */
+static void fk_fatal(struct fk_found *f, const char *what, int rc)
+{
+	smr_err("%s: %s", what, strerror(-rc));
+	fk_count(f, 1, 1);
+	f->fatal = true;
+}
+
 /*
  * One full check of the filesystem on @dev: everything but the superblock
  * pass, with the engine read-only. Fills @r's counts and @f.
@@ -887,11 +896,11 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 
 	rc = smr_cow_open(dev, &co, &cow);
 	if (rc) {
-		smr_err("cannot open the filesystem: %s", strerror(-rc));
-		if (rc == -ENOMEM || rc == -EIO)
+		if (rc == -ENOMEM || rc == -EIO) {
+			smr_err("cannot open the filesystem: %s", strerror(-rc));
 			return rc;
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		}
+		fk_fatal(f, "cannot open the filesystem", rc);
 		return 0;
 	}
 	smr_cow_info(cow, &info);
@@ -901,31 +910,23 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	/* The trees' structure: a damaged node stops everything above. */
 	rc = smr_cow_check(cow);
 	if (rc) {
-		smr_err("B-tree check failed: %s (not repairable)", strerror(-rc));
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
 	}
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc) {
-		smr_err("cannot open the namespace: %s", strerror(-rc));
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		fk_fatal(f, "cannot open the namespace", rc);
 		goto out_cow;
 	}
 	rc = smr_ns_check(ns, &nsp);
 	smr_ns_close(ns);
 	if (rc && rc != -SMR_EFSCORRUPTED) {
-		smr_err("namespace check failed: %s", strerror(-rc));
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		fk_fatal(f, "namespace check failed", rc);
 		goto out_cow;
 	}
 	rc = fk_walk(cow, scrub, &w);
 	if (rc) {
-		smr_err("walking the namespace failed: %s", strerror(-rc));
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		fk_fatal(f, "walking the namespace failed", rc);
 		goto out_walk;
 	}
 	r->inodes = w.nin;
@@ -950,9 +951,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 
 	rc = smr_cow_check_space(cow, w.ext, w.next, false, &sc);
 	if (rc) {
-		smr_err("space audit failed: %s", strerror(-rc));
-		fk_count(f, 1, 1);
-		f->fatal = true;
+		fk_fatal(f, "space audit failed", rc);
 		goto out_walk;
 	}
 	r->nodes = sc.nodes;
