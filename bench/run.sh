@@ -64,9 +64,9 @@ else
 fi
 BIG_ZONES=95836 BIG_ZONE_SIZE=256M
 
-# passthrough_ll holds a descriptor for every inode the kernel knows, and
-# the zoned loop backend one for every zone: take as many as we may, and
-# make the one-directory test fit if the limit is still too low for it.
+# passthrough_ll holds a descriptor for every inode the kernel knows: take
+# as many as we may, and make the one-directory test fit if the limit is
+# still too low for it.
 ulimit -n 1100000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if [ $((NFILES + 2048)) -gt "$(ulimit -n)" ]; then
 	echo "run.sh: the open file limit is $(ulimit -n): the metadata" \
@@ -362,19 +362,6 @@ if want zones; then
 		--zone-size $BIG_ZONE_SIZE >/dev/null
 	t1=$(date +%s.%N)
 	record big-zloop-create smrfs "$(echo "$t0 $t1" | awk '{ printf "%.3f", $2 - $1 }')" s lo
-	# The zoned loop backend holds a file descriptor for each zone: raise
-	# the limit, or fall back to as many zones as the limit allows.
-	if ! ulimit -n $((BIG_ZONES + 4096)) 2>/dev/null; then
-		n=$(( $(ulimit -n) - 1024 ))
-		echo "run.sh: cannot raise the open file limit to" \
-			"$((BIG_ZONES + 4096)) (it is $(ulimit -n));" \
-			"mkfs and mount with $n zones instead of $BIG_ZONES" >&2
-		BIG_ZONES=$n
-		rm -rf "$WORK/zl-big"
-		"$CTL" zloop create "$WORK/zl-big" --preset smr \
-			--capacity $((BIG_ZONES * ${BIG_ZONE_SIZE%M}))M \
-			--zone-size $BIG_ZONE_SIZE >/dev/null
-	fi
 	record big-zones smrfs $BIG_ZONES zones hi
 	t0=$(date +%s.%N)
 	if "$MKFS" "$WORK/zl-big" >/dev/null; then

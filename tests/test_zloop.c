@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -688,6 +690,78 @@ static void test_small_blocks(void)
 	smr_dev_buf_free(r);
 }
 
+
+/* Descriptors this process has open. */
+static unsigned int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned int n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own */
+}
+
+/*
+ * More zones than the open file limit allows descriptors: zone files are
+ * opened on demand and only a bounded number stays open, also when one
+ * batch writes to every zone at once (more zones than the cache holds).
+ */
+static void test_fd_cache(void)
+{
+	const uint32_t nr = 300;
+	const char *dir = mkzloop("zl-fds", nr, 2, 0, 0, 0, NULL);
+	struct smr_io *ios = calloc(nr, sizeof(*ios));
+	uint8_t *w = smr_dev_buf_alloc(nr * BS);
+	uint8_t *r = smr_dev_buf_alloc(BS);
+	struct rlimit old, low;
+	struct smr_dev *dev;
+	unsigned int base;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ios);
+	SMR_ASSERT_OK(getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = 128; /* the cache keeps at most a quarter: 32 */
+	SMR_ASSERT_OK(setrlimit(RLIMIT_NOFILE, &low));
+	base = open_fds();
+	dev = open_dev(dir);
+	CU_ASSERT(open_fds() <= base + 2 + 2);
+
+	/* One write per zone in one batch (io_uring), then one at a time. */
+	for (uint32_t z = 0; z < nr; z++) {
+		fill(w + z * BS, BS, z);
+		ios[z] = (struct smr_io){ SMR_IO_WRITE, w + z * BS, BS,
+					  (uint64_t)z * ZS, 1 };
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, ios, nr));
+	CU_ASSERT(open_fds() <= base + 40);
+	for (uint32_t z = 0; z < nr; z++)
+		SMR_ASSERT_OK(smr_dev_write(dev, w + z * BS, BS,
+					    (uint64_t)z * ZS + BS));
+	CU_ASSERT(open_fds() <= base + 40);
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	for (uint32_t z = nr; z-- > 0;) {
+		SMR_ASSERT_OK(smr_dev_read(dev, r, BS,
+					   (uint64_t)z * ZS + (z & 1) * BS));
+		CU_ASSERT_EQUAL(memcmp(r, w + z * BS, BS), 0);
+	}
+	SMR_ASSERT_OK(smr_dev_zone_finish(dev, nr - 1));
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 2));
+	CU_ASSERT(open_fds() <= base + 40);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	CU_ASSERT_EQUAL(open_fds(), base);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000002"), 0);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000299"), (long long)ZS);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000150"), 2 * BS);
+
+	SMR_ASSERT_OK(setrlimit(RLIMIT_NOFILE, &old));
+	smr_dev_buf_free(w);
+	smr_dev_buf_free(r);
+	free(ios);
+}
+
 static const struct smr_test zloop_tests[] = {
 	{ "layout_and_geometry", test_layout_and_geometry },
 	{ "seq_write_read", test_seq_write_read },
@@ -701,6 +775,7 @@ static const struct smr_test zloop_tests[] = {
 	{ "submit_order", test_submit_sync_order },
 	{ "unchecked", test_unchecked },
 	{ "small_blocks", test_small_blocks },
+	{ "fd_cache", test_fd_cache },
 	{ NULL, NULL },
 };
 

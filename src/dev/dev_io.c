@@ -55,6 +55,7 @@ struct piece {
 	unsigned int nmemb; /* 1 unless merged */
 	struct piece *memb; /* next member */
 	struct iovec *iov;  /* nmemb entries, for a merged head */
+	int fd;             /* while on the ring: the io_target descriptor */
 };
 
 /* The writes of one sequential zone in this batch. */
@@ -294,6 +295,13 @@ static void unmerge(struct batch *b, struct piece *p)
 	p->total = p->len = p->own;
 }
 
+/* The descriptor of @p's last issue is no longer in use. */
+static void piece_release(struct batch *b, struct piece *p)
+{
+	if (b->dev->ops->io_release)
+		b->dev->ops->io_release(b->dev, p->off, p->fd);
+}
+
 /*
  * Put piece @p on the ring. Returns 0 when queued or finished, or
  * SMR_ZC_BUSY_RETRY when it must wait for a zone held by another thread.
@@ -338,9 +346,11 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 		piece_sync(b, p);
 		return 0;
 	}
+	p->fd = fd;
 	sqe = io_uring_get_sqe(b->ring);
 	if (!sqe) {
 		/* Cannot happen: at most SMR_RING_DEPTH in flight. */
+		piece_release(b, p);
 		piece_sync(b, p);
 		return 0;
 	}
@@ -363,6 +373,7 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 static void piece_complete(struct batch *b, struct piece *p, int res)
 {
 	b->inflight--;
+	piece_release(b, p);
 	if (res == -EINTR || res == -EAGAIN) {
 		ready_push(b, p);
 		return;

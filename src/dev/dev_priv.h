@@ -126,10 +126,18 @@ struct smr_dev_backend_ops {
 	 * it, so that dev.c can run the I/O itself through io_uring. The range
 	 * is within one zone (zoned) as for read/write. NULL, or -EOPNOTSUPP,
 	 * means "use read/write" (stacking backends, which must see every
-	 * request). The fd stays valid until close.
+	 * request). The fd stays valid until io_release() is called for it
+	 * (or until close, if io_release is NULL).
 	 */
 	int (*io_target)(struct smr_dev *dev, uint64_t off, size_t len,
 			 int *fd, uint64_t *file_off);
+
+	/*
+	 * The I/O at @off through @fd, which io_target() gave, is over: the
+	 * backend may close @fd. Called once per successful io_target().
+	 * NULL = descriptors live until close.
+	 */
+	void (*io_release)(struct smr_dev *dev, uint64_t off, int fd);
 };
 
 /*

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,16 +30,45 @@
 
 #define ZLOOP_PARAMS "zloop.params"
 #define ZLOOP_MAX_ZONES (1U << 24)
+/* Most zone files kept open at once (fewer under a low open file limit). */
+#define ZL_FD_MAX 1024
+#define ZL_NONE UINT32_MAX
+
+/*
+ * A cached zone file descriptor. Slots form a list in order of use, most
+ * recent first; a pinned slot (an I/O through it is running or queued on a
+ * ring) is never closed.
+ */
+struct zl_fd {
+	int fd;
+	uint32_t zno;
+	uint32_t pins;
+	uint32_t prev, next; /* the use list, ZL_NONE at its ends */
+};
 
 struct zloop {
 	int dirfd;             /* the directory, holds the flock */
+	int oflags;            /* O_RDONLY or O_RDWR */
 	uint32_t nr_zones;
 	uint32_t nr_cnv;
 	uint64_t zone_size;
 	uint64_t zone_cap;
 	uint32_t zone_shift;
-	int *fds;              /* one per zone */
 	unsigned long *dirty;  /* zones written since the last flush */
+
+	/*
+	 * Descriptor cache: a directory may hold far more zones than the
+	 * process may open files (95,836 zones of a 23 TiB SMR disk against
+	 * a limit of 20,000), so a zone file is opened on first use and kept
+	 * in one of at most fd_max slots, the least recently used unpinned
+	 * one giving way. When every slot is pinned, an I/O gets a descriptor
+	 * of its own, closed when it is over. Protected by fd_lock.
+	 */
+	pthread_mutex_t fd_lock;
+	uint32_t *slot_of;     /* per zone: its slot, or ZL_NONE */
+	struct zl_fd *slots;
+	uint32_t fd_max, fd_used;
+	uint32_t mru, lru;     /* ends of the use list */
 };
 
 /* ------------------------------------------------------------------------
@@ -328,15 +358,158 @@ static void zl_mark_dirty(struct zloop *zl, uint32_t zno)
 			  __ATOMIC_RELAXED);
 }
 
+/* ------------------------------------------------------------------------
+ * The descriptor cache
+ * ------------------------------------------------------------------------ */
+
+static void fd_unlink(struct zloop *zl, uint32_t s)
+{
+	struct zl_fd *f = &zl->slots[s];
+
+	if (f->prev != ZL_NONE)
+		zl->slots[f->prev].next = f->next;
+	else
+		zl->mru = f->next;
+	if (f->next != ZL_NONE)
+		zl->slots[f->next].prev = f->prev;
+	else
+		zl->lru = f->prev;
+}
+
+static void fd_push_mru(struct zloop *zl, uint32_t s)
+{
+	struct zl_fd *f = &zl->slots[s];
+
+	f->prev = ZL_NONE;
+	f->next = zl->mru;
+	if (zl->mru != ZL_NONE)
+		zl->slots[zl->mru].prev = s;
+	else
+		zl->lru = s;
+	zl->mru = s;
+}
+
+static int zl_open_zone(struct zloop *zl, uint32_t zno)
+{
+	char name[32];
+	int fd;
+
+	zone_name(name, sizeof(name), zno, zno < zl->nr_cnv);
+	fd = openat(zl->dirfd, name, zl->oflags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* A slot to reuse: a free one, else the least recently used unpinned one
+ * (its descriptor closed), else ZL_NONE. */
+static uint32_t fd_victim(struct zloop *zl)
+{
+	uint32_t s;
+
+	if (zl->fd_used < zl->fd_max)
+		return zl->fd_used++;
+	for (s = zl->lru; s != ZL_NONE; s = zl->slots[s].prev)
+		if (!zl->slots[s].pins)
+			break;
+	if (s == ZL_NONE)
+		return ZL_NONE;
+	fd_unlink(zl, s);
+	close(zl->slots[s].fd);
+	zl->slot_of[zl->slots[s].zno] = ZL_NONE;
+	return s;
+}
+
+/*
+ * A descriptor of zone @zno, pinned until zl_fd_put(): >= 0, or a negative
+ * errno if the zone file cannot be opened. When every slot is pinned, the
+ * caller gets a descriptor of its own if @may_own, else -EAGAIN: I/O on a
+ * ring may hold many descriptors at once, and must not hold more than the
+ * cache's.
+ */
+static int zl_fd_get(struct zloop *zl, uint32_t zno, bool may_own)
+{
+	uint32_t s;
+	int fd;
+
+	pthread_mutex_lock(&zl->fd_lock);
+	s = zl->slot_of[zno];
+	if (s != ZL_NONE) {
+		fd_unlink(zl, s);
+		goto out_pin;
+	}
+	fd = zl_open_zone(zl, zno);
+	if (fd < 0)
+		goto out_unlock;
+	s = fd_victim(zl);
+	if (s == ZL_NONE) {
+		/* All pinned: the descriptor is this one I/O's own. */
+		if (!may_own) {
+			close(fd);
+			fd = -EAGAIN;
+		}
+		goto out_unlock;
+	}
+	zl->slots[s] = (struct zl_fd){ .fd = fd, .zno = zno };
+	zl->slot_of[zno] = s;
+out_pin:
+	zl->slots[s].pins++;
+	fd_push_mru(zl, s);
+	fd = zl->slots[s].fd;
+out_unlock:
+	pthread_mutex_unlock(&zl->fd_lock);
+	return fd;
+}
+
+/* Unpin descriptor @fd of zone @zno (closing it if it was an I/O's own). */
+static void zl_fd_put(struct zloop *zl, uint32_t zno, int fd)
+{
+	uint32_t s;
+
+	pthread_mutex_lock(&zl->fd_lock);
+	s = zl->slot_of[zno];
+	if (s != ZL_NONE && zl->slots[s].fd == fd)
+		zl->slots[s].pins--;
+	else
+		close(fd);
+	pthread_mutex_unlock(&zl->fd_lock);
+}
+
+/* How many descriptors to keep: ZL_FD_MAX, at most a quarter of the soft
+ * open file limit (the rest is the program's), at most one per zone. */
+static uint32_t zl_fd_budget(uint32_t nr_zones)
+{
+	struct rlimit rl;
+	rlim_t max = ZL_FD_MAX;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		max = SMR_MIN(max, SMR_MAX(rl.rlim_cur / 4, (rlim_t)8));
+	return (uint32_t)SMR_MIN((rlim_t)nr_zones, max);
+}
+
+static int zl_fd_init(struct zloop *zl)
+{
+	zl->fd_max = zl_fd_budget(zl->nr_zones);
+	zl->mru = zl->lru = ZL_NONE;
+	zl->slot_of = malloc(zl->nr_zones * sizeof(*zl->slot_of));
+	zl->slots = calloc(zl->fd_max, sizeof(*zl->slots));
+	if (!zl->slot_of || !zl->slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < zl->nr_zones; i++)
+		zl->slot_of[i] = ZL_NONE;
+	pthread_mutex_init(&zl->fd_lock, NULL);
+	return 0;
+}
+
 static void zl_free(struct zloop *zl)
 {
 	if (!zl)
 		return;
-	if (zl->fds)
-		for (uint32_t i = 0; i < zl->nr_zones; i++)
-			if (zl->fds[i] >= 0)
-				close(zl->fds[i]);
-	free(zl->fds);
+	if (zl->slots) {
+		for (uint32_t i = 0; i < zl->fd_used; i++)
+			close(zl->slots[i].fd);
+		pthread_mutex_destroy(&zl->fd_lock);
+	}
+	free(zl->slots);
+	free(zl->slot_of);
 	free(zl->dirty);
 	if (zl->dirfd >= 0)
 		close(zl->dirfd);
@@ -352,9 +525,14 @@ static int zl_read(struct smr_dev *dev, void *buf, size_t len, uint64_t off)
 {
 	struct zloop *zl = zl_of(dev);
 	uint32_t zno = zl_zone(zl, off);
+	int fd = zl_fd_get(zl, zno, true), rc;
 
-	return smr_dev_pread_full(zl->fds[zno], buf, len,
-				  off - ((uint64_t)zno << zl->zone_shift));
+	if (fd < 0)
+		return fd;
+	rc = smr_dev_pread_full(fd, buf, len,
+				off - ((uint64_t)zno << zl->zone_shift));
+	zl_fd_put(zl, zno, fd);
+	return rc;
 }
 
 static int zl_write(struct smr_dev *dev, const void *buf, size_t len,
@@ -363,25 +541,31 @@ static int zl_write(struct smr_dev *dev, const void *buf, size_t len,
 	struct zloop *zl = zl_of(dev);
 	uint32_t zno = zl_zone(zl, off);
 	uint64_t foff = off - ((uint64_t)zno << zl->zone_shift);
-	int rc;
+	int fd = zl_fd_get(zl, zno, true), rc;
 
+	if (fd < 0)
+		return fd;
 	/* Unchecked handles let writes through to us: refuse what the kernel
 	 * driver refuses (not at the write pointer, beyond the capacity). */
 	if (dev->unchecked && zno >= zl->nr_cnv) {
 		struct stat st;
 
-		if (fstat(zl->fds[zno], &st))
-			return -errno;
-		if ((uint64_t)st.st_size != foff || foff + len > zl->zone_cap)
-			return -EIO;
+		rc = fstat(fd, &st) ? -errno : 0;
+		if (!rc && ((uint64_t)st.st_size != foff ||
+			    foff + len > zl->zone_cap))
+			rc = -EIO;
+		if (rc)
+			goto out_put;
 	}
 	zl_mark_dirty(zl, zno);
-	rc = smr_dev_pwrite_full(zl->fds[zno], buf, len, foff);
+	rc = smr_dev_pwrite_full(fd, buf, len, foff);
 	/* A sequential zone's size is its write pointer: cut off whatever
 	 * part of a failed write landed, so that the zone is as it was. */
-	if (rc && zno >= zl->nr_cnv && ftruncate(zl->fds[zno], (off_t)foff))
+	if (rc && zno >= zl->nr_cnv && ftruncate(fd, (off_t)foff))
 		smr_warn("%s: zone %u: cannot undo a failed write",
 			 smr_dev_path(dev), zno);
+out_put:
+	zl_fd_put(zl, zno, fd);
 	return rc;
 }
 
@@ -390,7 +574,7 @@ static int zl_flush(struct smr_dev *dev)
 	const unsigned int bits = 8 * sizeof(unsigned long);
 	struct zloop *zl = zl_of(dev);
 	uint32_t words = SMR_DIV_ROUND_UP(zl->nr_zones, bits);
-	int rc = 0;
+	int fd, rc = 0;
 
 	for (uint32_t w = 0; w < words; w++) {
 		unsigned long m = __atomic_exchange_n(&zl->dirty[w], 0UL,
@@ -400,10 +584,16 @@ static int zl_flush(struct smr_dev *dev)
 			uint32_t zno = w * bits + (uint32_t)__builtin_ctzl(m);
 
 			m &= m - 1;
-			if (fdatasync(zl->fds[zno]) && !rc) {
-				rc = -errno;
+			/* Syncing a file needs a descriptor of it, not the
+			 * one it was written through. */
+			fd = zl_fd_get(zl, zno, true);
+			if (fd < 0 || fdatasync(fd)) {
+				if (!rc)
+					rc = fd < 0 ? fd : -errno;
 				zl_mark_dirty(zl, zno);
 			}
+			if (fd >= 0)
+				zl_fd_put(zl, zno, fd);
 		}
 	}
 	return rc;
@@ -419,10 +609,12 @@ static int zl_report(struct smr_dev *dev, uint32_t first, uint32_t nr,
 		uint32_t zno = first + i;
 		struct smr_zone *z = &zones[i];
 		struct stat st;
+		char name[32];
 
 		if (zno >= zl->nr_zones)
 			return -EINVAL;
-		if (fstat(zl->fds[zno], &st))
+		zone_name(name, sizeof(name), zno, zno < zl->nr_cnv);
+		if (fstatat(zl->dirfd, name, &st, 0))
 			return -errno;
 		z->no = zno;
 		z->start = (uint64_t)zno << zl->zone_shift;
@@ -467,9 +659,14 @@ static int zl_report(struct smr_dev *dev, uint32_t first, uint32_t nr,
 static int zl_truncate(struct smr_dev *dev, uint32_t zno, uint64_t size)
 {
 	struct zloop *zl = zl_of(dev);
+	int fd = zl_fd_get(zl, zno, true), rc;
 
+	if (fd < 0)
+		return fd;
 	zl_mark_dirty(zl, zno);
-	return ftruncate(zl->fds[zno], (off_t)size) ? -errno : 0;
+	rc = ftruncate(fd, (off_t)size) ? -errno : 0;
+	zl_fd_put(zl, zno, fd);
+	return rc;
 }
 
 static int zl_reset(struct smr_dev *dev, uint32_t zno)
@@ -491,29 +688,20 @@ static int zl_io_target(struct smr_dev *dev, uint64_t off, size_t len,
 	(void)len;
 	if (dev->unchecked)
 		return -EOPNOTSUPP; /* zl_write checks the write pointer */
-	*fd = zl->fds[zno];
+	*fd = zl_fd_get(zl, zno, false);
+	if (*fd < 0)
+		return *fd == -EAGAIN ? -EOPNOTSUPP : *fd;
 	*file_off = off - ((uint64_t)zno << zl->zone_shift);
 	/* Writes through io_uring also need flushing. */
 	zl_mark_dirty(zl, zno);
 	return 0;
 }
 
-/*
- * Every zone file stays open (one descriptor a zone), so a large directory
- * needs more descriptors than the usual soft limit of 1024: raise the soft
- * limit towards the hard one, as much as @nr_zones needs.
- */
-static void zl_raise_nofile(uint32_t nr_zones)
+static void zl_io_release(struct smr_dev *dev, uint64_t off, int fd)
 {
-	rlim_t want = (rlim_t)nr_zones + 256;
-	struct rlimit rl;
+	struct zloop *zl = zl_of(dev);
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ?
-			      want :
-			      rl.rlim_max;
-	setrlimit(RLIMIT_NOFILE, &rl);
+	zl_fd_put(zl, zl_zone(zl, off), fd);
 }
 
 static int zl_open(const char *path, const struct smr_dev_opts *opts,
@@ -522,11 +710,12 @@ static int zl_open(const char *path, const struct smr_dev_opts *opts,
 	struct smr_zloop_params p, want;
 	struct smr_dev_info info = { 0 };
 	struct zloop *zl;
-	int rc, oflags = opts->read_only ? O_RDONLY : O_RDWR;
+	int rc;
 
 	zl = calloc(1, sizeof(*zl));
 	if (!zl)
 		return -ENOMEM;
+	zl->oflags = opts->read_only ? O_RDONLY : O_RDWR;
 	zl->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (zl->dirfd < 0) {
 		rc = errno == ENOTDIR ? -EINVAL : -errno;
@@ -562,23 +751,20 @@ static int zl_open(const char *path, const struct smr_dev_opts *opts,
 	zl->zone_shift = (uint32_t)__builtin_ctzll(p.zone_size);
 	zl->nr_zones = (uint32_t)(p.capacity / p.zone_size);
 	zl->nr_cnv = p.nr_cnv;
-	zl->fds = malloc(zl->nr_zones * sizeof(int));
 	zl->dirty = calloc(SMR_DIV_ROUND_UP(zl->nr_zones, 8 * sizeof(long)),
 			   sizeof(long));
-	if (!zl->fds || !zl->dirty) {
-		rc = -ENOMEM;
+	rc = zl->dirty ? zl_fd_init(zl) : -ENOMEM;
+	if (rc)
 		goto out_free;
-	}
-	for (uint32_t i = 0; i < zl->nr_zones; i++)
-		zl->fds[i] = -1;
-	zl_raise_nofile(zl->nr_zones);
+	/* Every zone file is there and may be opened as we will (the
+	 * descriptors themselves are opened on demand). */
 	for (uint32_t i = 0; i < zl->nr_zones; i++) {
 		bool cnv = i < zl->nr_cnv;
 		char name[32];
 
 		zone_name(name, sizeof(name), i, cnv);
-		zl->fds[i] = openat(zl->dirfd, name, oflags | O_CLOEXEC);
-		if (zl->fds[i] < 0) {
+		if (faccessat(zl->dirfd, name, opts->read_only ? R_OK :
+			      R_OK | W_OK, AT_EACCESS)) {
 			rc = -errno;
 			smr_err("%s: zone file %s: %s", path, name,
 				strerror(-rc));
@@ -631,4 +817,5 @@ const struct smr_dev_backend_ops smr_dev_zloop_ops = {
 	.zone_reset = zl_reset,
 	.zone_finish = zl_finish,
 	.io_target = zl_io_target,
+	.io_release = zl_io_release,
 };
