@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_util.c - size parsing and formatting; the block checksum helpers. */
+/* test_util.c - size parsing and formatting; failpoints; the block
+ * checksum helpers. */
 #include "testutil.h"
 
 #include <endian.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "format/blk.h"
 #include "util/smr.h"
@@ -118,7 +122,53 @@ static void test_blk_seal_verify(void)
 		      -SMR_EFSCORRUPTED);
 }
 
+/* Pass @name @n times in a child; returns the child's wait status. */
+static int failpoint_child(const char *spec, const char *name, int n)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (smr_failpoint_set(spec))
+			_exit(2);
+		for (int i = 0; i < n; i++)
+			smr_failpoint(name);
+		_exit(0);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
+static void test_failpoint(void)
+{
+	int st;
+
+	/* Malformed specs are refused and arm nothing. */
+	SMR_ASSERT_RC(smr_failpoint_set("a:"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set("a:0"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set("a:x"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set(":3"), -EINVAL);
+	CU_ASSERT(!smr_failpoints_armed);
+	SMR_ASSERT_OK(smr_failpoint_set("a.b:2,c"));
+	CU_ASSERT(smr_failpoints_armed);
+	SMR_ASSERT_OK(smr_failpoint_set(NULL));
+	CU_ASSERT(!smr_failpoints_armed);
+	/* Unarmed, and armed elsewhere: passing does nothing. */
+	smr_failpoint("a.b");
+	st = failpoint_child("x:1", "a.b", 5);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The count-th pass kills with SIGKILL, not before. */
+	st = failpoint_child("a.b:3", "a.b", 2);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = failpoint_child("x,a.b:3", "a.b", 3);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	st = failpoint_child("a.b", "a.b", 1);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
 static const struct smr_test util_tests[] = {
+	{ "failpoint", test_failpoint },
 	{ "parse_size", test_parse_size },
 	{ "format_size", test_format_size },
 	{ NULL, NULL },

@@ -94,4 +94,28 @@ int smr_parse_size(const char *s, uint64_t *bytes);
 /* Format @bytes for humans ("256 MiB", "1.50 GiB") into @buf; returns buf. */
 char *smr_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* ------------------------------------------------------------------------
+ * Failpoints (tests of process death)
+ *
+ * smr_failpoint("commit.after_nodes") marks a step; a program that called
+ * smr_failpoint_init() with SMRFS_FAILPOINT="commit.after_nodes:3" in its
+ * environment kills itself with SIGKILL the third time it passes there.
+ * Unarmed, a failpoint is one branch on smr_failpoints_armed. The names in
+ * use are listed in docs/design/failures.md.
+ * ------------------------------------------------------------------------ */
+extern bool smr_failpoints_armed;
+
+/* Arm from SMRFS_FAILPOINT ("name[:count][,...]"); call before any thread
+ * starts. Returns 0 (also when unset), or -EINVAL (logged) for a bad spec. */
+int smr_failpoint_init(void);
+/* Arm from @spec as above (NULL or "" disarms); for tests. */
+int smr_failpoint_set(const char *spec);
+void smr_failpoint_hit(const char *name);
+
+#define smr_failpoint(name)                             \
+	do {                                            \
+		if (smr_unlikely(smr_failpoints_armed)) \
+			smr_failpoint_hit(name);        \
+	} while (0)
+
 #endif /* SMR_SMR_H */
