@@ -742,7 +742,10 @@ static int zoned_committed(struct smr_alloc *a)
 		if (!z->reset_ok || z->state != ZS_FULL || z->live)
 			continue;
 		if (!z->cnv) {
-			int r = smr_dev_zone_reset(a->dev, m->first + i);
+			int r;
+
+			smr_failpoint("commit.before_reset");
+			r = smr_dev_zone_reset(a->dev, m->first + i);
 
 			if (r) {
 				smr_err("alloc: resetting zone %u: %s",

@@ -434,17 +434,21 @@ static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
 		return (int)live;
 	if (live) {
 		rc = clean_data(c, zs, ze, &moved);
+		smr_failpoint("clean.after_relocate");
 		if (!rc)
 			rc = clean_nodes(c, zs, ze, &moved);
 		if (rc)
 			goto out;
 	}
+	smr_failpoint("clean.before_commit");
 	/* First commit: the copies and the new references; the originals
 	 * are released. Second: the originals go back to the allocator,
 	 * which resets the zone once that checkpoint is durable. */
 	rc = smr_cow_commit_now(c);
-	if (!rc)
+	if (!rc) {
+		smr_failpoint("clean.before_reset");
 		rc = smr_cow_commit_now(c);
+	}
 	if (rc)
 		goto out;
 	live = smr_alloc_zone_live(c->alloc, zno);

@@ -764,13 +764,16 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	ck->alloc_gen = ref.gen;
 	/* Everything the checkpoint names must be durable before it. */
 	rc = smr_dev_flush(c->dev);
-	if (!rc)
+	if (!rc) {
+		smr_failpoint("commit.after_flush");
 		rc = sd_put_ckpt(c, ck);
+	}
 	if (rc) {
 		smr_err("writing the checkpoint of generation %" PRIu64 " failed: %s",
 			ck->gen, strerror(-rc));
 		return rc;
 	}
+	smr_failpoint("commit.after_checkpoint");
 	c->alloc_ref = ref;
 	return smr_alloc_committed(c->alloc);
 }

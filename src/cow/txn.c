@@ -57,6 +57,7 @@ static int commit_locked(struct smr_cow *c)
 	rc = smr_bt_write_dirty(c, gen, ck);
 	if (rc)
 		goto out;
+	smr_failpoint("commit.after_nodes");
 	/* Step 3: what the previous checkpoint released. */
 	for (size_t i = 0; i < c->free_prev.n; i++) {
 		rc = c->sops->free(c, c->free_prev.x[i].off,

@@ -31,9 +31,17 @@ SMR_FS_TESTS = \
 	tests/fs/mount_file.sh \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
+	tests/fs/kill9.sh \
 	tests/fs/user_mount.sh
 TESTS += $(SMR_FS_TESTS)
-EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py
+EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py \
+	tests/fs/killload.py
+
+# The full run of kill9.sh: 200 deaths of the daemon (about 10 minutes).
+check-kill9: all $(check_PROGRAMS)
+	KILL9_CYCLES=$${KILL9_CYCLES:-200} srcdir=$(top_srcdir) \
+		top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/fs/kill9.sh
+.PHONY: check-kill9
 
 dist_man_MANS += src/fuse/mount.smrfs.8
 

@@ -499,6 +499,8 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : 1;
 	if (mo.debug)
 		smr_log_set_level(SMR_LOG_DEBUG);
+	if (smr_failpoint_init())
+		goto out_opts;
 	if (stat(mo.mnt, &st)) {
 		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
 			strerror(errno));

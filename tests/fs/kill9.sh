@@ -1,0 +1,105 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# kill -9 of the daemon, at random moments of a mixed workload and at each
+# named failpoint inside the commit and the cleaner (SMRFS_FAILPOINT, see
+# docs/design/failures.md): after every death fsck.smrfs -n finds no error,
+# the filesystem mounts again, and every file the workload made durable
+# (fsync'd, directory fsync'd) holds what it held then.
+#
+# KILL9_CYCLES sets the number of cycles (default 20, about a minute and a
+# half; "make check-kill9" runs 200). KILL9_SEED makes a run repeatable.
+. "${srcdir:-.}/tests/fs/lib.sh"
+LOAD="${srcdir:-.}/tests/fs/killload.py"
+FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
+[ -x "$FSCK" ] || skip "$FSCK not built"
+CYCLES=${KILL9_CYCLES:-20}
+SEED=${KILL9_SEED:-$$}
+Z=$T/zl
+M=$T/mnt
+STATE=$T/state.json
+
+# Small zones, so that the workload makes the cleaner run within a few
+# cycles and the cleaner's failpoints are reached.
+"$CTL" zloop create "$Z" --capacity 128M --zone-size 4M --conv-zones 2 \
+	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
+"$MKFS" "$Z" >/dev/null || fail "mkfs"
+
+FAILPOINTS="commit.after_nodes commit.after_flush commit.after_checkpoint
+commit.before_reset clean.after_relocate clean.before_commit clean.before_reset"
+nfp=$(echo $FAILPOINTS | wc -w)
+# A small generator of our own: the same KILL9_SEED gives the same run.
+rnd=$SEED
+rand() { # rand N: R = 0..N-1 (not in $(...): the state must advance)
+	rnd=$(( (rnd * 1103515245 + 12345) % 2147483648 ))
+	R=$(( (rnd / 65536) % $1 ))
+}
+
+note "seed $SEED, $CYCLES cycles"
+random=0 fp_hit=0 fp_missed=0
+start=$(date +%s)
+c=0
+while [ $c -lt "$CYCLES" ]; do
+	c=$((c + 1))
+	# Every other cycle a failpoint, in turn; the others a random kill.
+	fp=""
+	if [ $((c % 2)) -eq 0 ]; then
+		i=$(( (c / 2 - 1) % nfp + 1 ))
+		fp=$(echo $FAILPOINTS | cut -d' ' -f$i)
+		# Commits come by the dozen, cleaning seldom.
+		case $fp in
+		commit.after*) rand 40 ;;
+		*) rand 2 ;;
+		esac
+		fp="$fp:$((R + 1))"
+	fi
+	if [ -n "$fp" ]; then
+		SMRFS_FAILPOINT=$fp mount_fs "$Z" "$M" gc_low=6,gc_high=10
+	else
+		mount_fs "$Z" "$M" gc_low=6,gc_high=10
+	fi
+	python3 "$LOAD" verify "$M" "$STATE" >"$T/verify.out" ||
+		fail "cycle $c: durable data lost after the last kill"
+	if [ -n "$fp" ]; then
+		# Run until the failpoint kills the daemon, 20 s at most.
+		python3 "$LOAD" run "$M" "$STATE" "$SEED$c" 20 >"$T/run.out" ||
+			fail "cycle $c: workload: $(cat "$T/run.out")"
+	else
+		python3 "$LOAD" run "$M" "$STATE" "$SEED$c" 30 >"$T/run.out" &
+		LOADPID=$!
+		rand 30
+		sleep "$((R / 10)).$((R % 10))"
+	fi
+	if kill -0 "$DAEMON" 2>/dev/null; then
+		kill -KILL "$DAEMON"
+		if [ -n "$fp" ]; then
+			fp_missed=$((fp_missed + 1))
+		else
+			random=$((random + 1))
+		fi
+	else
+		fp_hit=$((fp_hit + 1))
+		grep -q "failpoint" "$T/daemon.err" ||
+			fail "cycle $c: the daemon died: $(cat "$T/daemon.err")"
+	fi
+	wait "$DAEMON"
+	if [ -z "$fp" ]; then
+		wait "$LOADPID" || fail "cycle $c: workload: $(cat "$T/run.out")"
+	fi
+	fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M" ||
+		fail "cycle $c: cannot remove the dead mount"
+	echo "cycle $c ${fp:-random}: $(cat "$T/run.out")"
+	"$FSCK" -n "$Z" >"$T/fsck.out" 2>&1 ||
+		fail "cycle $c (${fp:-random kill}): fsck.smrfs -n: $(cat "$T/fsck.out")"
+done
+
+note "final check"
+mount_fs "$Z" "$M"
+python3 "$LOAD" verify "$M" "$STATE" || fail "durable data lost"
+umount_fs "$M"
+"$FSCK" -n "$Z" >"$T/fsck.out" 2>&1 || fail "fsck: $(cat "$T/fsck.out")"
+echo "kill9: $CYCLES cycles in $(( $(date +%s) - start )) s: $random random" \
+	"kills, $fp_hit at failpoints, $fp_missed failpoints not reached" \
+	"(killed at the end instead); $(python3 -c "import json,sys; \
+s=json.load(open(sys.argv[1])); print(s['ops'], 'operations,', \
+len(s['files']), 'durable files checked after the last')" "$STATE")"
+exit 0
