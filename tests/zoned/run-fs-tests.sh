@@ -4,13 +4,13 @@
 # Run the whole filesystem (tests/zoned/fs-guest.sh: mkfs.smrfs, including
 # over dirty zones, mount.smrfs, a mixed workload, remounts and verification
 # of every byte) on real kernel zoned block devices, each in a fresh VM
-# started by the zoned-vm tool (shared/tools/zoned-vm in the development
-# environment; see its .md).
+# started by tests/zoned/vm/smrfs-vm.
 #
 # Usage: tests/zoned/run-fs-tests.sh
 #   Run from the build directory, after building mkfs/mkfs.smrfs,
 #   src/fuse/mount.smrfs and (for the namespace audit) tests/fs/ns_audit.
-#   ZONED_VM_TOOL   path of the zoned-vm script (default: zoned-vm in PATH)
+#   SMRFS_VM        the VM runner (default: tests/zoned/vm/smrfs-vm; another
+#                   runner must take the same options and set ZONED_DEV)
 #   FS_TIMEOUT      seconds allowed per VM (default 900)
 #   FS_DEVICES      the configurations to run (default: all of
 #                   "nullb zns smr zns-limits nullb-limits")
@@ -18,16 +18,16 @@
 #
 # Exit status: 0 when every configuration passed; 1 when one failed; else 2
 # when a VM could not be started or timed out (nothing was tested there), or
-# the tool or the programs are missing. Build without -march=native: the guest
+# the runner or the programs are missing. Build without -march=native: the guest
 # CPU has no AVX-512.
 
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${ZONED_VM_TOOL:-$(command -v zoned-vm)}
+tool=${SMRFS_VM:-$here/vm/smrfs-vm}
 timeout_s=${FS_TIMEOUT:-900}
 devices=${FS_DEVICES:-nullb zns smr zns-limits nullb-limits}
 
 if [ -z "$tool" ] || [ ! -x "$tool" ]; then
-	echo "run-fs-tests: the zoned-vm tool was not found; set ZONED_VM_TOOL" >&2
+	echo "run-fs-tests: the VM runner $tool is missing" >&2
 	exit 2
 fi
 for p in mkfs/mkfs.smrfs src/fuse/mount.smrfs; do
@@ -51,7 +51,7 @@ run() {
 	*" $name "*) ;;
 	*) return 0 ;;
 	esac
-	echo "=== $name: zoned-vm $*"
+	echo "=== $name: ${tool##*/} $*"
 	start=$(date +%s)
 	"$tool" --timeout "$timeout_s" "$@" -- sh "$here/fs-guest.sh" .
 	rc=$?

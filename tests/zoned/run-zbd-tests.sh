@@ -2,31 +2,32 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Run tests/test_zbd against real kernel zoned block devices, each in a fresh
-# VM started by the zoned-vm tool (shared/tools/zoned-vm in the development
-# environment; see its .md): null_blk (with conventional zones, open/active
-# limits; 512-byte blocks and a zone capacity below the zone size; 2048 zones,
-# more than one zone report call returns), QEMU NVMe ZNS, and scsi_debug SCSI
-# ZBC.
+# VM started by tests/zoned/vm/smrfs-vm: null_blk (with conventional zones,
+# open/active limits; 512-byte blocks and a zone capacity below the zone
+# size; 2048 zones, more than one zone report call returns), QEMU NVMe ZNS,
+# and scsi_debug SCSI ZBC.
 #
 # Usage: tests/zoned/run-zbd-tests.sh [TEST_BINARY]
 #   Run from the build directory (the default binary is tests/test_zbd).
-#   ZONED_VM_TOOL   path of the zoned-vm script (default: zoned-vm in PATH)
+#   SMRFS_VM        the VM runner (default: tests/zoned/vm/smrfs-vm; another
+#                   runner must take the same options and set ZONED_DEV)
 #   ZBD_TIMEOUT     seconds allowed per VM (default 300)
 #   ZBD_DEVICES     the configurations to run (default: all of
 #                   "nullb nullb-512-cap nullb-many zns smr")
 #
 # Exit status: 0 when every device passed; 1 when a test failed; 2 when the
 # VM could not be started or timed out (nothing was tested on that device),
-# or the tool or the binary is missing. Build without -march=native: the
+# or the runner or the binary is missing. Build without -march=native: the
 # guest CPU has no AVX-512.
 
+here=$(cd "$(dirname "$0")" && pwd)
 test_bin=${1:-tests/test_zbd}
-tool=${ZONED_VM_TOOL:-$(command -v zoned-vm)}
+tool=${SMRFS_VM:-$here/vm/smrfs-vm}
 timeout_s=${ZBD_TIMEOUT:-300}
 devices=${ZBD_DEVICES:-nullb nullb-512-cap nullb-many zns smr}
 
 if [ -z "$tool" ] || [ ! -x "$tool" ]; then
-	echo "run-zbd-tests: the zoned-vm tool was not found; set ZONED_VM_TOOL" >&2
+	echo "run-zbd-tests: the VM runner $tool is missing" >&2
 	exit 2
 fi
 if [ ! -x "$test_bin" ]; then
@@ -49,7 +50,7 @@ run() {
 	*" $name "*) ;;
 	*) return 0 ;;
 	esac
-	echo "=== $name: zoned-vm $*"
+	echo "=== $name: ${tool##*/} $*"
 	start=$(date +%s)
 	# $ZONED_DEV exists only in the guest: keep it quoted here.
 	"$tool" --timeout "$timeout_s" "$@" -- \
