@@ -860,6 +860,8 @@ struct fk_found {
 	uint64_t problems;  /* all */
 	uint64_t unfixable; /* of them, beyond fsck's repairs */
 	bool fatal;         /* the trees cannot be read: no repair at all */
+	bool lost_commit;   /* the newest valid checkpoint is not the one
+			     * open uses: a repair commits anew */
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -905,6 +907,15 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	smr_cow_info(cow, &info);
 	r->gen = info.gen;
+	if (info.skipped_gen) {
+		smr_err("checkpoint of generation %" PRIu64 " cannot be used "
+			"(a tree root or its allocator state is damaged): "
+			"generation %" PRIu64 " is used, the changes of the "
+			"newer commit are lost (a repair commits anew)",
+			info.skipped_gen, info.gen);
+		fk_count(f, 1, 0);
+		f->lost_commit = true;
+	}
 	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
 
 	/* The trees' structure: a damaged node stops everything above. */
@@ -1083,9 +1094,10 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (rc)
 		goto out_operr;
 	r->fixed += sup.fixed;
-	rc = fk_repair(dev, sup.lost_commit, r);
+	rc = fk_repair(dev, sup.lost_commit || f.lost_commit, r);
 	if (rc)
 		goto out_uncorrected;
+	r->fixed += f.lost_commit;
 
 	/* And check again. */
 	smr_info("checking again after the repairs");

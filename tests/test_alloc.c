@@ -871,8 +871,8 @@ static void xmod_enospc(const struct smr_alloc_ops *ops, const char *tag)
 	smr_alloc_space(a, &sp);
 	CU_ASSERT_EQUAL(sp.free, 0);
 	CU_ASSERT_EQUAL(sp.reserved, sp0.reserved);
-	/* A freed extent is not handed out again before the commit that
-	 * freed it is durable. */
+	/* A freed extent is not handed out again before the commit after
+	 * the one that freed it is durable. */
 	SMR_ASSERT_OK(smr_alloc_free(a, first.off, first.len));
 	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT, e, 4),
 			-ENOSPC);
@@ -892,6 +892,14 @@ static void xmod_enospc(const struct smr_alloc_ops *ops, const char *tag)
 		SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
 		CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT,
 						 e, 4), -ENOSPC);
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+		/* The checkpoint before it may still use the extent. */
+		CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_HOT,
+						 e, 4), -ENOSPC);
+		smr_alloc_space(a, &sp);
+		CU_ASSERT_EQUAL(sp.capacity, sp.used + sp.free +
+					     sp.reclaimable + sp.reserved);
+		SMR_ASSERT_OK(smr_alloc_commit(a, 2, &ref));
 		SMR_ASSERT_OK(smr_alloc_committed(a));
 	}
 	/* Now it is: what data can have again lies in the freed extent. */
@@ -941,8 +949,10 @@ static void test_placement(void)
 	SMR_ASSERT_OK(smr_alloc_free(a, held[0].off, held[0].len));
 	SMR_ASSERT_OK(smr_alloc_free(a, held[2].off, held[2].len));
 	SMR_ASSERT_OK(smr_alloc_free(a, held[4].off, held[4].len));
-	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
-	SMR_ASSERT_OK(smr_alloc_committed(a));
+	for (uint64_t g = 1; g <= 2; g++) {
+		SMR_ASSERT_OK(smr_alloc_commit(a, g, &ref));
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
 	/* 3 blocks: best fit is the 4-block hole. */
 	CU_ASSERT_EQUAL(smr_alloc_extent(a, 3 * BS, NULL, SMR_STREAM_HOT, e,
 					 1), 1);
@@ -1013,7 +1023,8 @@ static void test_zoned_retire(void)
 	smr_dev_close(dev);
 }
 
-/* Flash: freed space is discarded once the freeing commit is durable. */
+/* Flash: freed space is discarded once the commit after the freeing one is
+ * durable (until then the checkpoint before may still use it). */
 static void test_flash_discard(void)
 {
 	char path[512];
@@ -1036,9 +1047,12 @@ static void test_flash_discard(void)
 	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
 	CU_ASSERT_FATAL(stat(path, &st1) == 0);
 	SMR_ASSERT_OK(smr_alloc_committed(a));
+	SMR_ASSERT_OK(smr_alloc_commit(a, 2, &ref));
+	CU_ASSERT_FATAL(stat(path, &st1) == 0);
+	SMR_ASSERT_OK(smr_alloc_committed(a));
 	CU_ASSERT_FATAL(stat(path, &st2) == 0);
 	if (smr_dev_info(dev)->discard) {
-		/* Not before the commit is durable; then the hole. */
+		/* Not before the next commit is durable; then the hole. */
 		CU_ASSERT(st1.st_blocks >= st0.st_blocks);
 		CU_ASSERT(st2.st_blocks + (blkcnt_t)(SMR_MIB / 512 / 2) <=
 			  st1.st_blocks);
@@ -1282,7 +1296,8 @@ static void test_zoned_recover(void)
 	smr_dev_close(dev);
 }
 
-/* A zone is reset only after the commit that saw it dead is durable. */
+/* A zone is reset only once the commit after the one that saw it dead is
+ * durable: until then the checkpoint before the newest may use it. */
 static void test_zoned_deferred_reset(void)
 {
 	char path[512];
@@ -1303,6 +1318,10 @@ static void test_zoned_deferred_reset(void)
 	SMR_ASSERT_OK(smr_alloc_committed(a)); /* no commit yet */
 	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
 	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
+	SMR_ASSERT_OK(smr_alloc_commit(a, 2, &ref));
 	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_FULL);
 	SMR_ASSERT_OK(smr_alloc_committed(a));
 	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_EMPTY);

@@ -381,9 +381,11 @@ static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
 
 	*gen = 0;
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-	if (k == K_ZLOOP_SEQ) {
+	if (k == K_ZLOOP_SEQ || k == K_ZLOOP_CAP) {
+		uint64_t cap = k == K_ZLOOP_CAP ? 768 * SMR_KIB : ZONE;
+
 		for (uint64_t z = 0; z < 2; z++)
-			for (uint64_t a = z * ZONE + 4096; a + SMR_CKPT_SIZE <= (z + 1) * ZONE;
+			for (uint64_t a = z * ZONE + 4096; a + SMR_CKPT_SIZE <= z * ZONE + cap;
 			     a += SMR_CKPT_SIZE)
 				cand[n++] = a;
 	} else {
@@ -497,6 +499,122 @@ static void test_corrupt_ckpt_file(void) { corrupt_ckpt(K_FILE); }
 static void test_corrupt_ckpt_zloop(void) { corrupt_ckpt(K_ZLOOP_SEQ); }
 static void test_corrupt_ckpt_zloop_cnv(void) { corrupt_ckpt(K_ZLOOP_CNV); }
 
+/*
+ * The newest checkpoint damaged after it became durable, and after the
+ * allocator acted on it (zones with no live byte reset, released space
+ * discarded or handed out again): open must fall back to the previous
+ * checkpoint with its trees and its allocator state intact, equal exactly
+ * to that state, and go on from there. @what: 0 damages the checkpoint
+ * record, 1 the root node of the newest tree (a node only it references).
+ */
+static void fallback_durable(enum kind k, int what)
+{
+	const char *path = make_dev(k, what ? "fbroot" : "fbckpt");
+	struct smr_cow_opts o = { .commit_secs = 3600, .gc_off = true };
+	struct smr_fault_rule cut = { .what = SMR_FAULT_DROP_WRITES };
+	struct model cur = { .n = 3000 }, prev = { .n = 3000 };
+	struct smr_dev *lower, *dev;
+	struct smr_cow_space_check sc;
+	struct smr_cow_info info;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	uint64_t gen = 0, rs = 11 + (uint64_t)k, root = 0;
+	uint64_t dlen = 64 * SMR_KIB;
+	void *buf = smr_cow_buf_alloc(dlen);
+
+	cur.ver = calloc(cur.n, sizeof(uint64_t));
+	prev.ver = calloc(prev.n, sizeof(uint64_t));
+	CU_ASSERT_FATAL(buf && cur.ver && prev.ver);
+	memset(buf, 0x6b, dlen);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	/* Many generations of churn: metadata and data zones fill, die and
+	 * are reset; on a file, released space is reused. */
+	for (int g = 1; g <= 30 && c; g++) {
+		struct smr_data_extent ext[4];
+		struct smr_txn *t;
+		int n;
+
+		memcpy(prev.ver, cur.ver, cur.n * sizeof(uint64_t));
+		for (int j = 0; j < 600; j++) {
+			uint64_t i = smr_test_rand(&rs) % cur.n;
+
+			model_apply(c, &cur, i, smr_test_rand(&rs) % 6 ?
+						(uint64_t)g * 1000 + j + 1 : 0);
+		}
+		n = smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, dlen, ext, 4);
+		CU_ASSERT_FATAL(n >= 1);
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		for (int i = 0; i < n; i++)
+			SMR_ASSERT_OK(smr_cow_data_free(t, ext[i].off, ext[i].len));
+		smr_txn_end(t);
+		SMR_ASSERT_OK(smr_cow_commit(c));
+	}
+	smr_cow_info(c, &info);
+	gen = info.gen;
+	root = c->trees[SMR_TREE_FS].addr;
+	/* The power goes now: nothing after the last commit lands. */
+	SMR_ASSERT_OK(smr_fault_arm(f, &cut));
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	smr_dev_close(lower);
+	smr_fault_free(f);
+
+	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
+			      &dev, &c));
+	if (c) {
+		smr_cow_info(c, &info);
+		CU_ASSERT_EQUAL(info.gen, gen);
+		CU_ASSERT_TRUE(model_equal(c, &cur));
+		close_fs(dev, c);
+	}
+	if (what == 0) {
+		uint64_t g2, at = newest_ckpt(k, path, &g2);
+
+		CU_ASSERT_EQUAL(g2, gen);
+		flip_byte(k, path, at + 300);
+	} else {
+		flip_byte(k, path, root + 200);
+	}
+	c = NULL;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		smr_cow_info(c, &info);
+		CU_ASSERT_EQUAL(info.gen, gen - 1);
+		CU_ASSERT_TRUE(model_equal(c, &prev));
+		SMR_ASSERT_OK(smr_cow_check_space(c, NULL, 0, false, &sc));
+		CU_ASSERT_EQUAL(sc.problems, 0);
+		/* And it goes on from there. */
+		for (uint64_t i = 0; i < 200; i++)
+			model_apply(c, &prev, i * 7, 999);
+		SMR_ASSERT_OK(smr_cow_commit(c));
+		close_fs(dev, c);
+	}
+	c = NULL;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		smr_cow_info(c, &info);
+		CU_ASSERT(info.gen > gen);
+		CU_ASSERT_TRUE(model_equal(c, &prev));
+		SMR_ASSERT_OK(smr_cow_check_space(c, NULL, 0, false, &sc));
+		CU_ASSERT_EQUAL(sc.problems, 0);
+		close_fs(dev, c);
+	}
+	smr_cow_buf_free(buf);
+	free(cur.ver);
+	free(prev.ver);
+}
+
+static void test_fallback_file(void) { fallback_durable(K_FILE, 0); }
+static void test_fallback_zloop_cnv(void) { fallback_durable(K_ZLOOP_CNV, 0); }
+static void test_fallback_zloop(void) { fallback_durable(K_ZLOOP_SEQ, 0); }
+static void test_fallback_zloop_cap(void) { fallback_durable(K_ZLOOP_CAP, 0); }
+static void test_fallback_root_file(void) { fallback_durable(K_FILE, 1); }
+static void test_fallback_root_zloop_cnv(void) { fallback_durable(K_ZLOOP_CNV, 1); }
+static void test_fallback_root_zloop(void) { fallback_durable(K_ZLOOP_SEQ, 1); }
+
 /* A damaged node: reads through it fail with a checksum error and never
  * return data; the rest of the tree still reads. */
 static int count_fn(void *arg, const struct smr_key *key, const void *val,
@@ -602,7 +720,7 @@ static void rewrite_sb(const char *path, void (*change)(struct smr_sb *))
 }
 
 static void set_incompat(struct smr_sb *sb) { sb->features_incompat = 1ULL << 40; }
-static void set_ro_compat(struct smr_sb *sb) { sb->features_incompat = 0; sb->features_ro_compat = 1ULL << 3; }
+static void set_ro_compat(struct smr_sb *sb) { sb->features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT; sb->features_ro_compat = 1ULL << 3; }
 static void set_compat(struct smr_sb *sb) { sb->features_ro_compat = 0; sb->features_compat = 1ULL << 5; }
 static void set_major(struct smr_sb *sb) { sb->format_major = 2; }
 static void set_capacity(struct smr_sb *sb) { sb->format_major = 1; sb->capacity += SMR_MIB; }
@@ -1077,6 +1195,13 @@ static const struct smr_test cow_tests[] = {
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
 	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },
 	{ "corrupt_ckpt_zloop_cnv", test_corrupt_ckpt_zloop_cnv },
+	{ "fallback_file", test_fallback_file },
+	{ "fallback_zloop_cnv", test_fallback_zloop_cnv },
+	{ "fallback_zloop", test_fallback_zloop },
+	{ "fallback_zloop_cap", test_fallback_zloop_cap },
+	{ "fallback_root_file", test_fallback_root_file },
+	{ "fallback_root_zloop_cnv", test_fallback_root_zloop_cnv },
+	{ "fallback_root_zloop", test_fallback_root_zloop },
 	{ "corrupt_node_file", test_corrupt_node_file },
 	{ "corrupt_node_zloop", test_corrupt_node_zloop },
 	{ "data_file", test_data_file },

@@ -26,6 +26,7 @@ struct smr_state_sum {
 	uint32_t slot_zone[SMR_STREAM_NR];
 	struct smr_alloc_stats stats;
 	uint64_t cursor;
+	uint64_t nr_cooling; /* the last entries: freed by this commit */
 };
 
 /* Fill the fields of @sum that describe the device of @a. */
@@ -102,8 +103,11 @@ struct smr_xmod {
 	uint64_t cursor;       /* flash: next-fit cursor */
 	struct smr_xidx free;       /* can be handed out */
 	struct smr_xidx pending;    /* freed since the last commit */
-	struct smr_xidx committing; /* freed before the last commit, whose
+	struct smr_xidx committing; /* freed by the last commit, whose
 				     * checkpoint is not yet durable */
+	struct smr_xidx cooling;    /* freed by the last durable commit: the
+				     * checkpoint before it still uses it,
+				     * free once the next one is durable */
 	struct smr_extent state_ext[SMR_ALLOC_STATE_MAX_EXT]; /* the state
 							       * on disk */
 	unsigned int state_nr;

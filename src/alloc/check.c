@@ -12,9 +12,9 @@
  *           nothing referenced lies past the zone's write pointer or
  *           capacity (a write pointer never goes back, so that would be
  *           data that was never written);
- *   rotational, flash: no referenced byte is free, pending or committing
- *           (it could be handed out again), and every byte of the managed
- *           range is one or the other (else it leaked).
+ *   rotational, flash: no referenced byte is free, pending, committing
+ *           or cooling (it could be handed out again), and every byte of
+ *           the managed range is one or the other (else it leaked).
  *
  * Repairs go only through what the module does anyway: a zone's counter
  * that is too high is lowered with the module's own free (space in a zone
@@ -180,13 +180,15 @@ static int check_xmod(struct smr_alloc *a, const struct smr_extent *v,
 		      size_t n, bool repair, struct smr_alloc_check *r)
 {
 	struct smr_xmod *m = a->priv;
-	struct smr_xidx *sets[3] = { &m->free, &m->pending, &m->committing };
-	static const char *const names[3] = { "free", "pending", "committing" };
+	struct smr_xidx *sets[4] = { &m->free, &m->pending, &m->committing,
+				     &m->cooling };
+	static const char *const names[4] = { "free", "pending", "committing",
+					      "cooling" };
 	uint64_t pos = a->data_start, cap = a->info->capacity;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
-		for (int s = 0; s < 3; s++) {
+		for (int s = 0; s < 4; s++) {
 			if (!smr_xidx_overlaps(sets[s], v[i].off, v[i].len))
 				continue;
 			ac_report(r, "extent %" PRIu64 "+%" PRIu64 " is referenced but %s%s",
@@ -219,7 +221,7 @@ static int check_xmod(struct smr_alloc *a, const struct smr_extent *v,
 				next = v[i].off + v[i].len;
 				moved = true;
 			}
-			for (int s = 0; s < 3; s++) {
+			for (int s = 0; s < 4; s++) {
 				uint64_t k = xidx_skip(sets[s], next, cap);
 
 				if (k != next) {
@@ -235,7 +237,7 @@ static int check_xmod(struct smr_alloc *a, const struct smr_extent *v,
 
 		if (i < n && v[i].off < end)
 			end = v[i].off;
-		for (int s = 0; s < 3; s++)
+		for (int s = 0; s < 4; s++)
 			end = SMR_MIN(end, xidx_next_start(sets[s], next, cap));
 		r->leaked += end - next;
 		ac_report(r, "%" PRIu64 " bytes at %" PRIu64 " are neither referenced nor free%s",

@@ -5,10 +5,15 @@
  * persisted free-extent list. The modules differ only in placement (their
  * pick function) and in whether released ranges are discarded.
  *
- * Deferred frees go through two stages: smr_alloc_free() puts a range in
- * `pending`; commit() moves `pending` to `committing` (the checkpoint being
- * written no longer references it) and committed() moves `committing` to
- * `free` (that checkpoint is durable, so no older one will be mounted).
+ * Deferred frees go through three stages: smr_alloc_free() puts a range in
+ * `pending`; commit() moves `pending` (and the previous state's blocks) to
+ * `committing`: the checkpoint being written no longer references it.
+ * committed() moves `committing` to `cooling`: that checkpoint is durable,
+ * but the one before it, which open falls back to if the newest is
+ * damaged, may still reference the range (its state does, and its trees'
+ * released blocks). Only the next committed() moves `cooling` to `free`.
+ * The state lists `cooling`'s extents after the free ones (nr_cooling), so
+ * an open goes on with the same rule.
  */
 #include "alloc/alloc_int.h"
 
@@ -44,17 +49,22 @@ static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
 		const struct smr_alloc_ext_d *d =
 			(const struct smr_alloc_ext_d *)ents + i;
 		uint64_t off = le64toh(d->off), len = le64toh(d->len);
+		bool cool = i >= n - sum.nr_cooling;
 
-		/* Sorted, disjoint, not touching, aligned, in range. */
+		/* Each list sorted, disjoint, not touching, aligned, in
+		 * range; the two lists disjoint. */
+		if (i == n - sum.nr_cooling)
+			prev_end = 0;
 		if (!len || off % m->block_size || len % m->block_size ||
 		    off < a->data_start || off >= a->info->capacity ||
 		    len > a->info->capacity - off ||
-		    (i && off <= prev_end)) {
+		    (prev_end && off <= prev_end) ||
+		    (cool && smr_xidx_overlaps(&m->free, off, len))) {
 			rc = smr_corrupt(ref->off,
 					 "allocator state: bad free extent");
 			goto out;
 		}
-		rc = smr_xidx_insert(&m->free, off, len);
+		rc = smr_xidx_insert(cool ? &m->cooling : &m->free, off, len);
 		if (rc)
 			goto out;
 		prev_end = off + len;
@@ -62,6 +72,8 @@ static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
 	/* The state's own blocks must not be free. */
 	for (unsigned int i = 0; i < m->state_nr; i++) {
 		if (smr_xidx_overlaps(&m->free, m->state_ext[i].off,
+				      m->state_ext[i].len) ||
+		    smr_xidx_overlaps(&m->cooling, m->state_ext[i].off,
 				      m->state_ext[i].len)) {
 			rc = smr_corrupt(ref->off,
 					 "allocator state: its blocks are free");
@@ -93,6 +105,7 @@ int smr_xmod_init(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 	smr_xidx_init(&m->free);
 	smr_xidx_init(&m->pending);
 	smr_xidx_init(&m->committing);
+	smr_xidx_init(&m->cooling);
 	a->priv = m;
 
 	if (!ref) {
@@ -117,6 +130,7 @@ void smr_xmod_fini(struct smr_alloc *a)
 	smr_xidx_destroy(&m->free);
 	smr_xidx_destroy(&m->pending);
 	smr_xidx_destroy(&m->committing);
+	smr_xidx_destroy(&m->cooling);
 	free(m);
 	a->priv = NULL;
 }
@@ -157,7 +171,8 @@ int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 		return -EINVAL;
 	if (smr_xidx_overlaps(&m->free, off, len) ||
 	    smr_xidx_overlaps(&m->pending, off, len) ||
-	    smr_xidx_overlaps(&m->committing, off, len)) {
+	    smr_xidx_overlaps(&m->committing, off, len) ||
+	    smr_xidx_overlaps(&m->cooling, off, len)) {
 		smr_err("alloc: freeing %" PRIu64 "+%" PRIu64
 			" that is already free", off, len);
 		return -EINVAL;
@@ -215,46 +230,54 @@ int smr_xmod_commit(struct smr_alloc *a, uint64_t gen,
 	struct smr_extent ext[SMR_ALLOC_STATE_MAX_EXT], e;
 	struct smr_alloc_ext_d *ents = NULL;
 	struct smr_state_sum sum;
-	struct smr_xidx img;
-	uint64_t n, at = 0, i = 0;
+	struct smr_xidx img, cool;
+	uint64_t n, at, i = 0;
 	int nr, rc;
 
 	/* Allocating the state may split a free extent per extent taken. */
-	n = m->free.nr + m->pending.nr + m->committing.nr + m->state_nr +
-	    SMR_ALLOC_STATE_MAX_EXT;
+	n = m->free.nr + m->pending.nr + m->committing.nr + m->cooling.nr +
+	    m->state_nr + SMR_ALLOC_STATE_MAX_EXT;
 	nr = smr_state_alloc(a, smr_state_bytes(sizeof(*ents), n), ext);
 	if (nr < 0)
 		return nr;
 
-	/* The image: all that is free once this checkpoint is durable. */
+	/* The image: all that is free once this checkpoint is durable
+	 * (what the last durable commit freed included), then what this
+	 * commit frees, free once the next one is. */
 	smr_xidx_init(&img);
+	smr_xidx_init(&cool);
 	rc = xidx_add_all(&img, &m->free);
 	if (!rc)
-		rc = xidx_add_all(&img, &m->pending);
+		rc = xidx_add_all(&img, &m->cooling);
 	if (!rc)
-		rc = xidx_add_all(&img, &m->committing);
+		rc = xidx_add_all(&cool, &m->pending);
+	if (!rc)
+		rc = xidx_add_all(&cool, &m->committing);
 	for (unsigned int k = 0; !rc && k < m->state_nr; k++)
-		rc = smr_xidx_insert(&img, m->state_ext[k].off,
+		rc = smr_xidx_insert(&cool, m->state_ext[k].off,
 				     m->state_ext[k].len);
 	if (rc == -EEXIST)
 		rc = smr_corrupt(a->data_start,
 				 "alloc: free lists overlap at commit");
 	if (rc)
 		goto out_undo;
-	ents = calloc(img.nr ? img.nr : 1, sizeof(*ents));
+	ents = calloc(img.nr + cool.nr + 1, sizeof(*ents));
 	if (!ents) {
 		rc = -ENOMEM;
 		goto out_undo;
 	}
-	while (!smr_xidx_next(&img, at, &e)) {
-		ents[i].off = htole64(e.off);
-		ents[i].len = htole64(e.len);
-		i++;
-		at = e.off + e.len;
+	for (int s = 0; s < 2; s++) {
+		for (at = 0; !smr_xidx_next(s ? &cool : &img, at, &e);
+		     at = e.off + e.len) {
+			ents[i].off = htole64(e.off);
+			ents[i].len = htole64(e.len);
+			i++;
+		}
 	}
 	smr_state_sum_init(a, &sum);
 	sum.stats = m->st;
 	sum.cursor = m->cursor;
+	sum.nr_cooling = cool.nr;
 	rc = smr_state_write(a, m->module, gen, &sum, ents, sizeof(*ents), i,
 			     ext, (unsigned int)nr, ref);
 	if (rc)
@@ -274,6 +297,7 @@ out_undo:
 out:
 	free(ents);
 	smr_xidx_destroy(&img);
+	smr_xidx_destroy(&cool);
 	return rc;
 }
 
@@ -284,7 +308,7 @@ int smr_xmod_committed(struct smr_alloc *a)
 	uint64_t at = 0;
 	int rc;
 
-	while (!smr_xidx_next(&m->committing, at, &e)) {
+	while (!smr_xidx_next(&m->cooling, at, &e)) {
 		at = e.off + e.len;
 		if (m->discard) {
 			rc = smr_dev_discard(a->dev, e.off, e.len);
@@ -293,7 +317,10 @@ int smr_xmod_committed(struct smr_alloc *a)
 					 ": %s", e.off, e.len, strerror(-rc));
 		}
 	}
-	return xidx_move(&m->free, &m->committing);
+	rc = xidx_move(&m->free, &m->cooling);
+	if (!rc)
+		rc = xidx_move(&m->cooling, &m->committing);
+	return rc;
 }
 
 void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
@@ -301,7 +328,8 @@ void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 	struct smr_xmod *m = a->priv;
 
 	sp->capacity = m->capacity;
-	sp->reclaimable = m->pending.bytes + m->committing.bytes;
+	sp->reclaimable = m->pending.bytes + m->committing.bytes +
+			  m->cooling.bytes;
 	sp->reserved = SMR_MIN(m->reserve, m->free.bytes);
 	sp->free = m->free.bytes - sp->reserved;
 	sp->used = m->capacity - m->free.bytes - sp->reclaimable;

@@ -58,7 +58,7 @@ static int state_verify(const void *blk, size_t len, uint64_t addr)
 		    le32toh(h->nr_ext) > SMR_ALLOC_STATE_MAX_EXT)
 			return smr_corrupt(addr,
 					   "allocator state: bad extent count");
-		if (h->reserved[0] || h->reserved[1] || h->reserved[2])
+		if (h->reserved[0] || h->reserved[1])
 			return smr_corrupt(addr,
 					   "allocator state: reserved not zero");
 	}
@@ -193,6 +193,7 @@ static void sum_to_disk(const struct smr_state_sum *s, uint64_t total,
 	h->zones_reset = htole64(s->stats.zones_reset);
 	h->zones_finished = htole64(s->stats.zones_finished);
 	h->cursor = htole64(s->cursor);
+	h->nr_cooling = htole64(s->nr_cooling);
 	for (unsigned int i = 0; i < nr_ext; i++) {
 		h->ext[i].off = htole64(ext[i].off);
 		h->ext[i].len = htole64(ext[i].len);
@@ -217,6 +218,7 @@ static void sum_from_disk(const struct smr_alloc_state_head *h,
 	s->stats.zones_reset = le64toh(h->zones_reset);
 	s->stats.zones_finished = le64toh(h->zones_finished);
 	s->cursor = le64toh(h->cursor);
+	s->nr_cooling = le64toh(h->nr_cooling);
 }
 
 int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,
@@ -374,6 +376,10 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 	}
 	sum_from_disk(h, sum);
 	count = le64toh(h->total_entries);
+	if (sum->nr_cooling > count) {
+		rc = smr_corrupt(ref->off, "allocator state: cooling count");
+		goto out_free;
+	}
 
 	/* All of it, block 0 again included, in one batch. */
 	buf = smr_dev_buf_alloc(total);

@@ -24,8 +24,10 @@
  * slot's, finished as soon as its write pointer has caught up with ap.
  *
  * Live bytes are exact: alloc adds, free subtracts. A FULL zone with no live
- * byte is reset only by committed() after the commit that saw it dead, since
- * the checkpoint before may still reference its data.
+ * byte is reset only by the committed() of the commit *after* the one that
+ * saw it dead: until that one is durable, the checkpoint before the newest
+ * (which open falls back to if the newest is damaged) may still reference
+ * the zone's data, or hold its allocator state there.
  *
  * The reserve: data streams (hot, cold) cannot open a zone when only
  * `reserve` free zones are left; metadata and relocation can, down to the
@@ -47,6 +49,7 @@
 #define ZS_BAD 4 /* offline or read-only: not managed */
 
 #define NO_SLOT UINT32_MAX
+#define NOT_DEAD UINT64_MAX
 #define RESERVE_ZONES 3
 
 /* One managed zone. */
@@ -60,7 +63,8 @@ struct zz {
 	uint8_t state;    /* ZS_* */
 	uint8_t stream;   /* last stream that allocated, SMR_ALLOC_NO_STREAM */
 	bool cnv;         /* conventional zone: our ap is the write pointer */
-	bool reset_ok;    /* dead as of a commit: reset by committed() */
+	uint64_t dead_gen; /* the commit that found it full and dead, NOT_DEAD
+			    * if none: reset once a later commit is durable */
 };
 
 /* The module's state. Protected by a->lock. */
@@ -246,6 +250,7 @@ static int zoned_setup(struct smr_alloc *a, struct zoned *m)
 		z->cap = zn.cap;
 		z->cnv = smr_zone_is_cnv(&zn);
 		z->stream = SMR_ALLOC_NO_STREAM;
+		z->dead_gen = NOT_DEAD;
 		if (zn.cond == SMR_ZONE_COND_OFFLINE ||
 		    zn.cond == SMR_ZONE_COND_READONLY) {
 			z->state = ZS_BAD;
@@ -276,7 +281,7 @@ static void zoned_fresh(struct smr_alloc *a, struct zoned *m)
 			continue;
 		free_clear(m, i);
 		zone_adopt_dead(a, m, i, wp, false);
-		z->reset_ok = true;
+		z->dead_gen = 0; /* nothing of this filesystem */
 	}
 }
 
@@ -371,12 +376,13 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		if (!owned)
 			zone_adopt_dead(a, m, i, m->z[i].ap, true);
 	}
-	/* The checkpoint we read is durable: its dead zones can go (those
-	 * still retiring once the first commit has finished them). */
+	/* Its dead zones go once the next commit is durable (those still
+	 * retiring once that commit has finished them): the checkpoint read
+	 * may be the newest, whose predecessor may use them. */
 	for (uint32_t i = 0; i < m->nz; i++)
 		if ((m->z[i].state == ZS_FULL ||
 		     m->z[i].state == ZS_RETIRING) && !m->z[i].live)
-			m->z[i].reset_ok = true;
+			m->z[i].dead_gen = ref->gen;
 out:
 	free(ents);
 	return rc;
@@ -473,7 +479,7 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 	m->z[i].state = ZS_OPEN;
 	m->z[i].ap = 0;
 	m->z[i].live = 0;
-	m->z[i].reset_ok = false;
+	m->z[i].dead_gen = NOT_DEAD;
 	m->slot[slot] = i;
 	m->nopen++;
 	return 0;
@@ -651,7 +657,7 @@ static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
 		if (!z->cnv && wp == 0 && z->live == 0) {
 			z->state = ZS_FREE;
 			z->ap = 0;
-			z->reset_ok = false;
+			z->dead_gen = NOT_DEAD;
 			free_set(m, i);
 			continue;
 		}
@@ -721,8 +727,9 @@ static int zoned_commit(struct smr_alloc *a, uint64_t gen,
 	memcpy(m->state_ext, ext, sizeof(ext[0]) * (unsigned int)nr);
 	m->state_nr = (unsigned int)nr;
 	for (uint32_t i = 0; i < m->nz; i++)
-		if (m->z[i].state == ZS_FULL && !m->z[i].live)
-			m->z[i].reset_ok = true;
+		if (m->z[i].state == ZS_FULL && !m->z[i].live &&
+		    m->z[i].dead_gen == NOT_DEAD)
+			m->z[i].dead_gen = gen;
 	m->gen = gen + 1;
 out_free:
 	free(ents);
@@ -732,6 +739,7 @@ out_free:
 static int zoned_committed(struct smr_alloc *a)
 {
 	struct zoned *m = a->priv;
+	uint64_t durable = m->gen - 1; /* the commit just made durable */
 	int rc = 0;
 
 	if (m->nretiring)
@@ -739,7 +747,9 @@ static int zoned_committed(struct smr_alloc *a)
 	for (uint32_t i = 0; i < m->nz; i++) {
 		struct zz *z = &m->z[i];
 
-		if (!z->reset_ok || z->state != ZS_FULL || z->live)
+		/* Dead as of an older commit only: the one before the
+		 * durable checkpoint may use what died in the last. */
+		if (z->dead_gen >= durable || z->state != ZS_FULL || z->live)
 			continue;
 		if (!z->cnv) {
 			int r;
@@ -758,7 +768,7 @@ static int zoned_committed(struct smr_alloc *a)
 		z->ap = 0;
 		z->age_gen = 0;
 		z->stream = SMR_ALLOC_NO_STREAM;
-		z->reset_ok = false;
+		z->dead_gen = NOT_DEAD;
 		free_set(m, i);
 		m->st.zones_reset++;
 	}

@@ -17,8 +17,8 @@
  *      point its item at the copy if it still points at the original;
  *   3. commit: the moved nodes and items become durable, the originals are
  *      released; a second commit hands them to the allocator, which counts
- *      the zone empty, and once that checkpoint is durable resets the zone.
- *      Neither checkpoint on disk then references the zone.
+ *      the zone empty, and once a third checkpoint is durable resets the
+ *      zone. Neither recoverable checkpoint then references the zone.
  */
 #include "cow/cow_priv.h"
 
@@ -443,12 +443,15 @@ static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
 	smr_failpoint("clean.before_commit");
 	/* First commit: the copies and the new references; the originals
 	 * are released. Second: the originals go back to the allocator,
-	 * which resets the zone once that checkpoint is durable. */
+	 * which resets the zone once a third checkpoint is durable. */
 	rc = smr_cow_commit_now(c);
 	if (!rc) {
 		smr_failpoint("clean.before_reset");
 		rc = smr_cow_commit_now(c);
 	}
+	/* The third may have nothing of the trees to write: forced. */
+	if (!rc)
+		rc = smr_cow_commit_forced(c);
 	if (rc)
 		goto out;
 	live = smr_alloc_zone_live(c->alloc, zno);
@@ -535,7 +538,7 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	if (!c->alloc)
 		return -ENOSPC;
 	/* Space freed in the running transaction or by the newest checkpoint
-	 * reaches the allocator only with the next two commits. */
+	 * is reusable only after the next three commits. */
 	pthread_rwlock_rdlock(&c->lock);
 	released = c->free_cur.n || c->free_prev.n;
 	pthread_rwlock_unlock(&c->lock);
@@ -543,9 +546,7 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	if (sp.reclaimable == 0 && !released)
 		return -ENOSPC;
 	before = sp.free;
-	rc = smr_cow_commit_now(c);
-	if (!rc)
-		rc = smr_cow_commit_now(c);
+	rc = smr_cow_commit_release(c);
 	if (rc)
 		return rc;
 	if (!c->info->zoned) {

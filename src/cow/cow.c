@@ -165,6 +165,7 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	info->gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
 	info->format_major = c->sb.format_major;
 	info->format_minor = c->sb.format_minor;
+	info->skipped_gen = c->skipped_gen;
 }
 
 bool smr_cow_is_read_only(struct smr_cow *c)

@@ -80,6 +80,10 @@ struct smr_cow_info {
 	uint64_t gen;            /* generation of the newest checkpoint */
 	uint32_t format_major;
 	uint32_t format_minor;
+	/* Open found a newer valid checkpoint it could not use (a tree root
+	 * or its allocator state damaged) and took its predecessor: the
+	 * newer one's generation, else 0. */
+	uint64_t skipped_gen;
 };
 
 /*

@@ -136,6 +136,10 @@ struct smr_cow {
 	pthread_rwlock_t lock;   /* the trees and everything below */
 	struct smr_tree trees[SMR_COW_MAX_TREE + 1]; /* index = id */
 	uint64_t gen;            /* newest durable checkpoint; lock */
+	uint64_t skipped_gen;    /* smr_cow_info.skipped_gen; set at open */
+	uint64_t gen_floor;      /* highest generation of a valid record on
+				  * disk at open: the next commit goes above
+				  * it, even after a fallback; lock */
 	uint64_t nr_nodes;       /* nodes written since mkfs; lock */
 	bool changed;            /* something to commit; lock */
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
@@ -254,6 +258,15 @@ void smr_cow_gc_stop(struct smr_cow *c);
 int smr_cow_setup(struct smr_cow *c);  /* locks, cache, roots, timer */
 void smr_cow_teardown(struct smr_cow *c);
 int smr_cow_commit_now(struct smr_cow *c);
+
+/*
+ * Commit until what is released now can be reused: the first commit writes
+ * the trees without it, the second hands it to the allocator, which reuses
+ * it (or resets its zone) once a third is durable, since the checkpoint
+ * before the newest must stay intact (docs/design/cow.md). 0 or the
+ * first commit error.
+ */
+int smr_cow_commit_release(struct smr_cow *c);
 int smr_cow_start_timer(struct smr_cow *c);
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);
 

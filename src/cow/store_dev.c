@@ -211,7 +211,7 @@ static int sd_read_sb(struct smr_dev *dev, struct smr_sb *sb)
 }
 
 struct sd_cand {
-	uint64_t gen, addr;
+	uint64_t gen, prev_gen, addr;
 	uint32_t slot;
 };
 
@@ -347,7 +347,47 @@ static int sd_check_features(struct smr_cow *c)
 			": open read-only", roc);
 		return -EROFS;
 	}
+	if (!(sb->features_incompat & SMR_FEAT_INCOMPAT_PREV_CKPT) &&
+	    !c->opts.read_only) {
+		smr_err("format %u.%u filesystem: this build writes only "
+			"checkpoints of format %u.%u; open it read-only",
+			sb->format_major, sb->format_minor, SMR_FORMAT_MAJOR,
+			SMR_FORMAT_MINOR);
+		return -EROFS;
+	}
 	return 0;
+}
+
+/* Read and verify the root node of every tree @ck names, as a reader of
+ * the tree would. 0, or the first failure (logged). */
+static int sd_check_roots(struct smr_cow *c, const struct smr_ckpt *ck)
+{
+	uint32_t ns = c->sb.node_size;
+	void *buf = smr_dev_buf_alloc(ns);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ck->nr_roots && !rc; i++) {
+		const struct smr_root *r = &ck->roots[i];
+		struct smr_blk_expect exp = { .addr = r->addr, .gen = r->gen,
+					      .owner = r->tree,
+					      .uuid = c->sb.uuid };
+
+		if (!r->addr)
+			continue;
+		if (r->addr < c->sb.data_start ||
+		    r->addr + ns > c->sb.capacity)
+			rc = smr_corrupt(r->addr, "checkpoint: root outside the data area");
+		if (!rc)
+			rc = smr_dev_read(c->dev, buf, ns, r->addr);
+		if (!rc)
+			rc = smr_blk_verify(buf, ns, &smr_node_ops, &exp);
+		if (!rc && smr_node_level(buf) != r->level)
+			rc = smr_corrupt(r->addr, "btree root: level differs from the checkpoint");
+	}
+	smr_dev_buf_free(buf);
+	return rc;
 }
 
 /* Continue the ring or the log after the checkpoint @cand that open took. */
@@ -405,6 +445,69 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 	return 0;
 }
 
+/*
+ * Open the newest of the @good valid checkpoints @v (newest first) that
+ * can be used, trying only the newest and the one it names as its
+ * predecessor: the engine and the allocator keep exactly those two intact
+ * (docs/design/cow.md); older ones may name reused space. A checkpoint
+ * can be used if its allocator state opens and, when @strict, every root
+ * node verifies. Returns 0 with *@ck and the allocator open; 1 with the
+ * last failure in *@err when neither can be used; -ENOENT or -EINVAL when
+ * the allocator refuses the device (no fallback helps), -ENOMEM, -EIO.
+ */
+static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
+		   struct smr_ckpt *ck, bool strict, int *err)
+{
+	uint64_t want = v[0].gen;
+	uint32_t tried = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < good && tried < 2; i++) {
+		const char *what = "allocator state";
+
+		if (v[i].gen != want)
+			continue;
+		tried++;
+		/* A predecessor unknown (format 1.0): the next older one. */
+		want = v[i].prev_gen ? v[i].prev_gen :
+		       i + 1 < good ? v[i + 1].gen : 0;
+		rc = sd_read_ckpt(c, v[i].addr, ck);
+		if (rc == 1)
+			rc = sd_open_alloc(c, ck);
+		else if (!rc)
+			rc = -SMR_EFSCORRUPTED;
+		if (rc == -ENOENT || rc == -EINVAL || rc == -ENOMEM)
+			return rc; /* the allocator refuses, or no memory */
+		if (!rc && strict) {
+			what = "tree root";
+			rc = sd_check_roots(c, ck);
+			if (rc) {
+				smr_alloc_close(c->alloc);
+				c->alloc = NULL;
+			}
+		}
+		if (rc) {
+			smr_err("checkpoint of generation %" PRIu64 ": %s unusable (%s)%s",
+				v[i].gen, what, strerror(-rc),
+				tried == 1 && want ? "; trying its predecessor" : "");
+			*err = rc;
+			continue;
+		}
+		c->skipped_gen = tried > 1 ? v[0].gen : 0;
+		if (tried > 1)
+			smr_warn("using the checkpoint of generation %" PRIu64
+				 ": the newest (generation %" PRIu64
+				 ") is damaged", ck->gen, v[0].gen);
+		else if (!strict)
+			smr_warn("checkpoint of generation %" PRIu64 ": a tree "
+				 "root is damaged; reads through it fail",
+				 ck->gen);
+		sd_position(c, &v[i]);
+		return 0;
+	}
+	return 1;
+}
+
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	struct sd_cand *v = NULL;
@@ -431,33 +534,25 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		rc = sd_read_ckpt(c, v[i].addr, ck);
 		if (rc == 1) {
 			v[good] = v[i];
+			v[good].prev_gen = ck->prev_gen;
 			v[good++].gen = ck->gen;
 		} else if (rc < 0 && !first) {
 			first = rc;
 		}
 	}
 	qsort(v, good, sizeof(*v), cand_cmp);
+	c->gen_floor = good ? v[0].gen : 0;
 	rc = first ? first : -SMR_EFSCORRUPTED;
-	for (uint32_t i = 0; i < good; i++) {
-		rc = sd_read_ckpt(c, v[i].addr, ck);
-		if (rc != 1) {
-			rc = rc ? rc : -SMR_EFSCORRUPTED;
-			continue;
-		}
-		rc = sd_open_alloc(c, ck);
-		if (rc == -ENOENT || rc == -EINVAL)
-			break; /* the allocator itself refuses: no fallback */
-		if (rc) {
-			smr_err("checkpoint of generation %" PRIu64 ": allocator state unusable (%s)%s",
-				ck->gen, strerror(-rc),
-				i + 1 < good ? "; trying an older checkpoint" : "");
-			continue;
-		}
-		if (i)
-			smr_warn("using the checkpoint of generation %" PRIu64
-				 ": newer ones are damaged", ck->gen);
-		sd_position(c, &v[i]);
-		break;
+	/* The newest, else its predecessor; first with every tree's root
+	 * intact, then (a damaged root is then shared or beyond repair)
+	 * with the allocator state alone. */
+	for (int strict = 1; strict >= 0 && good; strict--) {
+		int err = rc;
+
+		rc = sd_pick(c, v, good, ck, strict, &err);
+		if (rc != 1)
+			break;
+		rc = err;
 	}
 	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
 	    c->opts.rebuild_alloc)
@@ -897,6 +992,7 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	}
 	c->sb.format_major = SMR_FORMAT_MAJOR;
 	c->sb.format_minor = SMR_FORMAT_MINOR;
+	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT;
 	c->sb.node_size = SMR_NODE_MIN_SIZE;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);

@@ -73,6 +73,7 @@ static int ms_load(struct smr_cow *c, struct smr_ckpt *ck)
 	c->sb.block_size = 4096;
 	c->sb.format_major = SMR_FORMAT_MAJOR;
 	c->sb.format_minor = SMR_FORMAT_MINOR;
+	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT;
 	snprintf(c->sb.alloc, sizeof(c->sb.alloc), "memory");
 	memset(ck, 0, sizeof(*ck));
 	for (int s = 0; s < 2; s++) {

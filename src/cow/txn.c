@@ -44,7 +44,7 @@ void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 static int commit_locked(struct smr_cow *c)
 {
 	struct smr_ckpt *ck;
-	uint64_t gen = c->gen + 1;
+	uint64_t gen = SMR_MAX(c->gen, c->gen_floor) + 1;
 	size_t np;
 	int rc;
 
@@ -54,6 +54,7 @@ static int commit_locked(struct smr_cow *c)
 	if (!ck)
 		return -ENOMEM;
 	ck->gen = gen;
+	ck->prev_gen = c->gen;
 	rc = smr_bt_write_dirty(c, gen, ck);
 	if (rc)
 		goto out;
@@ -148,6 +149,18 @@ int smr_cow_commit_now(struct smr_cow *c)
 int smr_cow_commit(struct smr_cow *c)
 {
 	return smr_cow_commit_now(c);
+}
+
+int smr_cow_commit_release(struct smr_cow *c)
+{
+	int rc = smr_cow_commit_now(c);
+
+	if (!rc)
+		rc = smr_cow_commit_now(c);
+	/* The third may have nothing of the trees to write: forced. */
+	if (!rc)
+		rc = smr_cow_commit_forced(c);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------

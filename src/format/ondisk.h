@@ -86,12 +86,22 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
  * ======================================================================== */
 #define SMR_SB_SIZE 4096
 #define SMR_FORMAT_MAJOR 1
-#define SMR_FORMAT_MINOR 0
+#define SMR_FORMAT_MINOR 1
 
-/* Feature bits. None are defined yet: any bit set is unknown. */
+/*
+ * Feature bits.
+ * PREV_CKPT (format 1.1): every checkpoint names the one it follows
+ * (prev_gen), and space a commit frees stays untouched until the next
+ * commit is durable, so that the previous checkpoint, its trees and its
+ * allocator state survive a damaged newest one; rotational and flash
+ * states list that space apart (nr_cooling). A 1.0 reader cannot read
+ * either, hence incompatible.
+ */
+#define SMR_FEAT_INCOMPAT_PREV_CKPT (1ULL << 0)
+
 #define SMR_FEAT_COMPAT_SUPP 0ULL
 #define SMR_FEAT_RO_COMPAT_SUPP 0ULL
-#define SMR_FEAT_INCOMPAT_SUPP 0ULL
+#define SMR_FEAT_INCOMPAT_SUPP SMR_FEAT_INCOMPAT_PREV_CKPT
 
 /* Where the checkpoints are (sb_ckpt_scheme). */
 #define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */
@@ -188,7 +198,8 @@ struct smr_dckpt {
 	__le64 nr_nodes;          /* nodes written since mkfs (statistics) */
 	__le32 nr_roots;          /* used entries of roots[] */
 	__le32 nr_pending;        /* extents after this structure */
-	__le64 reserved0[2];      /* zero */
+	__le64 prev_gen;          /* the checkpoint this one follows; 0 none */
+	__le64 reserved0;         /* zero */
 	struct smr_droot roots[SMR_CKPT_MAX_ROOTS];
 	uint8_t reserved1[64];    /* zero */
 	/* struct smr_dextent pending[nr_pending] follows. */
@@ -201,7 +212,8 @@ SMR_ONDISK_OFFSET(struct smr_dckpt, alloc_gen, 88);
 SMR_ONDISK_OFFSET(struct smr_dckpt, nr_nodes, 96);
 SMR_ONDISK_OFFSET(struct smr_dckpt, nr_roots, 104);
 SMR_ONDISK_OFFSET(struct smr_dckpt, nr_pending, 108);
-SMR_ONDISK_OFFSET(struct smr_dckpt, reserved0, 112);
+SMR_ONDISK_OFFSET(struct smr_dckpt, prev_gen, 112);
+SMR_ONDISK_OFFSET(struct smr_dckpt, reserved0, 120);
 SMR_ONDISK_OFFSET(struct smr_dckpt, roots, 128);
 SMR_ONDISK_OFFSET(struct smr_dckpt, reserved1, 448);
 #define SMR_CKPT_MAX_PENDING \

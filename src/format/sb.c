@@ -158,7 +158,9 @@ static int smr_ckpt_verify(const void *blk, size_t len, uint64_t addr)
 		return smr_corrupt(addr, "checkpoint: too many roots");
 	if (np > SMR_CKPT_MAX_PENDING)
 		return smr_corrupt(addr, "checkpoint: too many pending frees");
-	if (!smr_zero(d->reserved0, sizeof(d->reserved0)) ||
+	if (le64toh(d->prev_gen) >= le64toh(d->hdr.gen))
+		return smr_corrupt(addr, "checkpoint: predecessor not older");
+	if (!smr_zero(&d->reserved0, sizeof(d->reserved0)) ||
 	    !smr_zero(d->reserved1, sizeof(d->reserved1)))
 		return smr_corrupt(addr, "checkpoint: reserved bytes not zero");
 	for (uint32_t i = 0; i < SMR_CKPT_MAX_ROOTS; i++) {
@@ -212,6 +214,7 @@ int smr_ckpt_to_disk(const struct smr_ckpt *ck, const uint8_t uuid[16],
 	d->alloc_csum = htole64(ck->alloc_csum);
 	d->alloc_gen = htole64(ck->alloc_gen);
 	d->nr_nodes = htole64(ck->nr_nodes);
+	d->prev_gen = htole64(ck->prev_gen);
 	d->nr_roots = htole32(ck->nr_roots);
 	d->nr_pending = htole32(ck->nr_pending);
 	for (uint32_t i = 0; i < ck->nr_roots; i++) {
@@ -246,6 +249,7 @@ int smr_ckpt_from_disk(const void *blk, size_t size, uint64_t addr,
 	ck->alloc_csum = le64toh(d->alloc_csum);
 	ck->alloc_gen = le64toh(d->alloc_gen);
 	ck->nr_nodes = le64toh(d->nr_nodes);
+	ck->prev_gen = le64toh(d->prev_gen);
 	ck->nr_roots = le32toh(d->nr_roots);
 	ck->nr_pending = le32toh(d->nr_pending);
 	memset(ck->roots, 0, sizeof(ck->roots));
