@@ -516,10 +516,15 @@ int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 	return -EOPNOTSUPP;
 }
 
+/* As the real engine: a commit gives back what was freed; nothing else. */
 int smr_cow_clean_for_space(struct smr_cow *c)
 {
-	(void)c;
-	return -ENOSPC;
+	struct smr_cow_space sp;
+
+	smr_cow_space(c, &sp);
+	if (!sp.reclaimable)
+		return -ENOSPC;
+	return smr_cow_commit(c);
 }
 
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)

@@ -1149,18 +1149,36 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 	return rc;
 }
 
+static uint64_t xlist_bytes(const struct smr_xlist *l)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		n += l->x[i].len;
+	return n;
+}
+
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 {
 	struct smr_space s = { 0 };
+	uint64_t pending;
 
 	memset(sp, 0, sizeof(*sp));
 	sp->block_size = c->sb.block_size;
 	if (!c->alloc)
 		return;
+	/* Released extents reach the allocator two commits later; until then
+	 * the allocator still counts them as used, though a writer short of
+	 * space gets them back at once (smr_cow_clean_for_space commits
+	 * twice). Count them as reclaimable from the moment they are freed. */
+	pthread_rwlock_rdlock(&c->lock);
+	pending = xlist_bytes(&c->free_cur) + xlist_bytes(&c->free_prev);
+	pthread_rwlock_unlock(&c->lock);
 	smr_alloc_space(c->alloc, &s);
+	pending = SMR_MIN(pending, s.used);
 	sp->capacity = s.capacity;
-	sp->used = s.used;
+	sp->used = s.used - pending;
 	sp->free = s.free;
-	sp->reclaimable = s.reclaimable;
+	sp->reclaimable = s.reclaimable + pending;
 	sp->reserved = s.reserved;
 }

@@ -32,7 +32,8 @@ SMR_FS_TESTS = \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
-	tests/fs/user_mount.sh
+	tests/fs/user_mount.sh \
+	tests/fs/posix_space.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py \
 	tests/fs/killload.py

@@ -717,7 +717,7 @@ int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st)
 	st->bsize = (uint32_t)bs;
 	st->blocks = sp.capacity / bs;
 	st->bfree = (sp.free + sp.reclaimable) / bs;
-	st->bavail = sp.free / bs;
+	st->bavail = st->bfree;
 	if (st->bfree > st->blocks)
 		st->bfree = st->blocks;
 	if (st->bavail > st->bfree)

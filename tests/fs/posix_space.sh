@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# statfs tells the truth at every moment, on a zoned loop directory and on a
+# regular file: filled to ENOSPC it says (about) nothing is available; after
+# a delete it rises at once, with commits held off, and a writer really gets
+# what it says.
+. "${srcdir:-.}/tests/fs/lib.sh"
+M=$T/mnt
+
+# avail: bytes available to a writer on $M, as df computes them.
+avail() {
+	python3 -c 'import os, sys; v = os.statvfs(sys.argv[1]); print(v.f_bavail * v.f_frsize)' "$M"
+}
+
+# fill FILE: write until ENOSPC; print the bytes written.
+fill() {
+	dd if=/dev/zero of="$1" bs=1M 2>"$T/dd.err"
+	grep -q "No space left on device" "$T/dd.err" ||
+		fail "dd to $1 ended without ENOSPC: $(cat "$T/dd.err")"
+	stat -c %s "$1"
+}
+
+check_dev() {
+	dev=$1
+	mkdir -p "$M"
+	# Commits only at the end: what statfs says must not wait for them.
+	mount_fs "$dev" "$M" commit=3600
+	total=$(avail)
+	note "$dev: $total bytes available when empty"
+
+	wrote=$(fill "$M/a")
+	left=$(avail)
+	note "$dev: wrote $wrote bytes to ENOSPC; statfs then says $left"
+	# About nothing: less than 1% of what the empty filesystem offered.
+	[ "$left" -lt $((total / 100)) ] ||
+		fail "$dev: $left bytes available after ENOSPC"
+	[ "$wrote" -ge $((total * 9 / 10)) ] ||
+		fail "$dev: only $wrote of $total bytes could be written"
+
+	rm "$M/a" || fail "rm"
+	# The kernel forgets the inode shortly after the unlink.
+	i=0
+	while back=$(avail) && [ "$back" -lt $((wrote * 95 / 100)) ]; do
+		i=$((i + 1))
+		[ $i -le 50 ] || fail "$dev: statfs says $back after freeing $wrote"
+		sleep 0.1
+	done
+	note "$dev: after the delete statfs says $back"
+
+	again=$(fill "$M/b")
+	note "$dev: wrote $again bytes again"
+	[ "$again" -ge $((back * 95 / 100)) ] ||
+		fail "$dev: statfs promised $back bytes, a writer got $again"
+	left=$(avail)
+	[ "$left" -lt $((total / 100)) ] ||
+		fail "$dev: $left bytes available after the second ENOSPC"
+	rm "$M/b" || fail "rm"
+	umount_fs "$M"
+}
+
+make_zloop "$T/zl"
+"$MKFS" "$T/zl" >/dev/null || fail "mkfs zloop"
+check_dev "$T/zl"
+
+truncate -s 256M "$T/img" || fail "truncate"
+"$MKFS" "$T/img" >/dev/null || fail "mkfs file"
+check_dev "$T/img"
+exit 0
