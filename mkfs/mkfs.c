@@ -170,6 +170,13 @@ static int check_existing(const struct mkfs_opts *mo, struct smr_dev *dev)
 		       mo->dry_run ? "would overwrite" : "overwriting");
 		return 0;
 	}
+	/* A dry run writes nothing, so there is nothing to protect: say what
+	 * a real run would need and go on. */
+	if (mo->dry_run) {
+		printf("%s holds %s; a real run needs -f to overwrite it.\n",
+		       mo->dev, what);
+		return 0;
+	}
 	fprintf(stderr, PROG ": %s holds %s; use -f to overwrite it\n",
 		mo->dev, what);
 	return -EEXIST;

@@ -33,7 +33,8 @@ SMR_FS_TESTS = \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
 	tests/fs/user_mount.sh \
-	tests/fs/posix_space.sh
+	tests/fs/posix_space.sh \
+	tests/fs/posix_tools.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py \
 	tests/fs/killload.py
@@ -45,6 +46,28 @@ check-kill9: all $(check_PROGRAMS)
 .PHONY: check-kill9
 
 dist_man_MANS += src/fuse/mount.smrfs.8
+
+# mount(8) finds the helper for "mount -t smrfs" only under /sbin: link it
+# there (configure --with-mount-helper-dir). The link names the installed
+# daemon without DESTDIR, so a staged install links right once unpacked;
+# where the directory is sbindir itself (/sbin -> usr/sbin) nothing is done.
+install-exec-hook:
+	@if test -n "$(mounthelperdir)"; then \
+	  $(MKDIR_P) "$(DESTDIR)$(mounthelperdir)" || exit 1; \
+	  if test "$(DESTDIR)$(mounthelperdir)" -ef "$(DESTDIR)$(sbindir)"; then \
+	    echo "$(mounthelperdir) is $(sbindir): no mount helper link needed"; \
+	  else \
+	    echo " LN $(DESTDIR)$(mounthelperdir)/mount.smrfs -> $(sbindir)/mount.smrfs"; \
+	    ln -sf "$(sbindir)/mount.smrfs" \
+	      "$(DESTDIR)$(mounthelperdir)/mount.smrfs" || exit 1; \
+	  fi; \
+	fi
+
+uninstall-hook:
+	@if test -n "$(mounthelperdir)" && \
+	    test -L "$(DESTDIR)$(mounthelperdir)/mount.smrfs"; then \
+	  rm -f "$(DESTDIR)$(mounthelperdir)/mount.smrfs"; \
+	fi
 
 # The ioctls smrfsctl stat and zones ask a mounted filesystem.
 src_fuse_mount_smrfs_SOURCES += src/fuse/ioctl.c src/fuse/smrfs_ioctl.h

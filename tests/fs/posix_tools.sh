@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The commands as an administrator meets them: mkfs -n on a device that
+# holds a filesystem needs no -f and writes nothing; "mount -t smrfs" and an
+# fstab line find mount.smrfs where mount(8) looks for helpers (/sbin), and
+# umount ends the daemon cleanly; every option of --help is in the man page
+# and the other way round.
+. "${srcdir:-.}/tests/fs/lib.sh"
+S=${srcdir:-.}
+M=$T/mnt
+
+note "mkfs -n over an existing filesystem: no -f needed, nothing written"
+truncate -s 64M "$T/img" || fail "truncate"
+"$MKFS" -L first "$T/img" >/dev/null || fail "mkfs"
+sum=$(md5sum <"$T/img")
+"$MKFS" -n -L second "$T/img" >"$T/out" 2>&1 ||
+	fail "mkfs -n refused an existing filesystem: $(cat "$T/out")"
+grep -q "holds" "$T/out" || fail "mkfs -n does not say what is there: $(cat "$T/out")"
+grep -q "Would make" "$T/out" || fail "mkfs -n summary: $(cat "$T/out")"
+[ "$(md5sum <"$T/img")" = "$sum" ] || fail "mkfs -n wrote to the device"
+expect_fail "mkfs without -f over smrfs" "$MKFS" "$T/img"
+"$MKFS" -n -f "$T/img" >/dev/null || fail "mkfs -n -f"
+[ "$(md5sum <"$T/img")" = "$sum" ] || fail "mkfs -n -f wrote to the device"
+
+note "--help and the man pages name the same options"
+python3 - "$S" "$MKFS" "$MOUNT" "$B/fsck/fsck.smrfs" "$CTL" <<'EOF' || fail "--help and man pages differ"
+import re, subprocess, sys
+src, mkfs, mount, fsck, ctl = sys.argv[1:]
+OPT = re.compile(r'(?<![\w-])(--?[A-Za-z][\w-]*)')
+SUB = re.compile(r'\b([a-z_]+)=')
+
+def man(path):
+    text = open(path).read().replace('\\-', '-')
+    return '\n'.join(l for l in text.splitlines() if not l.startswith('.\\"'))
+
+def helptext(*cmds):
+    out = ''
+    for c in cmds:
+        r = subprocess.run(c, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit('%s exited with %d' % (' '.join(c), r.returncode))
+        out += r.stdout
+    return out
+
+# Options a page mentions that belong to other commands it quotes
+# (mount -t, fusermount3 -u, smrfsctl zloop, configure).
+others = {'-t', '-u', '--capacity', '--preset', '--zone-size',
+          '--conv-zones', '--with-mount-helper-dir', 'dir'}
+bad = 0
+for page, cmds, pattern in (
+        ('mkfs/mkfs.smrfs.8', [[mkfs, '--help']], OPT),
+        ('man/fsck.smrfs.8', [[fsck, '--help']], OPT),
+        ('src/fuse/mount.smrfs.8', [[mount, '--help']], OPT),
+        ('src/fuse/mount.smrfs.8', [[mount, '--help']], SUB),
+        ('man/smrfsctl.8', [[ctl, '--help']] +
+         [[ctl, c, '--help'] for c in ('stat', 'zones', 'zloop')], OPT)):
+    m = set(pattern.findall(man(src + '/' + page)))
+    h = set(pattern.findall(helptext(*cmds)))
+    if h - m:
+        print('%s lacks %s' % (page, sorted(h - m)))
+        bad = 1
+    if m - h - others:
+        print('--help of %s lacks %s' % (cmds[0][0], sorted(m - h - others)))
+        bad = 1
+sys.exit(bad)
+EOF
+
+note "mount -t smrfs and fstab through /sbin/mount.smrfs"
+command -v unshare >/dev/null || skip "no unshare"
+grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
+grep -qw overlay /proc/filesystems || skip "no overlayfs to put a helper into /sbin"
+[ "$(id -u)" = 0 ] || skip "mount(8) with a helper needs root"
+make_zloop "$T/zl"
+"$MKFS" "$T/zl" >/dev/null || fail "mkfs"
+mkdir -p "$T/helper" "$M"
+ln -s "$(cd "$(dirname "$MOUNT")" && pwd)/mount.smrfs" "$T/helper/mount.smrfs"
+printf '%s %s smrfs commit=7,noauto 0 0\n' "$T/zl" "$M" >"$T/fstab"
+echo hello >"$T/hello"
+
+# The daemons run in a mount namespace of their own: find them by the
+# device they serve, to wait for them (and to stop them should the test
+# fail).
+cat >"$T/daemons.sh" <<'EOF'
+daemons() {
+	for p in /proc/[0-9]*; do
+		{ tr '\0' ' ' <"$p/cmdline" | grep -q "mount.smrfs $T/zl "; } \
+			2>/dev/null && echo "${p#/proc/}"
+	done
+}
+wait_daemons() {
+	i=0
+	while [ -n "$(daemons)" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || return 1
+		sleep 0.1
+	done
+}
+EOF
+. "$T/daemons.sh"
+# In that namespace, /sbin (as the installed system will have it) gets the
+# helper laid over it; the real /sbin stays untouched.
+cat >"$T/inner.sh" <<'EOF'
+set -e
+. "$T/daemons.sh"
+sbin=$(readlink -f /sbin)
+mount -t overlay overlay -o "lowerdir=$T/helper:$sbin" "$sbin"
+test -x /sbin/mount.smrfs
+mount -t smrfs "$T/zl" "$M"
+awk -v m="$M" '$2 == m { print $3 }' /proc/self/mounts >"$T/type"
+cp "$T/hello" "$M/hello"
+umount "$M"
+wait_daemons
+mount -T "$T/fstab" "$M"
+awk -v m="$M" '$2 == m { print $1 }' /proc/self/mounts >"$T/source"
+cmp "$T/hello" "$M/hello"
+umount "$M"
+EOF
+CLEANUP_HOOK='for p in $(daemons); do kill -TERM $p; done'
+T=$T M=$M unshare -m --propagation private sh "$T/inner.sh" >"$T/out" 2>&1 ||
+	fail "mount -t smrfs in a namespace: $(cat "$T/out")"
+[ "$(cat "$T/type")" = fuse.smrfs ] ||
+	fail "mount -t smrfs: type '$(cat "$T/type")'"
+[ "$(cat "$T/source")" = "$T/zl" ] ||
+	fail "fstab mount: source '$(cat "$T/source")'"
+wait_daemons || fail "mount.smrfs still runs after umount"
+"$AUDIT" "$T/zl" || fail "audit after umount"
+exit 0
