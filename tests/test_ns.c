@@ -808,6 +808,18 @@ static void test_permissions(void)
 	sa.mode = 06755;
 	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
 	CU_ASSERT_EQUAL(a.mode, S_IFREG | 06755);
+	/* ... except one that only drops set-id bits: the kernel asks for it
+	 * when another user writes to the file. */
+	sa.mode = 06555;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, f, &sa, &a), -EPERM);
+	sa.mode = 06755;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, f, &sa, &a), -EPERM);
+	sa.mode = 04755;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &other_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 04755);
+	sa.mode = 06755;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, f, &sa, &a), -EPERM);
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
 
 	/* A write by non-root clears set-id bits; by root it does not. */
 	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "x", 1), 1);

@@ -34,10 +34,11 @@ SMR_FS_TESTS = \
 	tests/fs/kill9.sh \
 	tests/fs/user_mount.sh \
 	tests/fs/posix_space.sh \
-	tests/fs/posix_tools.sh
+	tests/fs/posix_tools.sh \
+	tests/fs/posix.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py \
-	tests/fs/killload.py
+	tests/fs/killload.py tests/fs/posix.py
 
 # The full run of kill9.sh: 200 deaths of the daemon (about 10 minutes).
 check-kill9: all $(check_PROGRAMS)

@@ -595,6 +595,20 @@ int smr_ns_getattr(struct smr_ns *ns, uint64_t ino, struct smr_ns_attr *attr)
 	return rc;
 }
 
+/*
+ * Does @mode only clear set-id bits of @old, at least one? The kernel asks for that on
+ * behalf of a writer who is not the owner (FUSE leaves clearing them on
+ * write, truncate and chown to a mode change): dropping a privilege is
+ * always allowed.
+ */
+static bool ns_mode_drops_setid(uint32_t old, uint32_t mode)
+{
+	const uint32_t setid = S_ISUID | S_ISGID;
+
+	return (mode & 07777 & ~setid) == (old & 07777 & ~setid) &&
+	       !(mode & setid & ~old) && (old & setid & ~mode);
+}
+
 /* The checks of setattr, before anything changes. */
 static int ns_setattr_check(const struct smr_ns_cred *cr,
 			    const struct ns_inode *ip,
@@ -602,7 +616,8 @@ static int ns_setattr_check(const struct smr_ns_cred *cr,
 {
 	bool root = cr->uid == 0, owner = cr->uid == ip->uid;
 
-	if ((sa->valid & SMR_NS_SET_MODE) && !root && !owner)
+	if ((sa->valid & SMR_NS_SET_MODE) && !root && !owner &&
+	    !ns_mode_drops_setid(ip->mode, sa->mode))
 		return -EPERM;
 	if ((sa->valid & SMR_NS_SET_UID) && !root &&
 	    !(owner && sa->uid == ip->uid))
