@@ -294,7 +294,7 @@ struct smr_ns_statfs {
 	uint32_t bsize;
 	uint64_t blocks; /* capacity the allocator manages, in bsize */
 	uint64_t bfree;  /* free + reclaimable (comes back by commit/cleaning) */
-	uint64_t bavail; /* free now: what a write can take at once */
+	uint64_t bavail; /* what a writer can get: the same as bfree */
 	uint64_t files;  /* inodes in use + ffree */
 	uint64_t ffree;  /* an estimate: one inode per free block */
 	uint32_t namemax;

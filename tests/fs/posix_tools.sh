@@ -43,9 +43,10 @@ def helptext(*cmds):
     return out
 
 # Options a page mentions that belong to other commands it quotes
-# (mount -t, fusermount3 -u, smrfsctl zloop, configure).
+# (mount -t, fusermount3 -u, smrfsctl zloop, configure), and a suffix
+# set apart by a font change ("count -th").
 others = {'-t', '-u', '--capacity', '--preset', '--zone-size',
-          '--conv-zones', '--with-mount-helper-dir', 'dir'}
+          '--conv-zones', '--with-mount-helper-dir', 'dir', '-th'}
 bad = 0
 for page, cmds, pattern in (
         ('mkfs/mkfs.smrfs.8', [[mkfs, '--help']], OPT),
