@@ -5,6 +5,8 @@
  */
 #include "memcow.h"
 
+#include "format/blk.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,9 @@ struct smr_cow {
 	uint64_t cursor;
 	bool ro;
 	uint64_t errors, commits;
+	/* Failure injection: the fail_at-th change from now fails. */
+	uint64_t changes, fail_at;
+	int fail_err;
 };
 
 struct smr_txn {
@@ -243,6 +248,56 @@ int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 	return rc;
 }
 
+/* Is this change the one to fail? (Counted under the write lock.) */
+static int mc_fail_change(struct smr_cow *c)
+{
+	c->changes++;
+	if (c->fail_at && c->changes == c->fail_at) {
+		c->fail_at = 0;
+		return c->fail_err;
+	}
+	return 0;
+}
+
+void memcow_fail_change(struct smr_cow *c, uint64_t n, int err)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	c->fail_at = n ? c->changes + n : 0;
+	c->fail_err = err;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+bool memcow_fail_pending(struct smr_cow *c)
+{
+	bool p;
+
+	pthread_rwlock_rdlock(&c->lock);
+	p = c->fail_at != 0;
+	pthread_rwlock_unlock(&c->lock);
+	return p;
+}
+
+uint64_t memcow_digest(struct smr_cow *c)
+{
+	uint64_t h = 0, used = 0;
+
+	pthread_rwlock_rdlock(&c->lock);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct mc_item *it = &c->items[i];
+		uint64_t k[3] = { it->key.objid, it->key.type, it->key.offset };
+
+		h = smr_hash64(k, sizeof(k), h);
+		h = smr_hash64(it->val, it->len, h);
+	}
+	/* Space in use, not where: a rolled-back write gives its new space
+	 * back as freed-at-commit, which is still no change. */
+	for (uint64_t b = 0; b < c->nblocks; b++)
+		used += c->state[b] == MC_USED;
+	h = smr_hash64(&used, sizeof(used), h);
+	pthread_rwlock_unlock(&c->lock);
+	return h;
+}
+
 static int mc_put(struct smr_txn *t, const struct smr_key *key,
 		  const void *val, size_t len, int mode)
 {
@@ -264,7 +319,10 @@ static int mc_put(struct smr_txn *t, const struct smr_key *key,
 	pthread_rwlock_wrlock(&c->lock);
 	i = mc_lower(c, key);
 	exists = i < c->n && !smr_key_cmp(&c->items[i].key, key);
-	if (mode == 0 && exists) {
+	rc = mc_fail_change(c);
+	if (rc) {
+		goto out;
+	} else if (mode == 0 && exists) {
 		rc = -EEXIST;
 	} else if (mode == 1 && !exists) {
 		rc = -ENOENT;
@@ -328,6 +386,12 @@ int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
 		return -EROFS;
 	pthread_rwlock_wrlock(&c->lock);
 	i = mc_lower(c, key);
+	rc = mc_fail_change(c);
+	if (rc) {
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
+	rc = -ENOENT;
 	if (i < c->n && !smr_key_cmp(&c->items[i].key, key)) {
 		free(c->items[i].val);
 		memmove(&c->items[i], &c->items[i + 1],

@@ -32,6 +32,18 @@ uint64_t memcow_nr_items(struct smr_cow *c);
 /* Misuses seen: frees of space not in use, reads outside used space. */
 uint64_t memcow_nr_errors(struct smr_cow *c);
 
+/*
+ * Failure injection: the @n-th tree change (insert, update, put, delete)
+ * from now fails with @err and changes nothing; 0 turns it off. Pending
+ * until that change comes.
+ */
+void memcow_fail_change(struct smr_cow *c, uint64_t n, int err);
+bool memcow_fail_pending(struct smr_cow *c);
+
+/* A hash of every item and of the number of data blocks in use: equal
+ * digests mean an unchanged engine. */
+uint64_t memcow_digest(struct smr_cow *c);
+
 /* Commits done so far. */
 uint64_t memcow_nr_commits(struct smr_cow *c);
 

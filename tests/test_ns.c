@@ -1153,6 +1153,231 @@ static void test_enospc(void)
 	free(out);
 }
 
+#ifndef NS_TEST_REAL
+/* ------------------------------------------------------------------------
+ * All or nothing: a call that fails half-way changes nothing
+ * ------------------------------------------------------------------------ */
+
+/* The objects the calls under test work on (made by abort_fixture). */
+static uint64_t ab_a, ab_b, ab_f, ab_frag;
+static uint8_t *ab_buf;
+
+enum { AB_BLOCKS = 24 };
+
+/* A file of AB_BLOCKS blocks, each its own extent (written back to front,
+ * so that none continues the one before it on the device). */
+static uint64_t fragmented(uint64_t dir, const char *name)
+{
+	uint64_t f = mkfile(dir, name, 0644);
+
+	for (int i = AB_BLOCKS - 1; i >= 0; i--) {
+		fill_pattern(ab_buf, 4096, (uint64_t)i);
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, (uint64_t)i * 4096,
+					     ab_buf, 4096), 4096);
+	}
+	return f;
+}
+
+static void abort_fixture(void)
+{
+	struct smr_ns_attr a;
+
+	ab_buf = malloc(AB_BLOCKS * 4096);
+	ab_a = mkdir_(ROOT, "a");
+	ab_b = mkdir_(ROOT, "b");
+	ab_f = fragmented(ab_a, "f");
+	ab_frag = fragmented(ab_a, "frag");
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, ab_frag, "user.big",
+				      ab_buf, 9000, 0));
+	mkdir_(ab_a, "d");
+	mkfile(mkdir_(ab_a, "full"), "x", 0644);
+	fragmented(ab_b, "y");
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &root_cr, ab_b, "d2", 0755, &a));
+	mkfile(a.ino, "inside", 0644);
+	fragmented(ab_b, "victim");
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, ab_f, "user.x", "1", 1,
+				      0));
+}
+
+static int ab_create(void)
+{
+	struct smr_ns_attr a;
+
+	return smr_ns_mknod(ns, &root_cr, ab_a, "new", S_IFREG | 0644, 0, &a);
+}
+
+static int ab_mkdir(void)
+{
+	struct smr_ns_attr a;
+
+	return smr_ns_mkdir(ns, &root_cr, ab_b, "newdir", 0755, &a);
+}
+
+static int ab_symlink(void)
+{
+	char target[3001];
+	struct smr_ns_attr a;
+
+	memset(target, 't', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	return smr_ns_symlink(ns, &root_cr, ab_a, "sl", target, &a);
+}
+
+static int ab_link(void)
+{
+	struct smr_ns_attr a;
+
+	return smr_ns_link(ns, ab_f, ab_b, "f2", &a);
+}
+
+static int ab_unlink_last(void)
+{
+	return smr_ns_unlink(ns, &root_cr, ab_b, "victim");
+}
+
+static int ab_rename_replace(void)
+{
+	return smr_ns_rename(ns, &root_cr, ab_a, "frag", ab_b, "y", 0);
+}
+
+static int ab_rename_dir(void)
+{
+	return smr_ns_rename(ns, &root_cr, ab_a, "d", ab_b, "d", 0);
+}
+
+static int ab_exchange(void)
+{
+	return smr_ns_rename(ns, &root_cr, ab_b, "d2", ab_a, "f",
+			     SMR_NS_RENAME_EXCHANGE);
+}
+
+static int ab_rmdir(void)
+{
+	return smr_ns_rmdir(ns, &root_cr, ab_b, "newdir");
+}
+
+/* Over many extents, not block-aligned: read-modify-write at both ends. */
+static int ab_write(void)
+{
+	ssize_t n;
+
+	fill_pattern(ab_buf, AB_BLOCKS * 4096, 77);
+	n = smr_ns_write(ns, &root_cr, ab_frag, 1000, ab_buf, 20 * 4096);
+	return n < 0 ? (int)n : 0;
+}
+
+/* Whole blocks: the path that maps one piece per transaction. */
+static int ab_write_aligned(void)
+{
+	ssize_t n;
+
+	fill_pattern(ab_buf, AB_BLOCKS * 4096, 78);
+	n = smr_ns_write(ns, &root_cr, ab_frag, 4096, ab_buf, 16 * 4096);
+	return n < 0 ? (int)n : 0;
+}
+
+static int ab_truncate(void)
+{
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE, .size = 5000 };
+	struct smr_ns_attr a;
+
+	return smr_ns_setattr(ns, &root_cr, ab_frag, &sa, &a);
+}
+
+static int ab_punch(void)
+{
+	return smr_ns_fallocate(ns, ab_f, SMR_NS_FALLOC_PUNCH_HOLE |
+				SMR_NS_FALLOC_KEEP_SIZE, 3000, 10 * 4096);
+}
+
+static int ab_setxattr(void)
+{
+	fill_pattern(ab_buf, 9000, 5);
+	return smr_ns_setxattr(ns, &root_cr, ab_frag, "user.big", ab_buf,
+			       7000, SMR_NS_XATTR_REPLACE);
+}
+
+static int ab_removexattr(void)
+{
+	return smr_ns_removexattr(ns, &root_cr, ab_frag, "user.big");
+}
+
+/*
+ * Run @op with its n-th tree change failing with -EIO, for n = 1, 2, ...:
+ * each such run must return -EIO and leave every item and the space in use
+ * exactly as they were, and the audit clean; the sweep ends with the first
+ * run that makes fewer than n changes, which must succeed.
+ */
+static void abort_sweep(const char *what, int (*op)(void))
+{
+	uint64_t before, problems;
+	unsigned int n;
+	int rc = 0;
+
+	for (n = 1; n < 100000; n++) {
+		before = memcow_digest(cow);
+		memcow_fail_change(cow, n, -EIO);
+		rc = op();
+		if (memcow_fail_pending(cow))
+			break;
+		if (rc != -EIO || memcow_digest(cow) != before) {
+			fprintf(stderr, "%s: change %u failed: returned %d, "
+				"%s\n", what, n, rc,
+				memcow_digest(cow) == before ?
+				"nothing changed" : "something changed");
+			CU_FAIL("a call that failed half-way changed something");
+			return;
+		}
+		problems = 0;
+		SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+		CU_ASSERT_EQUAL(problems, 0);
+	}
+	memcow_fail_change(cow, 0, 0);
+	if (rc)
+		fprintf(stderr, "%s: with no failure: %d\n", what, rc);
+	SMR_ASSERT_OK(rc);
+	CU_ASSERT(n > 2); /* it did change several items */
+}
+
+static void test_abort(void)
+{
+	static const struct {
+		const char *what;
+		int (*op)(void);
+	} ops[] = {
+		{ "create", ab_create },
+		{ "mkdir", ab_mkdir },
+		{ "symlink", ab_symlink },
+		{ "link", ab_link },
+		{ "unlink of the last link", ab_unlink_last },
+		{ "rename over a file", ab_rename_replace },
+		{ "rename of a directory", ab_rename_dir },
+		{ "rename exchange", ab_exchange },
+		{ "rmdir", ab_rmdir },
+		{ "write", ab_write },
+		{ "aligned write", ab_write_aligned },
+		{ "truncate", ab_truncate },
+		{ "punch hole", ab_punch },
+		{ "setxattr", ab_setxattr },
+		{ "removexattr", ab_removexattr },
+	};
+	uint8_t *out;
+
+	fs_setup();
+	abort_fixture();
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(ops); i++)
+		abort_sweep(ops[i].what, ops[i].op);
+	/* The last successful write and truncate left what they should. */
+	out = malloc(5000);
+	fill_pattern(ab_buf, AB_BLOCKS * 4096, 78);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, ab_frag, 4096, 904, out), 904);
+	CU_ASSERT(!memcmp(out, ab_buf, 904));
+	free(out);
+	free(ab_buf);
+	fs_teardown();
+}
+#endif
+
 /* Several threads at once, each on its own files in a shared directory. */
 struct worker {
 	int id;
@@ -1887,6 +2112,7 @@ static const struct smr_test ns_tests[] = {
 #ifndef NS_TEST_REAL
 	{ "checksum", test_checksum },
 	{ "read_only", test_read_only },
+	{ "abort", test_abort },
 #else
 	{ "persistence", test_persistence },
 	{ "checksum_device", test_checksum_device },

@@ -124,12 +124,12 @@ static int ns_dirent_add(struct smr_ns *ns, struct smr_txn *t,
 	v.d.dtype = dtype;
 	v.d.name_len = htole16((uint16_t)nlen);
 	memcpy(v.d.name, name, nlen);
-	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen);
+	rc = ns_bt_insert(ns, t, &k, &v, sizeof(v.d) + nlen);
 	if (rc)
 		return rc;
 	v.d.ref = htole64(base | slot);
 	k = ns_key(dir->ino, SMR_NS_T_DIRINDEX, seq);
-	rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + nlen);
+	rc = ns_bt_insert(ns, t, &k, &v, sizeof(v.d) + nlen);
 	if (rc)
 		return rc;
 	dir->next_seq = seq + 1;
@@ -142,11 +142,11 @@ static int ns_dirent_remove(struct smr_ns *ns, struct smr_txn *t,
 	struct smr_key k = ns_key(dir, SMR_NS_T_DIRENT, de->hkey);
 	int rc;
 
-	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	rc = ns_bt_delete(ns, t, &k);
 	if (rc)
 		return rc;
 	k = ns_key(dir, SMR_NS_T_DIRINDEX, de->seq);
-	return smr_bt_delete(t, SMR_TREE_FS, &k);
+	return ns_bt_delete(ns, t, &k);
 }
 
 /* Point an existing entry at another inode (rename exchange). */
@@ -172,7 +172,7 @@ static int ns_dirent_retarget(struct smr_ns *ns, struct smr_txn *t,
 			return rc;
 		v.d.ino = htole64(ino);
 		v.d.dtype = dtype;
-		rc = smr_bt_update(t, SMR_TREE_FS, &keys[i], &v, len);
+		rc = ns_bt_update(ns, t, &keys[i], &v, len);
 		if (rc)
 			return rc;
 	}
@@ -297,7 +297,7 @@ static int ns_symlink_store(struct smr_ns *ns, struct smr_txn *t,
 		struct smr_key k = ns_key(ino, SMR_NS_T_SYMLINK, part);
 		int rc;
 
-		rc = smr_bt_insert(t, SMR_TREE_FS, &k, target + off,
+		rc = ns_bt_insert(ns, t, &k, target + off,
 				   SMR_MIN(len - off, SMR_NS_SYMLINK_PART));
 		if (rc)
 			return rc;
@@ -362,7 +362,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (nw->target)
 		in.size = strlen(nw->target);
 
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unref;
 	rc = ns_dirent_add(ns, t, &dir, name, in.ino, ns_dtype(in.mode));
@@ -397,7 +397,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	ns_inode_attr(ns, &in, attr);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unref:
 	if (r)
 		ns_ref_drop_if_unused(ns, ino);
@@ -532,7 +532,7 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	rc = ns_get_dir_for_new(ns, newparent, newname, &dir);
 	if (rc)
 		goto out_unlock;
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	rc = ns_dirent_add(ns, t, &dir, newname, ino, ns_dtype(in.mode));
@@ -549,7 +549,7 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	ns_inode_attr(ns, &in, attr);
 	ns_lookup_ref(ns, ino);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -612,7 +612,7 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			goto out_unlock;
 		}
 	}
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	rc = ns_dirent_remove(ns, t, parent, &de);
@@ -634,7 +634,7 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	else
 		rc = ns_inode_put(ns, t, &in);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -866,7 +866,7 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			rc = 0;
 		goto out_unlock;
 	}
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	if (flags & SMR_NS_RENAME_EXCHANGE)
@@ -884,7 +884,7 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (!rc && rn->npp != &rn->op)
 		rc = ns_inode_put(ns, t, &rn->np);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	free(rn);
@@ -950,11 +950,11 @@ void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
 	if (ip->atime > ip->mtime && ip->atime > ip->ctime &&
 	    now - ip->atime < 24LL * 3600 * 1000000000)
 		return;
-	if (smr_cow_is_read_only(ns->cow) || smr_txn_begin(ns->cow, &t))
+	if (smr_cow_is_read_only(ns->cow) || ns_txn_begin(ns, &t))
 		return;
 	ip->atime = now;
-	(void)ns_inode_put(ns, t, ip); /* atime is best effort */
-	smr_txn_end(t);
+	/* Best effort: a failure leaves the old atime. */
+	(void)ns_txn_end(ns, t, ns_inode_put(ns, t, ip));
 }
 
 int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,

@@ -101,7 +101,7 @@ static int ns_ext_put(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	v.d.nr_csums = htole32(e->n);
 	for (uint32_t i = 0; i < e->n; i++)
 		v.d.csums[i] = htole64(e->csums[i]);
-	return smr_bt_put(t, SMR_TREE_FS, &k, &v, sizeof(v.d) + 8 * e->n);
+	return ns_bt_put(ns, t, &k, &v, sizeof(v.d) + 8 * e->n);
 }
 
 /*
@@ -171,7 +171,7 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 		}
 		os = SMR_MAX(s, a);
 		oe = SMR_MIN(end, b);
-		rc = smr_cow_data_free(t, e->dev + (os - s), oe - os);
+		rc = ns_data_release(ns, t, e->dev + (os - s), oe - os);
 		if (rc)
 			break;
 		ip->bytes -= SMR_MIN(ip->bytes, oe - os);
@@ -195,7 +195,7 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			rc = ns_ext_put(ns, t, ip->ino, e);
 		} else {
 			k = ns_key(ip->ino, SMR_NS_T_EXTENT, s);
-			rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+			rc = ns_bt_delete(ns, t, &k);
 		}
 		if (rc)
 			break;
@@ -408,6 +408,14 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 	uint64_t bs = ns->bsize, foff = pc->a;
 	int rc, mapped = 0;
 
+	/* Should the call roll back, the new space goes back too. */
+	for (int i = 0; i < pc->n; i++) {
+		rc = ns_data_new(ns, pc->dx[i].off, pc->dx[i].len);
+		if (rc) {
+			ns_piece_drop(t, pc, i);
+			return rc;
+		}
+	}
 	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len);
 	for (; !rc && mapped < pc->n; mapped++) {
 		e->foff = foff;
@@ -423,8 +431,6 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 		ip->bytes += e->len;
 		foff += e->len;
 	}
-	if (rc)
-		ns_piece_drop(t, pc, mapped);
 	return rc;
 }
 
@@ -437,14 +443,22 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			  uint64_t len, struct ns_ext *e)
 {
 	struct ns_piece *pc = malloc(sizeof(*pc));
+	size_t mark = ns_undo_mark(ns);
+	uint64_t bytes = ip->bytes;
 	int rc;
 
 	if (!pc)
 		return -ENOMEM;
 	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
 			    ns_near(ns, ip->ino, a, e + 1), pc);
-	if (!rc)
+	if (!rc) {
 		rc = ns_piece_map_locked(ns, t, ip, pc, e);
+		if (rc) {
+			/* Earlier pieces stay; nothing of this one does. */
+			ns_undo_to(ns, t, mark);
+			ip->bytes = bytes;
+		}
+	}
 	free(pc);
 	return rc;
 }
@@ -588,7 +602,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			break;
 
 		pthread_mutex_lock(&ns->lock);
-		rc = smr_txn_begin(ns->cow, &t);
+		rc = ns_txn_begin(ns, &t);
 		if (rc) {
 			/* Read-only now: the engine keeps nothing of it. */
 			pthread_mutex_unlock(&ns->lock);
@@ -605,7 +619,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			if (!rc)
 				rc = rc2;
 		}
-		smr_txn_end(t);
+		rc = ns_txn_end(ns, t, rc);
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
@@ -638,7 +652,7 @@ retry:
 	rc = ns_get_writable(ns, ino, &in);
 	if (rc || size == 0)
 		goto out_unlock;
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	rc = ns_write_locked(ns, t, &in, off + total,
@@ -646,9 +660,13 @@ retry:
 	if (done)
 		ns_wrote(cr, &in, off + total + done);
 	rc2 = ns_inode_put(ns, t, &in);
-	if (!rc)
+	if (rc2) {
 		rc = rc2;
-	smr_txn_end(t);
+		done = 0;
+	}
+	/* What was written before an error stays (a short write), unless
+	 * the inode could not follow it: then nothing does. */
+	(void)ns_txn_end(ns, t, done ? 0 : rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	total += done;
@@ -743,7 +761,7 @@ int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 	if (mode == SMR_NS_FALLOC_KEEP_SIZE ||
 	    (mode == 0 && end <= in.size))
 		goto out_unlock; /* nothing is reserved ahead of writes */
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	if (mode == 0) {
@@ -771,7 +789,7 @@ out_times:
 	in.mtime = in.ctime = ns_now();
 	rc = ns_inode_put(ns, t, &in);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -922,7 +940,7 @@ static int ns_relocate_locked(struct smr_ns *ns, struct smr_txn *t,
 			goto out_free;
 		pos = me;
 	}
-	rc = smr_cow_data_free(t, old_off, len);
+	rc = ns_data_release(ns, t, old_off, len);
 	if (!rc)
 		rc = 1;
 out_free:
@@ -940,11 +958,11 @@ int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 	if (owner->type != SMR_NS_T_EXTENT)
 		return 0;
 	pthread_mutex_lock(&ns->lock);
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (!rc) {
 		rc = ns_relocate_locked(ns, t, owner->objid, owner->offset,
 					old_off, new_off, len);
-		smr_txn_end(t);
+		rc = ns_txn_end(ns, t, rc);
 	}
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

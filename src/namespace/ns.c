@@ -140,7 +140,7 @@ int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
 	struct smr_ns_inode_d d;
 
 	ns_inode_to_disk(ip, &d);
-	return smr_bt_put(t, SMR_TREE_FS, &k, &d, sizeof(d));
+	return ns_bt_put(ns, t, &k, &d, sizeof(d));
 }
 
 void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
@@ -175,7 +175,7 @@ int ns_meta_put(struct smr_ns *ns, struct smr_txn *t)
 	d.next_ino = htole64(ns->next_ino);
 	d.next_gen = htole64(ns->next_gen);
 	d.nr_inodes = htole64(ns->nr_inodes);
-	return smr_bt_put(t, SMR_TREE_FS, &k, &d, sizeof(d));
+	return ns_bt_put(ns, t, &k, &d, sizeof(d));
 }
 
 int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,
@@ -195,7 +195,7 @@ int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,
 			return rc;
 		if (found.objid != objid || found.type != type)
 			return 0;
-		rc = smr_bt_delete(t, SMR_TREE_FS, &found);
+		rc = ns_bt_delete(ns, t, &found);
 		if (rc)
 			return rc;
 		from = found;
@@ -220,11 +220,11 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 	if (rc)
 		return rc;
 	k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
-	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	rc = ns_bt_delete(ns, t, &k);
 	if (rc)
 		return rc;
 	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
-	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+	rc = ns_bt_delete(ns, t, &k);
 	if (rc && rc != -ENOENT)
 		return rc;
 	if (ns->nr_inodes)
@@ -303,7 +303,7 @@ int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 	static const uint8_t none;
 
 	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
-	return smr_bt_put(t, SMR_TREE_FS, &k, &none, 0);
+	return ns_bt_put(ns, t, &k, &none, 0);
 }
 
 /* The last reference went: free the inode if it has no links. */
@@ -318,11 +318,10 @@ static void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
 	ns_ref_drop_if_unused(ns, ino);
 	if (ns_inode_get(ns, ino, &in) || in.nlink)
 		return;
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		return; /* read-only: reclaimed at the next read-write open */
-	rc = ns_inode_destroy_locked(ns, t, &in);
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, ns_inode_destroy_locked(ns, t, &in));
 	if (rc)
 		smr_warn("inode %llu: freeing the unlinked inode failed: %d",
 			 (unsigned long long)ino, rc);
@@ -463,13 +462,13 @@ int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr)
 	root.next_seq = SMR_NS_FIRST_SEQ;
 	root.parent = SMR_NS_ROOT_INO;
 
-	rc = smr_txn_begin(cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_free;
 	rc = ns_inode_put(ns, t, &root);
 	if (!rc)
 		rc = ns_meta_put(ns, t);
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 	if (!rc)
 		rc = smr_cow_commit(cow);
 out_free:
@@ -488,7 +487,7 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 	size_t len;
 	int rc;
 
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		return rc;
 	for (;;) {
@@ -509,7 +508,7 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 			rc = ns_inode_destroy_locked(ns, t, &in);
 		} else if (rc == 0 || rc == -ENOENT) {
 			/* Relinked, or gone: only the record is left. */
-			rc = smr_bt_delete(t, SMR_TREE_FS, &found);
+			rc = ns_bt_delete(ns, t, &found);
 		}
 		if (rc)
 			break;
@@ -517,8 +516,8 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 		from = found;
 		from.offset++;
 	}
-	smr_txn_end(t);
-	if (n)
+	rc = ns_txn_end(ns, t, rc);
+	if (n && !rc)
 		smr_info("reclaimed %lu orphan inode%s", n, n == 1 ? "" : "s");
 	return rc;
 }
@@ -569,6 +568,7 @@ void smr_ns_close(struct smr_ns *ns)
 			free(r);
 		}
 	}
+	ns_undo_free(ns);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
@@ -658,7 +658,7 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_setattr_check(cr, &in, sa);
 	if (rc)
 		goto out_unlock;
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 
@@ -711,7 +711,7 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (!rc)
 		ns_inode_attr(ns, &in, attr);
 out_end:
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

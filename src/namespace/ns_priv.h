@@ -15,6 +15,8 @@
 #include "format/ondisk.h"
 #include "namespace/ns.h"
 
+struct ns_undo;
+
 /* In-core form of struct smr_ns_inode_d (times in ns since the epoch). */
 struct ns_inode {
 	uint64_t ino;
@@ -44,6 +46,7 @@ struct smr_ns {
 	uint64_t next_gen;
 	uint64_t nr_inodes;
 	struct ns_ref *refs[NS_REF_BUCKETS];
+	struct ns_undo *undo;         /* the running call's undo log */
 };
 
 static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
@@ -95,6 +98,34 @@ int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 /* Xattrs (xattr.c) */
 int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			     uint64_t ino);
+
+/*
+ * Calls and their undo log (undo.c). Every changing call runs between
+ * ns_txn_begin() and ns_txn_end(), with ns->lock held, and changes items
+ * only through ns_bt_*(): when it ends with a negative @rc, everything it
+ * changed is rolled back. Calls may nest; the outermost end decides.
+ */
+int ns_txn_begin(struct smr_ns *ns, struct smr_txn **tp);
+int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc);
+/* Roll back to a point of the running call (ns_undo_mark), so that a call
+ * that keeps what it did before an error keeps nothing of the failing step. */
+size_t ns_undo_mark(struct smr_ns *ns);
+void ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark);
+void ns_undo_free(struct smr_ns *ns);
+/* smr_bt_insert/update/put/delete of the FS tree, undoably. */
+int ns_bt_insert(struct smr_ns *ns, struct smr_txn *t,
+		 const struct smr_key *key, const void *val, size_t len);
+int ns_bt_update(struct smr_ns *ns, struct smr_txn *t,
+		 const struct smr_key *key, const void *val, size_t len);
+int ns_bt_put(struct smr_ns *ns, struct smr_txn *t, const struct smr_key *key,
+	      const void *val, size_t len);
+int ns_bt_delete(struct smr_ns *ns, struct smr_txn *t,
+		 const struct smr_key *key);
+/* Device space leaves the map: freed when the call succeeds. */
+int ns_data_release(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
+		    uint64_t len);
+/* New device space the call maps: freed if the call rolls back. */
+int ns_data_new(struct smr_ns *ns, uint64_t off, uint64_t len);
 
 /* Delete every item of @objid with type @type. */
 int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,

@@ -116,11 +116,12 @@ static int ns_xa_find(struct smr_ns *ns, uint64_t ino, const char *name,
 	return rc;
 }
 
-static int ns_xa_delete(struct smr_txn *t, uint64_t ino, const struct ns_xa *xa)
+static int ns_xa_delete(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const struct ns_xa *xa)
 {
 	for (uint32_t p = 0; p < xa->nparts; p++) {
 		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, xa->key + p);
-		int rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+		int rc = ns_bt_delete(ns, t, &k);
 
 		if (rc)
 			return rc;
@@ -149,8 +150,9 @@ static int ns_xa_free_slot(struct smr_ns *ns, uint64_t ino, const char *name,
 	return -ENOSPC;
 }
 
-static int ns_xa_store(struct smr_txn *t, uint64_t ino, uint64_t key,
-		       const char *name, const uint8_t *value, size_t vlen)
+static int ns_xa_store(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+		       uint64_t key, const char *name, const uint8_t *value,
+		       size_t vlen)
 {
 	size_t nlen = strlen(name), first = ns_xa_first(nlen, vlen), off;
 	uint32_t nparts = ns_xa_parts(nlen, vlen);
@@ -166,14 +168,14 @@ static int ns_xa_store(struct smr_txn *t, uint64_t ino, uint64_t key,
 	memcpy(d->name, name, nlen);
 	if (first)
 		memcpy(d->name + nlen, value, first);
-	rc = smr_bt_insert(t, SMR_TREE_FS, &k, d, NS_XA_HDR + nlen + first);
+	rc = ns_bt_insert(ns, t, &k, d, NS_XA_HDR + nlen + first);
 	free(d);
 	off = first;
 	for (uint32_t p = 1; !rc && p < nparts; p++) {
 		size_t n = SMR_MIN(vlen - off, (size_t)SMR_COW_MAX_ITEM);
 
 		k.offset = key + p;
-		rc = smr_bt_insert(t, SMR_TREE_FS, &k, value + off, n);
+		rc = ns_bt_insert(ns, t, &k, value + off, n);
 		off += n;
 	}
 	return rc;
@@ -237,22 +239,22 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = -ENODATA;
 		goto out_unlock;
 	}
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
 	if (exists) {
 		key = xa.key;
-		rc = ns_xa_delete(t, ino, &xa);
+		rc = ns_xa_delete(ns, t, ino, &xa);
 	} else {
 		rc = ns_xa_free_slot(ns, ino, name, &key);
 	}
 	if (!rc)
-		rc = ns_xa_store(t, ino, key, name, value, size);
+		rc = ns_xa_store(ns, t, ino, key, name, value, size);
 	if (!rc) {
 		in.ctime = ns_now();
 		rc = ns_inode_put(ns, t, &in);
 	}
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -403,15 +405,15 @@ int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = -ENODATA;
 	if (rc)
 		goto out_unlock;
-	rc = smr_txn_begin(ns->cow, &t);
+	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
-	rc = ns_xa_delete(t, ino, &xa);
+	rc = ns_xa_delete(ns, t, ino, &xa);
 	if (!rc) {
 		in.ctime = ns_now();
 		rc = ns_inode_put(ns, t, &in);
 	}
-	smr_txn_end(t);
+	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
