@@ -1167,10 +1167,11 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	sp->block_size = c->sb.block_size;
 	if (!c->alloc)
 		return;
-	/* Released extents reach the allocator two commits later; until then
-	 * the allocator still counts them as used, though a writer short of
-	 * space gets them back at once (smr_cow_clean_for_space commits
-	 * twice). Count them as reclaimable from the moment they are freed. */
+	/* Released extents reach the allocator only after later commits;
+	 * until then the allocator still counts them as used, though a writer
+	 * short of space gets them back at once (smr_cow_clean_for_space
+	 * commits as often as that takes). Count them as reclaimable from the
+	 * moment they are freed. */
 	pthread_rwlock_rdlock(&c->lock);
 	pending = xlist_bytes(&c->free_cur) + xlist_bytes(&c->free_prev);
 	pthread_rwlock_unlock(&c->lock);
