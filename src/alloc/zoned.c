@@ -65,6 +65,7 @@ struct zz {
 	bool cnv;         /* conventional zone: our ap is the write pointer */
 	uint64_t dead_gen; /* the commit that found it full and dead, NOT_DEAD
 			    * if none: reset once a later commit is durable */
+	bool reset_failed; /* the last reset failed (logged once) */
 };
 
 /* The module's state. Protected by a->lock. */
@@ -736,11 +737,16 @@ out_free:
 	return rc;
 }
 
+/*
+ * Reset the zones the durable checkpoint no longer references. A reset that
+ * fails is not an error of the commit (that is durable already): the zone
+ * stays full and dead, holding nothing anyone needs, and is tried again
+ * after each commit.
+ */
 static int zoned_committed(struct smr_alloc *a)
 {
 	struct zoned *m = a->priv;
 	uint64_t durable = m->gen - 1; /* the commit just made durable */
-	int rc = 0;
 
 	if (m->nretiring)
 		finish_retired(a, m);
@@ -756,13 +762,17 @@ static int zoned_committed(struct smr_alloc *a)
 
 			smr_failpoint("commit.before_reset");
 			r = smr_dev_zone_reset(a->dev, m->first + i);
-
 			if (r) {
-				smr_err("alloc: resetting zone %u: %s",
-					m->first + i, strerror(-r));
-				rc = rc ? rc : r;
+				if (!z->reset_failed)
+					smr_warn("alloc: resetting zone %u: %s; "
+						 "trying again after each commit",
+						 m->first + i, strerror(-r));
+				z->reset_failed = true;
 				continue;
 			}
+			if (z->reset_failed)
+				smr_info("alloc: zone %u reset", m->first + i);
+			z->reset_failed = false;
 		}
 		z->state = ZS_FREE;
 		z->ap = 0;
@@ -772,7 +782,7 @@ static int zoned_committed(struct smr_alloc *a)
 		free_set(m, i);
 		m->st.zones_reset++;
 	}
-	return rc;
+	return 0;
 }
 
 static void zoned_space(struct smr_alloc *a, struct smr_space *sp)

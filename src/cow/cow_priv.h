@@ -60,7 +60,9 @@ struct smr_store_ops {
 	/* The blocks are no longer referenced as of the next checkpoint. */
 	int (*free)(struct smr_cow *c, uint64_t off, uint64_t len);
 	/* Persist the allocator, write @ck (alloc fields filled here), flush,
-	 * and tell the allocator it is durable. */
+	 * and tell the allocator it is durable. Fails only if @ck may not be
+	 * durable: an error after that is logged, not returned, since the
+	 * engine must then take the new generation as committed. */
 	int (*checkpoint)(struct smr_cow *c, struct smr_ckpt *ck);
 	/* Release the store (the device is the caller's). */
 	void (*close)(struct smr_cow *c);

@@ -870,7 +870,14 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	}
 	smr_failpoint("commit.after_checkpoint");
 	c->alloc_ref = ref;
-	return smr_alloc_committed(c->alloc);
+	/* The checkpoint is durable: the commit has happened, whatever
+	 * follows. A zone reset that fails leaves the zone full and dead;
+	 * the allocator tries again after the next commit. */
+	rc = smr_alloc_committed(c->alloc);
+	if (rc)
+		smr_warn("after the checkpoint of generation %" PRIu64
+			 ": %s; the filesystem goes on", ck->gen, strerror(-rc));
+	return 0;
 }
 
 static void sd_close(struct smr_cow *c)
