@@ -56,6 +56,8 @@ struct smr_store_ops {
 	int (*meta_alloc)(struct smr_cow *c, uint32_t n, uint64_t *addrs);
 	/* Write the nodes (ios in the order of the addresses handed out). */
 	int (*meta_write)(struct smr_cow *c, struct smr_io *ios, uint32_t n);
+	/* Release what meta_alloc holds after a failure; a no-op when
+	 * nothing is held. */
 	void (*meta_abort)(struct smr_cow *c);
 	/* The blocks are no longer referenced as of the next checkpoint. */
 	int (*free)(struct smr_cow *c, uint64_t off, uint64_t len);

@@ -94,6 +94,11 @@ static int commit_locked(struct smr_cow *c)
 	__atomic_fetch_add(&c->stats.commits, 1, __ATOMIC_RELAXED);
 	smr_cache_shrink(c);
 out:
+	/* A commit that failed after meta_alloc may still hold the metadata
+	 * stream; the engine is read-only from now on, but whoever shares
+	 * that stream (and close) must not wait for it. */
+	if (rc)
+		c->sops->meta_abort(c);
 	free(ck);
 	return rc;
 }
