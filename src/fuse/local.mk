@@ -32,6 +32,7 @@ SMR_FS_TESTS = \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
+	tests/fs/eio.sh \
 	tests/fs/user_mount.sh \
 	tests/fs/posix_space.sh \
 	tests/fs/posix_tools.sh \
@@ -73,3 +74,13 @@ uninstall-hook:
 # The ioctls smrfsctl stat and zones ask a mounted filesystem.
 src_fuse_mount_smrfs_SOURCES += src/fuse/ioctl.c src/fuse/smrfs_ioctl.h
 tests_mount_memcow_SOURCES += src/fuse/ioctl.c
+
+# The same daemon with the fault device (src/dev/fault.h) under the
+# filesystem, for the I/O error tests (tests/fs/fault_daemon.h).
+check_PROGRAMS += tests/mount_fault
+tests_mount_fault_SOURCES = src/fuse/fuse_ops.c src/fuse/main.c \
+	src/fuse/ioctl.c tests/fs/fault_daemon.c tests/fs/fault_daemon.h
+tests_mount_fault_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_FAULT \
+	-I$(top_srcdir)/tests/fs
+tests_mount_fault_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+tests_mount_fault_LDADD = libsmrfs.la $(FUSE_LIBS) -lpthread

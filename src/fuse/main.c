@@ -32,6 +32,13 @@
 #else
 #include "dev/dev.h"
 #endif
+#ifdef SMR_FUSE_FAULT
+/* Test build: the fault device between the device and the filesystem. */
+#include "fault_daemon.h"
+#define fs_dev_close(dev) fault_daemon_close(dev)
+#else
+#define fs_dev_close(dev) smr_dev_close(dev)
+#endif
 
 #define PROG "mount.smrfs"
 
@@ -380,6 +387,13 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 			rc == -EINVAL ? "not a usable device" : strerror(-rc));
 		return rc;
 	}
+#ifdef SMR_FUSE_FAULT
+	rc = fault_daemon_stack(&fs->dev);
+	if (rc) {
+		open_failed(mo, "cannot stack the fault device");
+		goto out_dev;
+	}
+#endif
 	rc = smr_cow_open(fs->dev, &copts, &fs->cow);
 	if (rc) {
 		char what[128];
@@ -412,7 +426,7 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 out_cow:
 	smr_cow_close(fs->cow);
 out_dev:
-	smr_dev_close(fs->dev);
+	fs_dev_close(fs->dev);
 	return rc;
 }
 
@@ -422,7 +436,7 @@ static int close_fs(struct fs *fs)
 
 	smr_ns_close(fs->ns);
 	rc = smr_cow_close(fs->cow);
-	rc2 = smr_dev_close(fs->dev);
+	rc2 = fs_dev_close(fs->dev);
 	return rc ? rc : rc2;
 }
 #endif
@@ -501,6 +515,10 @@ int main(int argc, char **argv)
 		smr_log_set_level(SMR_LOG_DEBUG);
 	if (smr_failpoint_init())
 		goto out_opts;
+#ifdef SMR_FUSE_FAULT
+	if (fault_daemon_init())
+		goto out_opts;
+#endif
 	if (stat(mo.mnt, &st)) {
 		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
 			strerror(errno));
