@@ -16,6 +16,10 @@
  *   ZONES     zones of the device (default 64)
  *   ZONE_MIB  zone size in MiB, a power of two (default 4)
  *   PASSES    overwrite volume in device sizes (default 3)
+ *
+ * To run a part of the table: BENCH_WA_U=75 (one utilization),
+ * BENCH_WA_SKEW=0 or 1 (uniform or hot/cold only), BENCH_WA_POLICY=greedy
+ * or cost-benefit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -58,21 +62,15 @@ struct result {
 	const char *phase; /* where err happened */
 };
 
-static uint64_t free_zones(struct smr_cow *c, uint64_t zone)
-{
-	struct smr_cow_space sp;
-
-	smr_cow_space(c, &sp);
-	return sp.free / zone;
-}
-
 static int run(const char *base, unsigned int nzones, uint64_t zone,
 	       unsigned int passes, unsigned int util, bool skew,
 	       enum smr_cow_gc_policy pol, struct result *r)
 {
 	struct smr_zloop_params p = { .capacity = nzones * zone,
 				      .zone_size = zone, .nr_cnv = 2 };
-	struct smr_cow_opts o = { .gc_off = true };
+	struct smr_cow_opts o = { .gc_off = true, .gc_policy = (int)pol };
+	const char *low = getenv("BENCH_WA_GC_LOW");
+	const char *high = getenv("BENCH_WA_GC_HIGH");
 	struct smr_cow_gc_stats s0, s1;
 	struct smr_cow_space sp;
 	struct smr_dev *dev = NULL;
@@ -85,6 +83,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	o.gc_low = low ? (unsigned int)atoi(low) : 0;
+	o.gc_high = high ? (unsigned int)atoi(high) : 0;
 	snprintf(path, sizeof(path), "%s/bench_wa.%d", base, (int)getpid());
 	rmtree(path);
 	buf = malloc(FILE_BYTES);
@@ -153,11 +153,9 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 		else
 			f = rnd(&seed) % nfiles;
 		off = rnd(&seed) % (FILE_BYTES / WRITE_BYTES) * WRITE_BYTES;
-		while (free_zones(c, zone) < 4) {
-			rc = smr_cow_clean(c, pol, 1);
-			if (rc <= 0)
-				break;
-		}
+		rc = smr_cow_clean_auto(c);
+		if (rc < 0)
+			goto out;
 		n = smr_ns_write(ns, &cr, ino[f], off, buf, WRITE_BYTES);
 		if (n != (ssize_t)WRITE_BYTES) {
 			rc = n < 0 ? (int)n : -ENOSPC;
@@ -198,8 +196,10 @@ int main(int argc, char **argv)
 	uint64_t zone = (argc > 3 ? (uint64_t)atoi(argv[3]) : 4) * SMR_MIB;
 	unsigned int passes = argc > 4 ? (unsigned int)atoi(argv[4]) : 3;
 	static const unsigned int utils[] = { 50, 75, 90 };
-	unsigned int u0 = getenv("BENCH_WA_ONLY90") ? 2 : 0;
 	static const char *const pname[] = { "cost-benefit", "greedy" };
+	const char *only_u = getenv("BENCH_WA_U");
+	const char *only_skew = getenv("BENCH_WA_SKEW");
+	const char *only_pol = getenv("BENCH_WA_POLICY");
 
 	smr_log_set_level(SMR_LOG_WARN);
 	printf("%u zones of %llu MiB, %llu KiB random overwrites of 1 MiB "
@@ -209,9 +209,16 @@ int main(int argc, char **argv)
 	printf("| workload | U | policy | WA | relocated / user | metadata / user | zones cleaned | seconds |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int skew = 0; skew < 2; skew++) {
-		for (unsigned int u = u0; u < 3; u++) {
+		if (only_skew && atoi(only_skew) != skew)
+			continue;
+		for (unsigned int u = 0; u < 3; u++) {
+			if (only_u && (unsigned int)atoi(only_u) != utils[u])
+				continue;
 			for (int pol = 1; pol >= 0; pol--) {
 				struct result r;
+
+				if (only_pol && strcmp(only_pol, pname[pol]))
+					continue;
 
 				run(base, nzones, zone, passes, utils[u], skew,
 				    (enum smr_cow_gc_policy)pol, &r);

@@ -1076,6 +1076,7 @@ static void test_zoned_gc_pick(void)
 	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
 	uint64_t gen = 0;
 	uint32_t old_z, young_z, pick = 0;
+	struct smr_gc_victim v[4];
 
 	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
 	CU_ASSERT_FATAL(a != NULL);
@@ -1101,6 +1102,31 @@ static void test_zoned_gc_pick(void)
 	CU_ASSERT_EQUAL(pick, young_z);
 	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_COST_BENEFIT, &pick));
 	CU_ASSERT_EQUAL(pick, old_z);
+	/* Both at once, best first, with what the cleaner needs to know. */
+	SMR_ASSERT_RC(smr_alloc_gc_pick_n(a, SMR_GC_GREEDY, v, 4), 2);
+	CU_ASSERT_EQUAL(v[0].zno, young_z);
+	CU_ASSERT_EQUAL(v[0].live, ZSZ / 4);
+	CU_ASSERT_EQUAL(v[0].stream, SMR_STREAM_HOT);
+	CU_ASSERT_EQUAL(v[1].zno, old_z);
+	CU_ASSERT_EQUAL(v[1].stream, SMR_STREAM_COLD);
+	SMR_ASSERT_RC(smr_alloc_gc_pick_n(a, SMR_GC_COST_BENEFIT, v, 1), 1);
+	CU_ASSERT_EQUAL(v[0].zno, old_z);
+	CU_ASSERT_EQUAL(v[0].cap, ZSZ);
+	/* Data the cleaner moves into the cold stream counts as relocated. */
+	{
+		struct smr_alloc_hint h = { .reloc = true };
+		struct smr_alloc_stats s0, s1;
+
+		smr_alloc_stats(a, &s0);
+		CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 4 * BS, &h,
+						SMR_STREAM_COLD, e, 2), 1);
+		smr_alloc_stats(a, &s1);
+		CU_ASSERT_EQUAL(s1.bytes_allocated[SMR_STREAM_RELOC] -
+				s0.bytes_allocated[SMR_STREAM_RELOC], 4 * BS);
+		CU_ASSERT_EQUAL(s1.bytes_allocated[SMR_STREAM_COLD],
+				s0.bytes_allocated[SMR_STREAM_COLD]);
+		SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, 4 * BS));
+	}
 	/* The ages survive a reopen. */
 	smr_alloc_close(a);
 	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
@@ -1114,6 +1140,8 @@ static void test_zoned_gc_pick(void)
 	SMR_ASSERT_OK(smr_alloc_open(&smr_flash_ops, fdev, 0, uuid, NULL, &a));
 	CU_ASSERT_FATAL(a != NULL);
 	SMR_ASSERT_RC(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &pick), -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_alloc_gc_pick_n(a, SMR_GC_GREEDY, v, 4),
+		      -EOPNOTSUPP);
 	CU_ASSERT_EQUAL(smr_alloc_zone_live(a, 0), -EOPNOTSUPP);
 	smr_alloc_close(a);
 	smr_dev_buf_free(buf);

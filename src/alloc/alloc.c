@@ -224,6 +224,19 @@ int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
 	return rc;
 }
 
+int smr_alloc_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,
+			struct smr_gc_victim *v, unsigned int max)
+{
+	int rc;
+
+	if (!a->ops->gc_pick_n)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->gc_pick_n(a, policy, v, max);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
 int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno)
 {
 	int64_t rc;

@@ -77,6 +77,9 @@ struct smr_extent {
 struct smr_alloc_hint {
 	uint64_t near;   /* a device offset to allocate at or after, 0 = none */
 	bool contiguous; /* prefer one extent to nearness */
+	bool reloc;      /* the cleaner moves this data into a data stream:
+			  * count it as relocated (the stream's rules on the
+			  * reserve still apply) */
 };
 
 /*
@@ -109,6 +112,16 @@ struct smr_alloc_stats {
 enum smr_gc_policy {
 	SMR_GC_GREEDY = 0,       /* fewest live bytes */
 	SMR_GC_COST_BENEFIT = 1, /* (1 - u) * age / (1 + u), Sprite LFS */
+};
+
+/* A zone worth cleaning, as gc_pick_n names it; at most SMR_GC_PICK_MAX
+ * at once. */
+#define SMR_GC_PICK_MAX 32
+struct smr_gc_victim {
+	uint32_t zno;
+	uint8_t stream; /* the stream that last wrote it, SMR_ALLOC_NO_STREAM */
+	uint64_t live;  /* live bytes */
+	uint64_t cap;   /* zone capacity */
 };
 
 /* Where a persisted allocator state lies; stored in the caller's checkpoint.
@@ -225,6 +238,14 @@ struct smr_alloc_ops {
 
 	/* Fill *@st. May be NULL (all zero). */
 	void (*stats)(struct smr_alloc *a, struct smr_alloc_stats *st);
+
+	/*
+	 * As gc_pick, for up to @max victims at once, best first: fills @v
+	 * and returns how many (0: no zone is worth cleaning). May be NULL
+	 * (the default answers -EOPNOTSUPP).
+	 */
+	int (*gc_pick_n)(struct smr_alloc *a, enum smr_gc_policy policy,
+			 struct smr_gc_victim *v, unsigned int max);
 };
 
 extern const struct smr_alloc_ops smr_zoned_ops;
@@ -289,6 +310,8 @@ int smr_alloc_committed(struct smr_alloc *a);
 void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp);
 int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
 		      uint32_t *zno);
+int smr_alloc_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,
+			struct smr_gc_victim *v, unsigned int max);
 int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno);
 void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 

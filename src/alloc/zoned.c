@@ -558,7 +558,8 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 			m->nopen--;
 		}
 	}
-	m->st.bytes_allocated[stream] += done;
+	m->st.bytes_allocated[hint && hint->reloc ? SMR_STREAM_RELOC :
+			      stream] += done;
 	m->st.nr_allocs++;
 	return (int)n;
 }
@@ -831,35 +832,60 @@ static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
 	}
 }
 
-static int zoned_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
-			 uint32_t *zno)
+static double gc_score(const struct zoned *m, const struct zz *z,
+		       enum smr_gc_policy policy)
+{
+	double u = (double)z->live / (double)z->cap, age;
+
+	if (policy == SMR_GC_GREEDY)
+		return 1.0 - u;
+	age = (double)(m->gen - SMR_MIN(z->age_gen, m->gen)) + 1;
+	return (1.0 - u) * age / (1.0 + u);
+}
+
+/* The best @max victims by @policy, best first, in @v; returns how many.
+ * Kept sorted by insertion: @max is a handful. */
+static int zoned_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,
+			   struct smr_gc_victim *v, unsigned int max)
 {
 	struct zoned *m = a->priv;
-	double best = -1.0;
-	uint32_t pick = UINT32_MAX;
+	double best[SMR_GC_PICK_MAX];
+	unsigned int n = 0;
 
-	for (uint32_t i = 0; i < m->nz; i++) {
+	max = SMR_MIN(max, (unsigned int)SMR_GC_PICK_MAX);
+	for (uint32_t i = 0; i < m->nz && max; i++) {
 		const struct zz *z = &m->z[i];
-		double u, age, score;
+		unsigned int k;
+		double score;
 
 		/* Zones with no live byte come back by commit alone. */
 		if (z->state != ZS_FULL || !z->live || z->live == z->cap)
 			continue;
-		u = (double)z->live / (double)z->cap;
-		if (policy == SMR_GC_GREEDY) {
-			score = 1.0 - u;
-		} else {
-			age = (double)(m->gen - SMR_MIN(z->age_gen, m->gen)) + 1;
-			score = (1.0 - u) * age / (1.0 + u);
+		score = gc_score(m, z, policy);
+		if (n == max && score <= best[n - 1])
+			continue;
+		k = n < max ? n++ : n - 1;
+		for (; k > 0 && best[k - 1] < score; k--) {
+			best[k] = best[k - 1];
+			v[k] = v[k - 1];
 		}
-		if (score > best) {
-			best = score;
-			pick = i;
-		}
+		best[k] = score;
+		v[k].zno = m->first + i;
+		v[k].stream = z->stream;
+		v[k].live = z->live;
+		v[k].cap = z->cap;
 	}
-	if (pick == UINT32_MAX)
+	return (int)n;
+}
+
+static int zoned_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
+			 uint32_t *zno)
+{
+	struct smr_gc_victim v;
+
+	if (!zoned_gc_pick_n(a, policy, &v, 1))
 		return -ENOENT;
-	*zno = m->first + pick;
+	*zno = v.zno;
 	return 0;
 }
 
@@ -893,4 +919,5 @@ const struct smr_alloc_ops smr_zoned_ops = {
 	.gc_pick = zoned_gc_pick,
 	.zone_live = zoned_zone_live,
 	.stats = zoned_stats,
+	.gc_pick_n = zoned_gc_pick_n,
 };

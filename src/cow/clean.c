@@ -32,6 +32,9 @@
 #define CLEAN_CHUNK (1024 * 1024ULL)
 /* Reverse-map entries taken per look at the tree. */
 #define CLEAN_BATCH 64
+/* Zones one cleaning call takes at most; a pass (one set of commits)
+ * takes as many of them as there is room for their copies. */
+#define GC_PASS_ZONES 16
 /* Zone bytes read per step of the node scan. */
 #define SCAN_CHUNK (1024 * 1024ULL)
 
@@ -193,21 +196,29 @@ static int drop_copy(struct smr_cow *c, uint64_t off, uint64_t len)
 
 /*
  * Move [@off, @off + @len) of reverse-map entry @e (at most CLEAN_CHUNK
- * bytes) to the relocation stream. 0 (moved or dropped), or an error.
+ * bytes) to stream @dest: SMR_STREAM_RELOC, or SMR_STREAM_COLD for data
+ * that already survived a cleaning (counted as relocated all the same;
+ * when the cold stream cannot open a zone, the relocation stream, which
+ * may use the reserve, takes it). 0 (moved or dropped), or an error.
  */
 static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
-		      uint64_t off, uint64_t len, void *buf, uint64_t *moved)
+		      uint64_t off, uint64_t len, enum smr_stream dest,
+		      void *buf, uint64_t *moved)
 {
-	struct smr_alloc_hint hint = { .contiguous = true };
+	struct smr_alloc_hint hint = { .contiguous = true, .reloc = true };
 	struct smr_extent x[16];
 	uint64_t done = 0, total = 0;
-	int n, rc;
+	int n = -ENOSPC, rc;
 
 	rc = smr_dev_read(c->dev, buf, len, off);
 	if (rc)
 		return rc;
-	n = smr_alloc_write(c->alloc, buf, len, &hint, SMR_STREAM_RELOC, x,
-			    SMR_ARRAY_SIZE(x));
+	if (dest != SMR_STREAM_RELOC)
+		n = smr_alloc_write(c->alloc, buf, len, &hint, dest, x,
+				    SMR_ARRAY_SIZE(x));
+	if (n == -ENOSPC)
+		n = smr_alloc_write(c->alloc, buf, len, &hint,
+				    SMR_STREAM_RELOC, x, SMR_ARRAY_SIZE(x));
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++)
@@ -256,9 +267,10 @@ static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
 	return rc;
 }
 
-/* Move the data of the zone [@zs, @ze) that the reverse map names. */
+/* Move the data of the zone [@zs, @ze) that the reverse map names to
+ * stream @dest (see move_chunk). */
 static int clean_data(struct smr_cow *c, uint64_t zs, uint64_t ze,
-		      uint64_t *moved)
+		      enum smr_stream dest, uint64_t *moved)
 {
 	struct rmap_ent *ents;
 	uint64_t pos = zs;
@@ -305,7 +317,7 @@ static int clean_data(struct smr_cow *c, uint64_t zs, uint64_t ze,
 				uint64_t l = SMR_MIN(CLEAN_CHUNK,
 						     e->off + e->len - o);
 
-				rc = move_chunk(c, e, o, l, buf, moved);
+				rc = move_chunk(c, e, o, l, dest, buf, moved);
 			}
 		}
 	}
@@ -404,10 +416,16 @@ static uint64_t now_usecs(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Clean one zone; clean_lock held. */
-static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
+/*
+ * Move the live nodes and data of zone @zno out (data to stream @dest);
+ * clean_lock held. The zone is empty only after the commits that
+ * follow (clean_zones_locked). 0, -EBUSY if the zone is still being
+ * written, or an error.
+ */
+static int move_zone_locked(struct smr_cow *c, uint32_t zno,
+			    enum smr_stream dest)
 {
-	uint64_t zs, ze, moved = 0, t0 = now_usecs();
+	uint64_t zs, ze, moved = 0;
 	uint8_t cond;
 	int64_t live;
 	int rc;
@@ -430,20 +448,50 @@ static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
 		return -EBUSY;
 	c->gc.gc_runs++;
 	live = smr_alloc_zone_live(c->alloc, zno);
-	if (live < 0)
+	if (live <= 0)
 		return (int)live;
-	if (live) {
-		rc = clean_data(c, zs, ze, &moved);
-		smr_failpoint("clean.after_relocate");
-		if (!rc)
-			rc = clean_nodes(c, zs, ze, &moved);
-		if (rc)
-			goto out;
+	rc = clean_data(c, zs, ze, dest, &moved);
+	smr_failpoint("clean.after_relocate");
+	if (!rc)
+		rc = clean_nodes(c, zs, ze, &moved);
+	return rc;
+}
+
+/*
+ * Clean the @n zones @zno[] (data of zone k to stream @dest[k]) with one
+ * set of commits for all: the first makes the copies and the new
+ * references durable and releases the originals; the second hands the
+ * originals to the allocator; once the third is durable, no checkpoint
+ * open could take references them, and the allocator resets each emptied
+ * zone. clean_lock held. Running out of room for the
+ * copies ends the moves, not the pass: the zones moved so far are still
+ * committed. Returns the number of zones emptied, or an error.
+ */
+static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
+			      const enum smr_stream *dest, unsigned int n)
+{
+	uint64_t t0 = now_usecs();
+	unsigned int k, done = 0, busy = 0;
+	int rc = 0, err;
+
+	for (k = 0; k < n && !rc; k++) {
+		rc = move_zone_locked(c, zno[k], dest[k]);
+		if (rc == -EBUSY) {
+			busy++; /* still being written: not this time */
+			rc = 0;
+		}
 	}
+	if (busy == n) {
+		rc = -EBUSY;
+		goto out;
+	}
+	if (rc && rc != -ENOSPC)
+		goto out;
+	err = rc;
 	smr_failpoint("clean.before_commit");
 	/* First commit: the copies and the new references; the originals
 	 * are released. Second: the originals go back to the allocator,
-	 * which resets the zone once a third checkpoint is durable. */
+	 * which resets the zones once a third checkpoint is durable. */
 	rc = smr_cow_commit_now(c);
 	if (!rc) {
 		smr_failpoint("clean.before_reset");
@@ -454,28 +502,38 @@ static int clean_zone_locked(struct smr_cow *c, uint32_t zno)
 		rc = smr_cow_commit_forced(c);
 	if (rc)
 		goto out;
-	live = smr_alloc_zone_live(c->alloc, zno);
-	if (live < 0) {
-		rc = (int)live;
-	} else if (live) {
-		rc = -EAGAIN;
-	} else {
-		c->gc.gc_zones++;
-		rc = 0;
+	for (unsigned int i = 0; i < k; i++) {
+		int64_t live = smr_alloc_zone_live(c->alloc, zno[i]);
+
+		if (live < 0) {
+			rc = (int)live;
+			goto out;
+		}
+		if (!live) {
+			c->gc.gc_zones++;
+			done++;
+		}
 	}
+	if (!done)
+		rc = err;
 out:
 	c->gc.gc_usecs += now_usecs() - t0;
-	return rc;
+	return rc ? rc : (int)done;
 }
 
 int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno)
 {
+	const enum smr_stream dest = SMR_STREAM_RELOC;
 	int rc;
 
 	pthread_mutex_lock(&c->clean_lock);
-	rc = clean_zone_locked(c, zno);
+	rc = clean_zones_locked(c, &zno, &dest, 1);
 	pthread_mutex_unlock(&c->clean_lock);
-	return rc;
+	/* A zone that keeps live bytes: a dropped move, or data without an
+	 * owner. */
+	if (rc == 0 && smr_alloc_zone_live(c->alloc, zno) > 0)
+		return -EAGAIN;
+	return rc < 0 ? rc : 0;
 }
 
 static enum smr_gc_policy alloc_policy(enum smr_cow_gc_policy p)
@@ -483,39 +541,108 @@ static enum smr_gc_policy alloc_policy(enum smr_cow_gc_policy p)
 	return p == SMR_COW_GC_GREEDY ? SMR_GC_GREEDY : SMR_GC_COST_BENEFIT;
 }
 
+/*
+ * Where a victim's data goes: data written by users goes to the relocation
+ * stream; data that survived a cleaning already (a zone of the relocation
+ * or cold stream) has proved to be cold and goes to the cold stream, so
+ * that it settles in zones of its own rather than among the merely young
+ * survivors of hot zones (generations, as in generational garbage
+ * collectors; Sprite LFS sorted moved blocks by age for the same reason).
+ */
+static enum smr_stream victim_dest(const struct smr_gc_victim *v)
+{
+	return v->stream == SMR_STREAM_RELOC || v->stream == SMR_STREAM_COLD ?
+	       SMR_STREAM_COLD : SMR_STREAM_RELOC;
+}
+
+/* Room the copies of one pass may take: what relocation can have, less
+ * the tails of open zones it cannot write (up to one), two zones for the
+ * nodes the pass makes dirty and the allocator's last zone. */
+static uint64_t pass_room(struct smr_cow *c)
+{
+	struct smr_space sp;
+	uint64_t zl = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1);
+	uint64_t room;
+
+	smr_alloc_space(c->alloc, &sp);
+	room = sp.free + sp.reserved;
+	return room > 4 * zl ? room - 4 * zl : 0;
+}
+
+/*
+ * Pick victims by @policy and clean them in passes of one set of commits: at
+ * most @max_zones in all, each pass as many as the room for their copies
+ * allows and no more than win @want bytes (their dead bytes). Zones that
+ * keep live bytes are not picked again by this call. Returns the number of
+ * zones emptied, or an error; clean_lock held.
+ */
+static int clean_some_locked(struct smr_cow *c, enum smr_cow_gc_policy policy,
+			     unsigned int max_zones, uint64_t want)
+{
+	struct smr_gc_victim v[SMR_GC_PICK_MAX];
+	uint32_t stuck[SMR_GC_PICK_MAX], zno[SMR_GC_PICK_MAX];
+	enum smr_stream dest[SMR_GC_PICK_MAX];
+	unsigned int nstuck = 0, done = 0;
+	int rc = 0;
+
+	/* Rounds are bounded: a zone that keeps live data it cannot move
+	 * would otherwise be picked forever. */
+	for (int round = 0; round < 3 && done < max_zones && want; round++) {
+		uint64_t room = pass_room(c), need = 0, win = 0;
+		unsigned int ask, n = 0;
+		int got;
+
+		ask = SMR_MIN(max_zones - done + nstuck,
+			      (unsigned int)SMR_GC_PICK_MAX);
+		got = smr_alloc_gc_pick_n(c->alloc, alloc_policy(policy), v,
+					  ask);
+		if (got <= 0) {
+			rc = got;
+			break;
+		}
+		for (int i = 0; i < got && n < max_zones - done && win < want;
+		     i++) {
+			bool skip = false;
+
+			for (unsigned int j = 0; j < nstuck; j++)
+				skip |= stuck[j] == v[i].zno;
+			if (skip)
+				continue;
+			if (n && need + v[i].live > room)
+				break;
+			need += v[i].live;
+			win += v[i].cap - v[i].live;
+			zno[n] = v[i].zno;
+			dest[n] = victim_dest(&v[i]);
+			n++;
+		}
+		if (!n)
+			break;
+		rc = clean_zones_locked(c, zno, dest, n);
+		if (rc < 0)
+			break;
+		done += (unsigned int)rc;
+		want = win >= want ? 0 : want - win;
+		rc = 0;
+		for (unsigned int i = 0; i < n && nstuck < SMR_GC_PICK_MAX;
+		     i++)
+			if (smr_alloc_zone_live(c->alloc, zno[i]) > 0)
+				stuck[nstuck++] = zno[i];
+	}
+	return rc ? rc : (int)done;
+}
+
 int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 		  unsigned int max_zones)
 {
-	unsigned int done = 0, tries = 0;
-	int rc = 0;
+	int rc;
 
 	if (!c->alloc || !c->info->zoned)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&c->clean_lock);
-	/* Attempts are bounded too: a zone that keeps live data it cannot
-	 * move (-EAGAIN) would otherwise be picked forever. */
-	while (done < max_zones && tries < 2 * max_zones + 2) {
-		uint32_t zno;
-
-		tries++;
-		rc = smr_alloc_gc_pick(c->alloc, alloc_policy(policy), &zno);
-		if (rc == -ENOENT) {
-			rc = 0;
-			break;
-		}
-		if (rc)
-			break;
-		rc = clean_zone_locked(c, zno);
-		if (rc == -EAGAIN || rc == -EBUSY) {
-			rc = 0;
-			continue;
-		}
-		if (rc)
-			break;
-		done++;
-	}
+	rc = clean_some_locked(c, policy, max_zones, UINT64_MAX);
 	pthread_mutex_unlock(&c->clean_lock);
-	return rc ? rc : (int)done;
+	return rc;
 }
 
 /* Free zones a data stream can take now. */
@@ -558,10 +685,48 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	 * the write: clean until a whole zone is free beyond it. */
 	if (free_zones(c) >= 2)
 		return 0;
-	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, 4);
+	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, GC_PASS_ZONES);
 	if (rc < 0)
 		return rc == -EOPNOTSUPP ? -ENOSPC : rc;
 	return rc > 0 || free_zones(c) >= 2 ? 0 : -ENOSPC;
+}
+
+static unsigned int gc_low(const struct smr_cow *c)
+{
+	return c->opts.gc_low ? c->opts.gc_low : 4;
+}
+
+static unsigned int gc_high(const struct smr_cow *c)
+{
+	return c->opts.gc_high > gc_low(c) ? c->opts.gc_high : gc_low(c) + 1;
+}
+
+int smr_cow_clean_auto(struct smr_cow *c)
+{
+	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ?
+				     SMR_COW_GC_GREEDY :
+				     SMR_COW_GC_COST_BENEFIT;
+	unsigned int low = gc_low(c), high = gc_high(c);
+	uint64_t fz, zl;
+	int rc = 0;
+
+	if (!c->alloc || !c->info->zoned)
+		return -EOPNOTSUPP;
+	zl = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1);
+	pthread_mutex_lock(&c->clean_lock);
+	fz = free_zones(c);
+	if (fz < low)
+		c->gc_active = true;
+	else if (fz > high)
+		c->gc_active = false;
+	if (c->gc_active)
+		/* Greedy when space runs really low: space matters more
+		 * then than what cleaning will cost later. */
+		rc = clean_some_locked(c, fz < low / 2 + 1 ?
+					  SMR_COW_GC_GREEDY : pol,
+				       GC_PASS_ZONES, (high + 1 - fz) * zl);
+	pthread_mutex_unlock(&c->clean_lock);
+	return rc;
 }
 
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
@@ -592,34 +757,19 @@ void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
 static void *gc_main(void *arg)
 {
 	struct smr_cow *c = arg;
-	unsigned int low = c->opts.gc_low ? c->opts.gc_low : 4;
-	unsigned int high = c->opts.gc_high > low ? c->opts.gc_high : low + 4;
-	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ?
-				     SMR_COW_GC_GREEDY : SMR_COW_GC_COST_BENEFIT;
-	bool active = false;
 
 	pthread_mutex_lock(&c->txn_lock);
 	while (!c->gc_stop) {
-		uint64_t fz;
 		int rc;
 
 		if (c->read_only)
 			break;
 		pthread_mutex_unlock(&c->txn_lock);
-		fz = free_zones(c);
-		if (fz < low)
-			active = true;
-		else if (fz > high)
-			active = false;
-		rc = 0;
-		if (active)
-			/* Greedy when space runs really low. */
-			rc = smr_cow_clean(c, fz < low / 2 + 1 ?
-					   SMR_COW_GC_GREEDY : pol, 1);
+		rc = smr_cow_clean_auto(c);
 		pthread_mutex_lock(&c->txn_lock);
 		if (c->gc_stop)
 			break;
-		if (!active || rc <= 0) {
+		if (rc <= 0) {
 			/* Woken by a commit (or after a second). */
 			struct timespec ts;
 

@@ -112,7 +112,7 @@ struct smr_cow_opts {
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
 				* 0 = cost-benefit */
 	unsigned gc_low;       /* start below this many free zones; 0 = 4 */
-	unsigned gc_high;      /* stop above this many; 0 = gc_low + 4 */
+	unsigned gc_high;      /* stop above this many; 0 = gc_low + 1 */
 };
 
 /*
@@ -367,6 +367,17 @@ int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno);
  */
 int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 		  unsigned int max_zones);
+
+/*
+ * One step of background cleaning, as the engine's thread does it: when
+ * fewer than gc_low zones are free (and from then on until more than
+ * gc_high are), clean by the policy of the options (greedily when fewer
+ * than half of gc_low are free) in passes of one set of commits, until
+ * the victims' dead bytes make up for the zones missing above gc_high.
+ * Returns the number of zones emptied (0: nothing to do or nothing worth
+ * cleaning), or an error. Same calling rules as smr_cow_clean_zone.
+ */
+int smr_cow_clean_auto(struct smr_cow *c);
 
 /*
  * Foreground cleaning: a data write got -ENOSPC. If dead space exists,

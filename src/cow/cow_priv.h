@@ -182,6 +182,8 @@ struct smr_cow {
 	pthread_mutex_t clean_lock;   /* one cleaning pass at a time; taken
 				       * before commit_lock */
 	struct smr_cow_gc_stats gc;   /* clean_lock, read with atomics */
+	bool gc_active;               /* clean_lock: below gc_low, and not
+				       * yet above gc_high since */
 	bool gc_running;              /* the background thread exists */
 	bool gc_stop;                 /* txn_lock */
 	pthread_t gc_thread;
