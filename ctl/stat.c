@@ -429,9 +429,11 @@ static void stat_json(FILE *f, const struct ctl_src *s,
 			"  \"device_bytes_written\": %" PRIu64 ",\n"
 			"  \"relocated_bytes\": %" PRIu64 ",\n"
 			"  \"zones_cleaned\": %" PRIu64 ",\n"
+			"  \"cleaner_runs\": %" PRIu64 ",\n"
+			"  \"cleaner_seconds\": %.3f,\n"
 			"  \"write_amplification\": ",
 			st->user_bytes, st->device_bytes, st->reloc_bytes,
-			st->gc_zones);
+			st->gc_zones, st->gc_runs, (double)st->gc_usecs / 1e6);
 		/* Undefined before any user data: null, not a made-up 0. */
 		if (st->user_bytes)
 			fprintf(f, "%.4f", (double)st->device_bytes /
@@ -535,9 +537,9 @@ static void stat_text(FILE *f, const struct ctl_src *s,
 					(double)st->user_bytes);
 		fputs("\n", f);
 		fprintf(f, "  %-12s %s relocated; %" PRIu64 " zones emptied "
-			   "of %" PRIu64 " tried\n",
+			   "of %" PRIu64 " tried in %.1f s\n",
 			"cleaner", fmt_size(b1, sizeof(b1), st->reloc_bytes),
-			st->gc_zones, st->gc_runs);
+			st->gc_zones, st->gc_runs, (double)st->gc_usecs / 1e6);
 	}
 	fprintf(f, "engine (since %s): %" PRIu64 " commits, %" PRIu64
 		   " nodes written\n",

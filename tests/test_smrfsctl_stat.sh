@@ -150,6 +150,9 @@ dev=$(jget "$T/s1.json" device_bytes_written)
 [ "$dev" -gt $((40 * MIB)) ] && [ "$dev" -le $((42 * MIB)) ] ||
 	fail "device_bytes_written $dev"
 [ "$(jget "$T/s1.json" relocated_bytes)" -eq 0 ] || fail "relocated_bytes"
+[ "$(jget "$T/s1.json" cleaner_runs)" -eq 0 ] || fail "cleaner_runs"
+jget "$T/s1.json" cleaner_seconds | grep -Eq '^0(\.0+)?$' ||
+	fail "cleaner_seconds $(jget "$T/s1.json" cleaner_seconds)"
 jget "$T/s1.json" write_amplification | grep -q '^1\.0' ||
 	fail "write_amplification $(jget "$T/s1.json" write_amplification)"
 

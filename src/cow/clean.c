@@ -136,6 +136,8 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static void gc_kick(struct smr_cow *c, uint64_t len);
+
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,
 			     const void *buf, uint64_t len,
@@ -164,6 +166,8 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 		}
 	}
 	pthread_rwlock_unlock(&c->lock);
+	if (!rc)
+		gc_kick(c, done);
 	return rc ? rc : n;
 }
 
@@ -446,7 +450,7 @@ static int move_zone_locked(struct smr_cow *c, uint32_t zno,
 		return 0;
 	else
 		return -EBUSY;
-	c->gc.gc_runs++;
+	__atomic_fetch_add(&c->gc.gc_runs, 1, __ATOMIC_RELAXED);
 	live = smr_alloc_zone_live(c->alloc, zno);
 	if (live <= 0)
 		return (int)live;
@@ -488,6 +492,10 @@ static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
 	if (rc && rc != -ENOSPC)
 		goto out;
 	err = rc;
+	/* The time so far goes into the checkpoints the pass writes. */
+	__atomic_fetch_add(&c->gc.gc_usecs, now_usecs() - t0,
+			   __ATOMIC_RELAXED);
+	t0 = now_usecs();
 	smr_failpoint("clean.before_commit");
 	/* First commit: the copies and the new references; the originals
 	 * are released. Second: the originals go back to the allocator,
@@ -510,14 +518,16 @@ static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
 			goto out;
 		}
 		if (!live) {
-			c->gc.gc_zones++;
+			__atomic_fetch_add(&c->gc.gc_zones, 1,
+					   __ATOMIC_RELAXED);
 			done++;
 		}
 	}
 	if (!done)
 		rc = err;
 out:
-	c->gc.gc_usecs += now_usecs() - t0;
+	__atomic_fetch_add(&c->gc.gc_usecs, now_usecs() - t0,
+			   __ATOMIC_RELAXED);
 	return rc ? rc : (int)done;
 }
 
@@ -759,27 +769,44 @@ static void *gc_main(void *arg)
 	struct smr_cow *c = arg;
 
 	pthread_mutex_lock(&c->txn_lock);
-	while (!c->gc_stop) {
+	while (!c->gc_stop && !c->read_only) {
 		int rc;
 
-		if (c->read_only)
-			break;
+		c->gc_wake = false;
 		pthread_mutex_unlock(&c->txn_lock);
 		rc = smr_cow_clean_auto(c);
 		pthread_mutex_lock(&c->txn_lock);
-		if (c->gc_stop)
-			break;
-		if (rc <= 0) {
-			/* Woken by a commit (or after a second). */
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&c->gc_cond, &c->txn_lock, &ts);
-		}
+		/* Nothing to do (or nothing that can be done): sleep until a
+		 * writer finds free zones below the low watermark. */
+		while (rc <= 0 && !c->gc_wake && !c->gc_stop)
+			pthread_cond_wait(&c->gc_cond, &c->txn_lock);
 	}
 	pthread_mutex_unlock(&c->txn_lock);
 	return NULL;
+}
+
+/*
+ * A writer took @len more bytes: every quarter of a zone written, see
+ * whether free zones fell below the low watermark and wake the thread if
+ * so. Counting free zones walks the allocator's zones, so it is not done
+ * on every write.
+ */
+static void gc_kick(struct smr_cow *c, uint64_t len)
+{
+	uint64_t step = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1) / 4;
+	uint64_t before;
+
+	if (!c->gc_running || !step)
+		return;
+	before = __atomic_fetch_add(&c->gc_kick_bytes, len, __ATOMIC_RELAXED);
+	if (before / step == (before + len) / step)
+		return;
+	if (free_zones(c) >= gc_low(c))
+		return;
+	pthread_mutex_lock(&c->txn_lock);
+	c->gc_wake = true;
+	pthread_cond_signal(&c->gc_cond);
+	pthread_mutex_unlock(&c->txn_lock);
 }
 
 int smr_cow_gc_start(struct smr_cow *c)

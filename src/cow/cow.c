@@ -55,6 +55,10 @@ static int cow_open_common(struct smr_cow *c)
 		goto out;
 	c->gen = ck->gen;
 	c->nr_nodes = ck->nr_nodes;
+	c->gc.gc_runs = ck->gc_runs;
+	c->gc.gc_zones = ck->gc_zones;
+	c->gc.gc_usecs = ck->gc_usecs;
+	c->gc_saved = c->gc;
 	c->alloc_ref.off = ck->alloc_off;
 	c->alloc_ref.len = ck->alloc_len;
 	c->alloc_ref.csum = ck->alloc_csum;

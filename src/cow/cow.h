@@ -441,6 +441,7 @@ struct smr_cow_fsstat {
 	uint64_t reloc_bytes;    /* moved by the cleaner */
 	uint64_t gc_zones;       /* zones the cleaner emptied */
 	uint64_t gc_runs;        /* zones it tried */
+	uint64_t gc_usecs;       /* time it took, microseconds */
 };
 
 /*

@@ -181,11 +181,18 @@ struct smr_cow {
 	void *reloc_arg;
 	pthread_mutex_t clean_lock;   /* one cleaning pass at a time; taken
 				       * before commit_lock */
-	struct smr_cow_gc_stats gc;   /* clean_lock, read with atomics */
+	struct smr_cow_gc_stats gc;   /* gc_runs, gc_zones, gc_usecs: added
+				       * to under clean_lock with atomics,
+				       * read with atomics (the commit) */
+	struct smr_cow_gc_stats gc_saved; /* the figures of the newest
+				       * checkpoint; commit_lock */
 	bool gc_active;               /* clean_lock: below gc_low, and not
 				       * yet above gc_high since */
 	bool gc_running;              /* the background thread exists */
 	bool gc_stop;                 /* txn_lock */
+	bool gc_wake;                 /* txn_lock: a writer saw free zones
+				       * below gc_low */
+	uint64_t gc_kick_bytes;       /* written by users; atomics */
 	pthread_t gc_thread;
 	pthread_cond_t gc_cond;       /* with txn_lock: wake the thread */
 };

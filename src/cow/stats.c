@@ -99,6 +99,7 @@ void smr_cow_fsstat(struct smr_cow *c, struct smr_cow_fsstat *st)
 		st->reloc_bytes = gs.reloc_bytes;
 		st->gc_zones = gs.gc_zones;
 		st->gc_runs = gs.gc_runs;
+		st->gc_usecs = gs.gc_usecs;
 	}
 }
 

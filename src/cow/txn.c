@@ -43,18 +43,33 @@ void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 /* Commit with the trees frozen (c->lock held exclusive). */
 static int commit_locked(struct smr_cow *c)
 {
+	struct smr_cow_gc_stats gc = { 0 };
 	struct smr_ckpt *ck;
 	uint64_t gen = SMR_MAX(c->gen, c->gen_floor) + 1;
+	bool gc_new;
 	size_t np;
 	int rc;
 
-	if (!c->changed && !c->free_prev.n)
+	/* The cleaner's figures, without clean_lock (a cleaning pass holds
+	 * it across its commits); new figures alone are worth a commit, so
+	 * that a pass's last ones reach the disk with the next timer or
+	 * unmount. */
+	gc.gc_runs = __atomic_load_n(&c->gc.gc_runs, __ATOMIC_RELAXED);
+	gc.gc_zones = __atomic_load_n(&c->gc.gc_zones, __ATOMIC_RELAXED);
+	gc.gc_usecs = __atomic_load_n(&c->gc.gc_usecs, __ATOMIC_RELAXED);
+	gc_new = gc.gc_runs != c->gc_saved.gc_runs ||
+		 gc.gc_zones != c->gc_saved.gc_zones ||
+		 gc.gc_usecs != c->gc_saved.gc_usecs;
+	if (!c->changed && !c->free_prev.n && !gc_new)
 		return 0;
 	ck = calloc(1, sizeof(*ck));
 	if (!ck)
 		return -ENOMEM;
 	ck->gen = gen;
 	ck->prev_gen = c->gen;
+	ck->gc_runs = gc.gc_runs;
+	ck->gc_zones = gc.gc_zones;
+	ck->gc_usecs = gc.gc_usecs;
 	rc = smr_bt_write_dirty(c, gen, ck);
 	if (rc)
 		goto out;
@@ -86,6 +101,7 @@ static int commit_locked(struct smr_cow *c)
 		goto out;
 	__atomic_store_n(&c->gen, gen, __ATOMIC_RELEASE);
 	c->changed = false;
+	c->gc_saved = gc;
 	c->free_prev.n = 0;
 	for (size_t i = 0; i < np; i++)
 		smr_xlist_add(&c->free_prev, ck->pending[i].off,

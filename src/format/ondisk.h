@@ -201,7 +201,10 @@ struct smr_dckpt {
 	__le64 prev_gen;          /* the checkpoint this one follows; 0 none */
 	__le64 reserved0;         /* zero */
 	struct smr_droot roots[SMR_CKPT_MAX_ROOTS];
-	uint8_t reserved1[64];    /* zero */
+	__le64 gc_runs;           /* zones the cleaner tried since mkfs */
+	__le64 gc_zones;          /* zones it emptied since mkfs */
+	__le64 gc_usecs;          /* time it took since mkfs, microseconds */
+	uint8_t reserved1[40];    /* zero */
 	/* struct smr_dextent pending[nr_pending] follows. */
 };
 SMR_ONDISK_SIZE(struct smr_dckpt, 512);
@@ -215,7 +218,10 @@ SMR_ONDISK_OFFSET(struct smr_dckpt, nr_pending, 108);
 SMR_ONDISK_OFFSET(struct smr_dckpt, prev_gen, 112);
 SMR_ONDISK_OFFSET(struct smr_dckpt, reserved0, 120);
 SMR_ONDISK_OFFSET(struct smr_dckpt, roots, 128);
-SMR_ONDISK_OFFSET(struct smr_dckpt, reserved1, 448);
+SMR_ONDISK_OFFSET(struct smr_dckpt, gc_runs, 448);
+SMR_ONDISK_OFFSET(struct smr_dckpt, gc_zones, 456);
+SMR_ONDISK_OFFSET(struct smr_dckpt, gc_usecs, 464);
+SMR_ONDISK_OFFSET(struct smr_dckpt, reserved1, 472);
 #define SMR_CKPT_MAX_PENDING \
 	((SMR_CKPT_SIZE - sizeof(struct smr_dckpt)) / sizeof(struct smr_dextent))
 

@@ -215,6 +215,9 @@ int smr_ckpt_to_disk(const struct smr_ckpt *ck, const uint8_t uuid[16],
 	d->alloc_gen = htole64(ck->alloc_gen);
 	d->nr_nodes = htole64(ck->nr_nodes);
 	d->prev_gen = htole64(ck->prev_gen);
+	d->gc_runs = htole64(ck->gc_runs);
+	d->gc_zones = htole64(ck->gc_zones);
+	d->gc_usecs = htole64(ck->gc_usecs);
 	d->nr_roots = htole32(ck->nr_roots);
 	d->nr_pending = htole32(ck->nr_pending);
 	for (uint32_t i = 0; i < ck->nr_roots; i++) {
@@ -250,6 +253,9 @@ int smr_ckpt_from_disk(const void *blk, size_t size, uint64_t addr,
 	ck->alloc_gen = le64toh(d->alloc_gen);
 	ck->nr_nodes = le64toh(d->nr_nodes);
 	ck->prev_gen = le64toh(d->prev_gen);
+	ck->gc_runs = le64toh(d->gc_runs);
+	ck->gc_zones = le64toh(d->gc_zones);
+	ck->gc_usecs = le64toh(d->gc_usecs);
 	ck->nr_roots = le32toh(d->nr_roots);
 	ck->nr_pending = le32toh(d->nr_pending);
 	memset(ck->roots, 0, sizeof(ck->roots));

@@ -55,6 +55,7 @@ struct smr_ckpt {
 	uint64_t alloc_off, alloc_len, alloc_csum, alloc_gen;
 	uint64_t nr_nodes;
 	uint64_t prev_gen; /* the checkpoint this one follows, 0 = none */
+	uint64_t gc_runs, gc_zones, gc_usecs; /* the cleaner's, since mkfs */
 	uint32_t nr_roots;
 	struct smr_root roots[SMR_CKPT_MAX_ROOTS];
 	uint32_t nr_pending;

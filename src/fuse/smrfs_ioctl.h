@@ -85,7 +85,8 @@ struct smrfs_ioc_stat {
 	uint64_t reloc_bytes;
 	uint64_t gc_zones;
 	uint64_t gc_runs;
-	uint64_t spare[27];      /* zero; for later versions */
+	uint64_t gc_usecs;       /* an older daemon leaves it zero */
+	uint64_t spare[26];      /* zero; for later versions */
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_stat) == 760,
@@ -180,6 +181,7 @@ static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,
 	o->reloc_bytes = st->reloc_bytes;
 	o->gc_zones = st->gc_zones;
 	o->gc_runs = st->gc_runs;
+	o->gc_usecs = st->gc_usecs;
 }
 
 static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
@@ -197,6 +199,7 @@ static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
 	st->reloc_bytes = o->reloc_bytes;
 	st->gc_zones = o->gc_zones;
 	st->gc_runs = o->gc_runs;
+	st->gc_usecs = o->gc_usecs;
 	memcpy(st->dev_kind, o->dev_kind, sizeof(st->dev_kind));
 	st->dev_kind[sizeof(st->dev_kind) - 1] = 0;
 	memcpy(st->backend, o->backend, sizeof(st->backend));
