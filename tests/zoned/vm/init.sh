@@ -31,11 +31,12 @@ mount -t devtmpfs devtmpfs /dev
 # GROUP, in order; MODULE (a file name) with the PARAMETERS.
 load() {
 	group=$1
-	shift
+	with=${2:-}
+	shift $(($# < 2 ? $# : 2))
 	while read -r g m; do
 		[ "$g" = "$group" ] || continue
-		if [ "$m" = "${1:-}" ]; then
-			insmod "/mod/$m" "$@" || fatal "insmod $*"
+		if [ "$m" = "$with" ]; then
+			insmod "/mod/$m" "$@" || fatal "insmod $m $*"
 		else
 			insmod "/mod/$m" || fatal "insmod $m"
 		fi
