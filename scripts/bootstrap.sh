@@ -8,7 +8,10 @@
 #                               workload, figures, unmount (scripts/demo.sh)
 #   scripts/bootstrap.sh test   install the packages, build, and run every
 #                               test (make distcheck: the unit tests, the
-#                               integration tests and the release tarball)
+#                               integration tests and the release tarball),
+#                               then a set of tests on kernel zoned devices
+#                               in a small VM (tests/zoned/vm/smrfs-vm;
+#                               make check-zoned runs them all)
 #
 # Run it as root from the top of a clone (it calls apt-get). Set
 # SMRFS_NO_APT=1 to skip the package installation on a prepared machine.
@@ -25,7 +28,8 @@ cd "$top"
 
 packages="build-essential autoconf automake libtool pkg-config \
 libfuse3-dev fuse3 libzbd-dev zbd-utils liburing-dev libxxhash-dev \
-libcunit1-dev libblkid-dev attr python3"
+libcunit1-dev libblkid-dev attr python3 \
+qemu-system-x86 busybox-static xz-utils"
 
 if [ -z "${SMRFS_NO_APT:-}" ]; then
 	missing=
@@ -64,10 +68,47 @@ test)
 		echo "$rc" >"$build/.make-status"
 	} | tee "$log"
 	status=$(cat "$build/.make-status")
-	# A plain "N passed, N failed" closing line from automake's summaries.
-	passed=$(sed -n 's/^# PASS: *//p' "$log" | awk '{s+=$1} END {print s+0}')
+
+	# Kernel zoned devices, in a VM: the zbd backend's tests on each kind
+	# of device, and the whole filesystem on a device with conventional
+	# zones and on one without them, with a zone capacity below the zone
+	# size and 6 open and active zones at most, with a smaller workload
+	# than make check-zoned's. Each configuration counts as one test; one
+	# whose VM could not start or timed out counts as failed.
+	zlog=$build/zoned-run.log
+	{
+		echo "=== kernel zoned devices (tests/zoned, in a VM)"
+		start=$(date +%s)
+		zrc=0
+		# (Two makes: "all" recurses, and beside other goals in one
+		# parallel make it would build the same objects twice at once.)
+		if make -s -j"$jobs" all 2>&1 &&
+			make -s -j"$jobs" tests/test_zbd tests/fs/ns_audit 2>&1
+		then
+			ZBD_DEVICES="nullb zns smr" ZBD_TIMEOUT=300 \
+				sh "$top/tests/zoned/run-zbd-tests.sh" 2>&1 || zrc=1
+			FS_DEVICES="nullb zns-limits" FS_FILL=20 FS_TIMEOUT=600 \
+				sh "$top/tests/zoned/run-fs-tests.sh" 2>&1 || zrc=1
+		else
+			echo "=== zoned: FAILED (the build for the zoned tests failed)"
+			zrc=1
+		fi
+		echo "=== zoned tests: $(($(date +%s) - start)) s"
+		echo "$zrc" >"$build/.zoned-status"
+	} | tee "$zlog"
+	[ "$(cat "$build/.zoned-status")" = 0 ] || status=1
+	zpassed=$(grep -c '^=== [^ ]*: passed in' "$zlog" || :)
+	zfailed=$(grep -cE '^=== [^ ]*: (FAILED|NOT RUN)' "$zlog" || :)
+	# A run script that stopped before any configuration ran.
+	[ "$(cat "$build/.zoned-status")" = 0 ] || [ "$zfailed" -gt 0 ] ||
+		zfailed=1
+
+	# A plain "N passed, N failed" closing line from automake's summaries
+	# and the zoned configurations.
+	passed=$(sed -n 's/^# PASS: *//p' "$log" |
+		awk -v z="$zpassed" '{s+=$1} END {print s+z}')
 	failed=$(sed -n 's/^# \(FAIL\|ERROR\|XPASS\): *//p' "$log" |
-		awk '{s+=$1} END {print s+0}')
+		awk -v z="$zfailed" '{s+=$1} END {print s+z}')
 	skipped=$(sed -n 's/^# SKIP: *//p' "$log" | awk '{s+=$1} END {print s+0}')
 	[ "$passed" -gt 0 ] || status=1
 	[ "$failed" -eq 0 ] || status=1
