@@ -81,9 +81,10 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 	return 0;
 }
 
-int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
-		   uint64_t data_start, const uint8_t fs_uuid[16],
-		   const struct smr_alloc_ref *ref, struct smr_alloc **ap)
+static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		      uint64_t data_start, const uint8_t fs_uuid[16],
+		      const struct smr_alloc_ref *ref, bool rebuild,
+		      struct smr_alloc **ap)
 {
 	static const struct smr_alloc_ref zero_ref;
 	const struct smr_dev_info *info = smr_dev_info(dev);
@@ -103,6 +104,7 @@ int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 	a->dev = dev;
 	a->info = info;
 	a->data_start = data_start;
+	a->rebuild = rebuild;
 	memcpy(a->fs_uuid, fs_uuid, sizeof(a->fs_uuid));
 	pthread_mutex_init(&a->lock, NULL);
 	for (int i = 0; i < SMR_STREAM_NR; i++) {
@@ -123,6 +125,20 @@ int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 	}
 	*ap = a;
 	return 0;
+}
+
+int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		   uint64_t data_start, const uint8_t fs_uuid[16],
+		   const struct smr_alloc_ref *ref, struct smr_alloc **ap)
+{
+	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, ap);
+}
+
+int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
+			   struct smr_dev *dev, uint64_t data_start,
+			   const uint8_t fs_uuid[16], struct smr_alloc **ap)
+{
+	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, ap);
 }
 
 void smr_alloc_close(struct smr_alloc *a)

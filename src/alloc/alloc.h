@@ -155,7 +155,9 @@ struct smr_alloc_ops {
 	/*
 	 * Set up a->priv. @ref NULL: a fresh filesystem (mkfs), everything in
 	 * the managed range is free (a zoned module resets nothing: the caller
-	 * has reset the zones). Otherwise read the state @ref points to and
+	 * has reset the zones); or, with a->rebuild set, a filesystem whose
+	 * state is lost (see smr_alloc_open_rebuild()). Otherwise read the
+	 * state @ref points to and
 	 * reconcile it with the device: a zoned module trusts the device's
 	 * write pointers (data written after the last checkpoint is dead and
 	 * a write pointer never goes back). Errors: -ENOMEM, -EIO,
@@ -266,6 +268,9 @@ struct smr_alloc {
 	 * unless the device has too few active zones (set by init, constant
 	 * afterwards). */
 	uint8_t stream_share[SMR_STREAM_NR];
+	/* Opened by smr_alloc_open_rebuild(): init has no state to read and
+	 * rebuilds from the device (constant after init). */
+	bool rebuild;
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -292,6 +297,23 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		   uint64_t data_start, const uint8_t fs_uuid[16],
 		   const struct smr_alloc_ref *ref, struct smr_alloc **ap);
+
+/*
+ * Open an allocator over a filesystem whose persisted state is lost, for
+ * fsck's repair: the accounting is rebuilt from the device alone and
+ * errs on the side of keeping space, for smr_alloc_check() with repair to
+ * bring it to exactly what the trees reference before anything is
+ * allocated. rotational, flash: everything free (the audit takes out the
+ * referenced extents). zoned: each zone's state from its write pointer
+ * (empty: free; written: full, and finished by the first allocation or
+ * commit if partly written; a conventional zone: full), and every written
+ * byte counted live, so that no zone can be reset until the audit has
+ * lowered its counter to the recount. The open writes nothing. Arguments
+ * and errors as smr_alloc_open() with a NULL @ref.
+ */
+int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
+			   struct smr_dev *dev, uint64_t data_start,
+			   const uint8_t fs_uuid[16], struct smr_alloc **ap);
 void smr_alloc_close(struct smr_alloc *a);
 
 /* The lock that serialises the writes of @stream (see "Write order"). */

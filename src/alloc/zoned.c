@@ -286,6 +286,31 @@ static void zoned_fresh(struct smr_alloc *a, struct zoned *m)
 	}
 }
 
+/*
+ * The state is lost (a->rebuild, fsck): the write pointers say which zones
+ * hold data, and every written byte counts as live until smr_alloc_check()
+ * lowers each counter to what the trees reference, so that no zone with
+ * referenced data can be reset meanwhile. A conventional zone has no write
+ * pointer: all of it may hold data. Writes nothing (partly written zones
+ * retire and are finished by the first allocation or commit).
+ */
+static void zoned_rebuild(struct smr_alloc *a, struct zoned *m)
+{
+	for (uint32_t i = 0; i < m->nz; i++) {
+		struct zz *z = &m->z[i];
+		uint64_t wp;
+
+		if (z->state != ZS_FREE)
+			continue;
+		wp = z->cnv ? z->cap : dev_wp(a, m, i);
+		if (!wp)
+			continue;
+		free_clear(m, i);
+		z->live = wp;
+		zone_adopt_dead(a, m, i, wp, true);
+	}
+}
+
 static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		      const struct smr_alloc_ref *ref)
 {
@@ -418,6 +443,8 @@ static int zoned_init(struct smr_alloc *a, const struct smr_alloc_ref *ref)
 		goto out_fini;
 	if (ref)
 		rc = zoned_load(a, m, ref);
+	else if (a->rebuild)
+		zoned_rebuild(a, m);
 	else
 		zoned_fresh(a, m);
 	if (rc)

@@ -412,10 +412,10 @@ static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
 
 /*
  * fsck only (opts.rebuild_alloc): no checkpoint has a usable allocator
- * state, so take the newest valid one with a fresh allocator, everything
- * free, for fsck to take out what the trees reference (smr_alloc_check).
- * Not for zoned devices: a fresh zoned allocator would contradict the
- * write pointers.
+ * state, so take the newest valid one with an allocator rebuilt from the
+ * device (smr_alloc_open_rebuild: everything free, or on a zoned device
+ * every written byte live), for fsck's space audit to bring to what the
+ * trees reference (smr_alloc_check) before anything is allocated.
  */
 static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 			    const struct sd_cand *cand)
@@ -428,18 +428,16 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 			      sizeof(c->alloc_why));
 	if (rc)
 		return rc;
-	if (ops == &smr_zoned_ops)
-		return -SMR_EFSCORRUPTED;
 	rc = sd_read_ckpt(c, cand->addr, ck);
 	if (rc != 1)
 		return rc ? rc : -SMR_EFSCORRUPTED;
-	rc = smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, NULL,
-			    &c->alloc);
+	rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start, c->sb.uuid,
+				    &c->alloc);
 	if (rc)
 		return rc;
 	smr_warn("checkpoint of generation %" PRIu64 ": allocator state "
-		 "rebuilt empty, everything free until fsck takes out what "
-		 "the trees reference", ck->gen);
+		 "rebuilt from the device, to be brought to what the trees "
+		 "reference", ck->gen);
 	ck->alloc_off = ck->alloc_len = ck->alloc_csum = ck->alloc_gen = 0;
 	sd_position(c, cand);
 	return 0;
