@@ -22,9 +22,13 @@
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
  *
- * Anything else found (a damaged node, entries whose two items name
- * different inodes, bad or overlapping extents) is reported and left: fsck
- * does not guess. Data is never moved and no zone is written except by the
+ * A tree with a damaged node is salvaged first (smr_cow_salvage: rebuilt
+ * from the items that can be read, in a commit of its own); the repairs
+ * above then reattach or drop what the lost items left behind, and the
+ * space audit gives back the blocks only they referenced.
+ *
+ * Anything else found (entries whose two items name different inodes, bad
+ * or overlapping extents) is reported and left: fsck does not guess. Data is never moved and no zone is written except by the
  * normal commit. docs/design/fsck.md has the reasons.
  */
 #include "fsck/fsck.h"
@@ -862,6 +866,8 @@ struct fk_found {
 	bool fatal;         /* the trees cannot be read: no repair at all */
 	bool lost_commit;   /* the newest valid checkpoint is not the one
 			     * open uses: a repair commits anew */
+	bool salvage;       /* a tree has a damaged node: a repair rebuilds
+			     * it from what can be read (smr_cow_salvage) */
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -918,8 +924,19 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
 
-	/* The trees' structure: a damaged node stops everything above. */
+	/* The trees' structure: a damaged node stops everything above, until
+	 * a repair has salvaged the tree. */
 	rc = smr_cow_check(cow);
+	if (rc == -SMR_EFSBADCRC || rc == -SMR_EFSCORRUPTED) {
+		smr_err("B-tree check failed: %s (a repair rebuilds the tree "
+			"from the items it can read, dropping the damaged node "
+			"and what lies below it; the rest is checked then)",
+			strerror(-rc));
+		fk_count(f, 1, 0);
+		f->salvage = true;
+		rc = 0;
+		goto out_cow;
+	}
 	if (rc) {
 		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
@@ -980,6 +997,41 @@ out_walk:
 out_cow:
 	smr_cow_close(cow);
 	return rc == -ENOMEM || rc == -EIO ? rc : 0;
+}
+
+/*
+ * The first repair when a tree has a damaged node: rebuild the trees from
+ * what can be read and commit, before anything else is looked at (the
+ * namespace and space checks need whole trees). Only with a usable
+ * allocator state: a rebuilt one must be audited before anything is
+ * allocated, and the audit needs the salvaged trees.
+ */
+static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
+{
+	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true };
+	struct smr_cow_salvage s;
+	struct smr_cow *cow;
+	int rc, rc2;
+
+	rc = smr_cow_open(dev, &co, &cow);
+	if (rc) {
+		smr_err("cannot open the filesystem to salvage its trees: %s",
+			strerror(-rc));
+		return rc;
+	}
+	rc = smr_cow_salvage(cow, &s);
+	if (!rc)
+		rc = smr_cow_commit_forced(cow);
+	if (rc) {
+		smr_err("salvaging the trees failed: %s", strerror(-rc));
+	} else {
+		smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) "
+			 "dropped, %" PRIu64 " items kept, %" PRIu64 " lost",
+			 s.trees, s.bad_nodes, s.kept, s.lost);
+		r->fixed += s.trees;
+	}
+	rc2 = smr_cow_close(cow);
+	return rc ? rc : rc2;
 }
 
 static int fk_repair(struct smr_dev *dev, bool lost_commit,
@@ -1094,6 +1146,11 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (rc)
 		goto out_operr;
 	r->fixed += sup.fixed;
+	if (f.salvage) {
+		rc = fk_salvage(dev, r);
+		if (rc)
+			goto out_uncorrected;
+	}
 	rc = fk_repair(dev, sup.lost_commit || f.lost_commit, r);
 	if (rc)
 		goto out_uncorrected;

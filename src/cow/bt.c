@@ -27,6 +27,7 @@
 #include "cow/cow_priv.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1568,5 +1569,180 @@ int smr_bt_relocate_node_locked(struct smr_cow *c, uint32_t tree,
 	}
 out:
 	path_release(c, &p);
+	return rc;
+}
+
+/* ========================================================================
+ * Salvage (fsck): rebuild a tree from what can still be read
+ * ======================================================================== */
+
+struct salv_item {
+	struct smr_nkey key;
+	uint32_t len;
+	uint8_t *val;
+};
+
+struct salv {
+	struct smr_cow *c;
+	struct smr_tree *t;
+	struct salv_item *v;
+	size_t n, cap;
+	uint64_t *old;   /* readable nodes of the old tree */
+	size_t nold, cold;
+	uint64_t bad;    /* nodes that did not verify */
+};
+
+static int salv_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *q;
+	size_t nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : 256;
+	q = realloc(*p, nc * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+static void salv_lost(struct salv *s, uint64_t addr, uint16_t level, int why,
+		      const struct smr_nkey *lo, const struct smr_nkey *hi)
+{
+	struct smr_nkey z = { 0 };
+	char end[80] = "the end";
+
+	s->bad++;
+	if (!lo)
+		lo = &z;
+	if (hi)
+		snprintf(end, sizeof(end), "(%" PRIu64 ", %u, %" PRIu64 ")",
+			 hi->objid, hi->type, hi->offset);
+	smr_err("salvage: tree %u: node at byte %" PRIu64 " (level %u) cannot "
+		"be read (%s): the items from (%" PRIu64 ", %u, %" PRIu64
+		") up to %s are dropped", s->t->id, addr, level,
+		strerror(-why), lo->objid, lo->type, lo->offset, end);
+}
+
+/* Collect the items of the subtree at @addr that can be read, in key order,
+ * keeping only keys in [lo, hi) as the parent promised. */
+static int salv_walk(struct salv *s, uint64_t addr, uint64_t gen,
+		     uint16_t level, const struct smr_nkey *lo,
+		     const struct smr_nkey *hi)
+{
+	struct smr_cow *c = s->c;
+	struct smr_node *n;
+	uint32_t cnt;
+	int rc;
+
+	rc = node_get(c, s->t->id, addr, gen, level, &n);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		/* Its block is left to the space audit, as is everything
+		 * below it: a damaged reference may name any block. */
+		salv_lost(s, addr, level, rc, lo, hi);
+		return 0;
+	}
+	rc = salv_grow((void **)&s->old, &s->cold, s->nold, sizeof(*s->old));
+	if (rc)
+		goto out;
+	s->old[s->nold++] = addr;
+	cnt = smr_node_nritems(n->buf);
+	for (uint32_t i = 0; i < cnt && !rc; i++) {
+		struct smr_nkey k, kn;
+
+		if (level) {
+			smr_int_key(n->buf, i, &k);
+			if (i + 1 < cnt)
+				smr_int_key(n->buf, i + 1, &kn);
+			rc = salv_walk(s, smr_int_addr(n->buf, i),
+				       smr_int_gen(n->buf, i),
+				       (uint16_t)(level - 1), i ? &k : lo,
+				       i + 1 < cnt ? &kn : hi);
+			continue;
+		}
+		smr_leaf_key(n->buf, i, &k);
+		if ((lo && smr_nkey_cmp(&k, lo) < 0) ||
+		    (hi && smr_nkey_cmp(&k, hi) >= 0) ||
+		    (s->n && smr_nkey_cmp(&k, &s->v[s->n - 1].key) <= 0)) {
+			smr_err("salvage: tree %u: node at byte %" PRIu64
+				": item %u out of order, dropped", s->t->id,
+				addr, i);
+			continue;
+		}
+		rc = salv_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v));
+		if (rc)
+			break;
+		s->v[s->n].key = k;
+		s->v[s->n].len = smr_leaf_size(n->buf, i);
+		s->v[s->n].val = malloc(s->v[s->n].len + 1);
+		if (!s->v[s->n].val) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(s->v[s->n].val,
+		       (const uint8_t *)n->buf + smr_leaf_valoff(n->buf, i),
+		       s->v[s->n].len);
+		s->n++;
+	}
+out:
+	node_put(c, n);
+	return rc;
+}
+
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
+			  uint64_t *bad_nodes)
+{
+	struct smr_tree *t = tree_get(c, tree);
+	struct salv s = { .c = c, .t = t };
+	int rc = 0;
+
+	*kept = *bad_nodes = 0;
+	if (!t)
+		return -EINVAL;
+	if (!t->addr)
+		return 0;
+	rc = salv_walk(&s, t->addr, t->gen, t->level, NULL, NULL);
+	if (rc)
+		goto out;
+	/* The readable nodes of the old tree are released like any node a
+	 * change replaces (each once, should damaged references name one
+	 * twice); then the tree is built again from the items. */
+	qsort(s.old, s.nold, sizeof(*s.old), u64_cmp);
+	for (size_t i = 0; i < s.nold && !rc; i++) {
+		struct smr_node *n;
+
+		if (i && s.old[i] == s.old[i - 1])
+			continue;
+
+		pthread_mutex_lock(&c->cache_lock);
+		n = hash_find(c, s.old[i]);
+		pthread_mutex_unlock(&c->cache_lock);
+		if (n)
+			rc = node_drop(c, n);
+		else
+			rc = smr_xlist_add(&c->free_cur, s.old[i], c->ns);
+	}
+	if (rc)
+		goto out;
+	t->addr = 0;
+	t->gen = 0;
+	t->level = 0;
+	t->nr_items = 0;
+	c->changed = true;
+	rc = smr_bt_create_locked(c, tree);
+	for (size_t i = 0; i < s.n && !rc; i++)
+		rc = smr_bt_modify_locked(c, tree, &s.v[i].key, s.v[i].val,
+					  s.v[i].len, SMR_BT_INSERT);
+	*kept = s.n;
+	*bad_nodes = s.bad;
+out:
+	for (size_t i = 0; i < s.n; i++)
+		free(s.v[i].val);
+	free(s.v);
+	free(s.old);
 	return rc;
 }

@@ -312,3 +312,34 @@ int smr_cow_commit_forced(struct smr_cow *c)
 	pthread_rwlock_unlock(&c->lock);
 	return smr_cow_commit_now(c);
 }
+
+int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
+{
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (smr_cow_is_read_only(c))
+		return -EROFS;
+	pthread_rwlock_wrlock(&c->lock);
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
+		uint64_t items, kept, bad, had = c->trees[id].nr_items;
+
+		if (!c->trees[id].addr)
+			continue;
+		rc = smr_bt_check(c, id, &items);
+		if (!rc || rc == -ENOMEM)
+			continue;
+		rc = smr_bt_salvage_locked(c, id, &kept, &bad);
+		if (rc)
+			break;
+		r->trees++;
+		r->bad_nodes += bad;
+		r->kept += kept;
+		r->lost += had > kept ? had - kept : 0;
+		smr_warn("salvage: tree %u rebuilt with %" PRIu64 " items; %"
+			 PRIu64 " of the %" PRIu64 " it held are lost", id,
+			 kept, had > kept ? had - kept : 0, had);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}

@@ -305,6 +305,26 @@ int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
 			size_t nr_data, bool repair,
 			struct smr_cow_space_check *r);
 
+/* What smr_cow_salvage() did. */
+struct smr_cow_salvage {
+	uint32_t trees;     /* trees rebuilt */
+	uint64_t bad_nodes; /* nodes that failed verification, dropped */
+	uint64_t kept;      /* items in the rebuilt trees */
+	uint64_t lost;      /* items the checkpoint counted that are gone */
+};
+
+/*
+ * fsck's B-tree salvage: every tree whose check (smr_bt_check) fails is
+ * rebuilt from the items that can still be read, dropping each node that
+ * fails verification with everything below it; each dropped node is
+ * logged with the key range it held. The blocks that could not be read,
+ * and the data only dropped items referenced, stay allocated for the
+ * space audit to give back (smr_cow_check_space with repair, which must
+ * run on the result before anything else is repaired). The caller
+ * commits. Fills *@r. -EROFS, -ENOMEM, insert errors.
+ */
+int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r);
+
 /* Commit even when nothing changed: a new checkpoint record (fsck, after a
  * damaged newer record or an allocator repair). -EROFS, commit errors. */
 int smr_cow_commit_forced(struct smr_cow *c);

@@ -227,6 +227,17 @@ int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
 /* Check the tree's structure (keys, counts, levels) by walking all of it;
  * 0 or -SMR_EFSCORRUPTED. Counts items into *@nr_items. */
 int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
+
+/*
+ * Rebuild @tree from the items that can be read (fsck's salvage): nodes
+ * that fail verification are dropped with everything below them (each
+ * logged with the key range lost), the readable old nodes are released,
+ * and the kept items are inserted into a new tree in the running state.
+ * The dropped blocks stay allocated for the space audit to find. Sets
+ * *@kept and *@bad_nodes. Exclusive lock held. -ENOMEM, insert errors.
+ */
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
+			  uint64_t *bad_nodes);
 int smr_bt_height(struct smr_cow *c, uint32_t tree);
 /*
  * The invariant, checked: every node reachable from the roots is reachable
