@@ -1004,7 +1004,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cr_args a = {
-		.seq2_every = 101, .random_n = 4, .random_len = 24,
+		.seq2_every = 151, .random_n = 4, .random_len = 24,
 		.clean_n = 1, .log_n = 1, .shards = 1,
 		.suites = { true, true, true, true, true },
 		.devs = { true, true, true },
