@@ -34,6 +34,7 @@ enum cr_kind {
 	CR_FSYNC,    /* a (the file or directory itself) */
 	CR_SYNC,
 	CR_CLEAN,    /* the cleaner, synchronously: up to len zones */
+	CR_ORPHAN,   /* open a and unlink it, left open: an orphan */
 	CR_NR_KINDS
 };
 

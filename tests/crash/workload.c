@@ -5,6 +5,7 @@
  * and the snapshot of the visible state that the oracle compares.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -184,6 +185,16 @@ int cr_op_run(struct cr_fs *fs, const struct cr_op *op, uint64_t seed)
 					op->len);
 	case CR_FSYNC:
 		return smr_ns_fsync(fs->ns, a.ino, false);
+	case CR_ORPHAN:
+		rc = smr_ns_open_file(fs->ns, a.ino, O_RDWR);
+		if (rc)
+			return rc;
+		rc = cr_parent(fs, op->a, &dir, leaf);
+		if (!rc)
+			rc = smr_ns_unlink(fs->ns, &cr_root, dir, leaf);
+		if (rc)
+			smr_ns_release(fs->ns, a.ino);
+		return rc;
 	default:
 		return -EINVAL;
 	}
@@ -196,7 +207,7 @@ static const char *const cr_kind_names[CR_NR_KINDS] = {
 	[CR_SYMLINK] = "symlink", [CR_SETXATTR] = "setxattr",
 	[CR_RMXATTR] = "removexattr", [CR_FALLOC] = "fallocate",
 	[CR_CHMOD] = "chmod", [CR_FSYNC] = "fsync", [CR_SYNC] = "sync",
-	[CR_CLEAN] = "clean",
+	[CR_CLEAN] = "clean", [CR_ORPHAN] = "open+unlink",
 };
 
 void cr_op_str(const struct cr_op *op, char *buf, size_t size)
@@ -544,6 +555,7 @@ static const struct cr_op cr_ace_ops[] = {
 	{ CR_FALLOC, "foo", NULL, 2000, 7000,
 	  SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE },
 	{ CR_CHMOD, "foo", NULL, 0, 0, 0600 },
+	{ CR_ORPHAN, "foo", NULL, 0, 0, 0 },              /* still open */
 };
 
 size_t cr_ace_nr_ops(void)
@@ -594,7 +606,8 @@ static struct cr_op cr_persist_op(const struct cr_op *op, int p)
 		o.kind = CR_SYNC;
 		return o;
 	}
-	if (p == 1 || op->kind == CR_UNLINK || op->kind == CR_RMDIR)
+	if (p == 1 || op->kind == CR_UNLINK || op->kind == CR_RMDIR ||
+	    op->kind == CR_ORPHAN)
 		o.a = cr_parent_of(res);
 	else
 		o.a = res;
@@ -677,7 +690,7 @@ void cr_random_workload(struct cr_workload *w, uint64_t seed, size_t n)
 			o.b = CR_PICK(cr_files, &s);
 			break;
 		case 9:
-			o.kind = CR_UNLINK;
+			o.kind = smr_test_rand(&s) % 3 ? CR_UNLINK : CR_ORPHAN;
 			break;
 		case 10:
 			o.kind = CR_RENAME;
