@@ -909,6 +909,53 @@ static void test_permissions(void)
  * Extended attributes
  * ------------------------------------------------------------------------ */
 
+/* A write (aligned or not), a truncate and a chown drop the file's
+ * capabilities, and only them: the FUSE adapter leaves that to us. */
+static void test_drop_caps(void)
+{
+	static const char cap[20] = { 0, 0, 0, 2, 0, 4 };
+	static uint8_t block[8192];
+	struct smr_ns_setattr sa;
+	struct smr_ns_attr a;
+	uint64_t f;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	for (int how = 0; how < 4; how++) {
+		SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f,
+					      "security.capability", cap,
+					      sizeof(cap), 0));
+		SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, "user.k", "v",
+					      1, 0));
+		CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f,
+						"security.capability", NULL, 0),
+				(ssize_t)sizeof(cap));
+		memset(&sa, 0, sizeof(sa));
+		if (how == 0) {
+			CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 1, "x", 1),
+					1);
+		} else if (how == 1) {
+			CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, block,
+						     sizeof(block)),
+					(ssize_t)sizeof(block));
+		} else if (how == 2) {
+			sa.valid = SMR_NS_SET_SIZE;
+			sa.size = 100;
+		} else {
+			sa.valid = SMR_NS_SET_UID;
+			sa.uid = 5;
+		}
+		if (sa.valid)
+			SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+		CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f,
+						"security.capability", NULL, 0),
+				-ENODATA);
+		CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.k",
+						NULL, 0), 1);
+	}
+	fs_teardown();
+}
+
 static void test_xattr(void)
 {
 	static uint8_t big[65536 + 1], out[65536 + 1];
@@ -2106,6 +2153,7 @@ static const struct smr_test ns_tests[] = {
 	{ "symlinks", test_symlinks },
 	{ "rename", test_rename },
 	{ "read_write", test_read_write },
+	{ "drop_caps", test_drop_caps },
 	{ "large_offsets", test_large_offsets },
 	{ "truncate", test_truncate },
 	{ "fallocate_lseek", test_fallocate_lseek },

@@ -19,9 +19,26 @@
 /* Largest write request the kernel sends. */
 #define SMR_FUSE_MAX_WRITE (1024 * 1024)
 
-/* The operations; the session's userdata is a struct smr_ns ** (set
- * before the session is mounted). */
+/* The session's userdata. */
+struct smr_fuse_data {
+	struct smr_ns *ns;   /* first (the handlers read it as a struct
+			      * smr_ns **); set before the session is mounted */
+	/* killpriv.c: the INIT request whose reply is due, and whether the
+	 * kernel took FUSE_HANDLE_KILLPRIV_V2 */
+	uint64_t init_unique;
+	bool init_due;
+	bool killpriv_v2;
+};
+
+/* The operations. */
 extern const struct fuse_lowlevel_ops smr_fuse_ops;
+
+/*
+ * Put the session's I/O through hooks that ask the kernel for
+ * FUSE_HANDLE_KILLPRIV_V2 (killpriv.c), after fuse_session_mount(). 0, or
+ * -1 as fuse_session_custom_io().
+ */
+int smr_fuse_killpriv_hooks(struct fuse_session *se);
 
 /* The ioctls of smrfs_ioctl.h (ioctl.c); FUSE's ioctl operation. */
 void smr_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,

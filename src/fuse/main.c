@@ -254,11 +254,11 @@ static int parse_args(int argc, char **argv, struct mount_opts *mo)
 	return 0;
 }
 
-/* The session's userdata points at where the namespace handle will be: the
- * session is made (and the options checked) before the filesystem opens. */
+/* The session's userdata gets the namespace handle later: the session is
+ * made (and the options checked) before the filesystem opens. */
 static struct fuse_session *make_session(struct mount_opts *mo,
 					 const char *argv0,
-					 struct smr_ns **nsp)
+					 struct smr_fuse_data *data)
 {
 	char *opts = NULL;
 	struct fuse_session *se;
@@ -280,7 +280,7 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 	fargv[fargc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
 	se = fuse_session_new(&args, &smr_fuse_ops, sizeof(smr_fuse_ops),
-			      nsp);
+			      data);
 	fuse_opt_free_args(&args);
 	free(opts);
 	return se;
@@ -506,6 +506,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	struct stat st;
 	struct fs fs = { 0 };
+	struct smr_fuse_data data = { 0 };
 	int status_fd = -1, rc, ret = 1;
 
 	rc = parse_args(argc, argv, &mo);
@@ -529,7 +530,7 @@ int main(int argc, char **argv)
 			mo.mnt);
 		goto out_opts;
 	}
-	se = make_session(&mo, argv[0], &fs.ns);
+	se = make_session(&mo, argv[0], &data);
 	if (!se) {
 		fprintf(stderr, PROG ": bad FUSE options (see --help)\n");
 		goto out_opts;
@@ -542,6 +543,7 @@ int main(int argc, char **argv)
 	smr_log_set_sink(NULL);
 	if (rc)
 		goto out_status;
+	data.ns = fs.ns;
 	held_replay();
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, PROG ": cannot set signal handlers\n");
@@ -551,6 +553,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot mount on %s\n", mo.mnt);
 		goto out_signals;
 	}
+	if (smr_fuse_killpriv_hooks(se))
+		smr_warn("cannot hook the FUSE session's I/O: every write "
+			 "costs the kernel's capability check");
 	if (!mo.foreground) {
 		openlog(PROG, LOG_PID, LOG_DAEMON);
 		smr_log_set_sink(syslog_sink);

@@ -615,6 +615,8 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			rc = ns_piece_map_locked(ns, t, &in, pc, e);
 			if (!rc)
 				ns_wrote(cr, &in, a + len);
+			if (!rc && *done == 0)
+				rc = ns_xattr_drop_caps_locked(ns, t, ino);
 			rc2 = ns_inode_put(ns, t, &in);
 			if (!rc)
 				rc = rc2;
@@ -657,8 +659,12 @@ retry:
 		goto out_unlock;
 	rc = ns_write_locked(ns, t, &in, off + total,
 			     (const uint8_t *)buf + total, size - total, &done);
-	if (done)
+	if (done) {
 		ns_wrote(cr, &in, off + total + done);
+		rc2 = ns_xattr_drop_caps_locked(ns, t, ino);
+		if (!rc)
+			rc = rc2;
+	}
 	rc2 = ns_inode_put(ns, t, &in);
 	if (rc2) {
 		rc = rc2;

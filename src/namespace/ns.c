@@ -666,6 +666,8 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (sa->size != in.size || !(sa->valid & SMR_NS_SET_MTIME))
 			in.mtime = now;
 		rc = ns_truncate_locked(ns, t, &in, sa->size);
+		if (!rc)
+			rc = ns_xattr_drop_caps_locked(ns, t, ino);
 		if (rc)
 			goto out_end;
 		if (cr->uid != 0) {
@@ -695,6 +697,11 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			in.mode &= ~S_ISUID;
 			if (in.mode & S_IXGRP)
 				in.mode &= ~S_ISGID;
+		}
+		if (!S_ISDIR(in.mode)) {
+			rc = ns_xattr_drop_caps_locked(ns, t, ino);
+			if (rc)
+				goto out_end;
 		}
 	}
 	if (sa->valid & SMR_NS_SET_ATIME)

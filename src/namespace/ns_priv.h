@@ -98,6 +98,11 @@ int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 /* Xattrs (xattr.c) */
 int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			     uint64_t ino);
+/* A write, truncate or chown of a file drops its capabilities (the
+ * security.capability xattr), as Linux does; the FUSE adapter leaves that
+ * to us (see fuse_ops.c). */
+int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
+			      uint64_t ino);
 
 /*
  * Calls and their undo log (undo.c). Every changing call runs between

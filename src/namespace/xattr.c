@@ -187,6 +187,17 @@ int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 	return ns_delete_all(ns, t, ino, SMR_NS_T_XATTR);
 }
 
+int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
+			      uint64_t ino)
+{
+	struct ns_xa xa;
+	int rc = ns_xa_find(ns, ino, "security.capability", &xa);
+
+	if (rc == -ENOENT)
+		return 0;
+	return rc ? rc : ns_xa_delete(ns, t, ino, &xa);
+}
+
 /* Common start of every call: checks, and the inode. */
 static int ns_xa_begin(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		       uint64_t ino, const char *name, bool set,

@@ -115,6 +115,19 @@ umount_fs() {
 		fail "namespace audit of $DEVICE after unmount"
 }
 
+# python_for PREFIX...: set $PY to a python3 that the command PREFIX (say
+# setpriv --reuid=...) can run, or skip.
+python_for() {
+	PY=""
+	for p in python3 /usr/bin/python3; do
+		if "$@" $p -c "" 2>/dev/null; then
+			PY=$p
+			return 0
+		fi
+	done
+	skip "no python3 that $* can run"
+}
+
 # expect_fail WHAT CMD...: CMD must exit non-zero.
 expect_fail() {
 	what=$1

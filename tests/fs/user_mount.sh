@@ -10,14 +10,7 @@ U=65534
 RUNAS="setpriv --reuid=$U --regid=$U --clear-groups"
 $RUNAS sh -c "test -x '$MOUNT' && test -x '$MKFS'" ||
 	skip "the build is not readable by uid $U"
-PY=""
-for p in python3 /usr/bin/python3; do
-	if $RUNAS $p -c "" 2>/dev/null; then
-		PY=$p
-		break
-	fi
-done
-[ -n "$PY" ] || skip "no python3 that uid $U can run"
+python_for $RUNAS
 
 FUSE_MODE=$(stat -c %a /dev/fuse)
 CLEANUP_HOOK='chmod "$FUSE_MODE" /dev/fuse'
