@@ -1102,6 +1102,39 @@ static void test_orphans(void)
 	fs_teardown();
 }
 
+/* Many references at once (the table grows past its first size several
+ * times): each still keeps its unlinked inode, and only its own. */
+static void test_many_refs(void)
+{
+	enum { N = 5000 };
+	struct smr_ns_opts o = { .track_lookups = true };
+	static uint64_t ino[N];
+	struct smr_ns_attr a;
+	char name[32];
+
+	fs_setup();
+	smr_ns_close(ns);
+	SMR_ASSERT_OK(smr_ns_open(cow, &o, &ns));
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, name,
+					   S_IFREG | 0644, 0, &a));
+		ino[i] = a.ino;
+		SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, name, &a));
+		SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, name));
+	}
+	for (int i = 0; i < N; i += 2)
+		smr_ns_forget(ns, ino[i], 2); /* mknod and lookup */
+	for (int i = 0; i < N; i++)
+		SMR_ASSERT_RC(smr_ns_getattr(ns, ino[i], &a),
+			      i % 2 ? 0 : -ENOENT);
+	for (int i = 1; i < N; i += 2)
+		smr_ns_forget(ns, ino[i], 2); /* mknod and lookup */
+	for (int i = 1; i < N; i += 2)
+		SMR_ASSERT_RC(smr_ns_getattr(ns, ino[i], &a), -ENOENT);
+	fs_teardown();
+}
+
 static void test_timestamps_statfs(void)
 {
 	struct smr_ns_statfs st0, st1;
@@ -2169,6 +2202,7 @@ static const struct smr_test ns_tests[] = {
 	{ "permissions", test_permissions },
 	{ "xattr", test_xattr },
 	{ "orphans", test_orphans },
+	{ "many_refs", test_many_refs },
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
 	{ "check", test_check },

@@ -236,35 +236,75 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
  * References: kernel lookups and opens keep an unlinked inode alive
  * ======================================================================== */
 
+static struct ns_ref **ns_ref_head(struct smr_ns *ns, uint64_t ino)
+{
+	return &ns->refs[ino & (ns->nr_buckets - 1)];
+}
+
+/* Double the buckets (start them); on failure the chains just get longer. */
+static void ns_ref_grow(struct smr_ns *ns)
+{
+	size_t n = ns->nr_buckets ? 2 * ns->nr_buckets : NS_REF_BUCKETS_MIN;
+	struct ns_ref **old = ns->refs, **nb = calloc(n, sizeof(*nb));
+	size_t old_n = ns->nr_buckets;
+
+	if (!nb)
+		return;
+	ns->refs = nb;
+	ns->nr_buckets = n;
+	for (size_t i = 0; i < old_n; i++) {
+		struct ns_ref *r = old[i], *next;
+
+		for (; r; r = next) {
+			struct ns_ref **head = ns_ref_head(ns, r->ino);
+
+			next = r->next;
+			r->next = *head;
+			*head = r;
+		}
+	}
+	free(old);
+}
+
 struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create)
 {
-	struct ns_ref **head = &ns->refs[ino % NS_REF_BUCKETS], *r;
+	struct ns_ref **head, *r;
 
-	for (r = *head; r; r = r->next)
-		if (r->ino == ino)
-			return r;
+	if (ns->nr_buckets)
+		for (r = *ns_ref_head(ns, ino); r; r = r->next)
+			if (r->ino == ino)
+				return r;
 	if (!create)
+		return NULL;
+	if (ns->nr_refs >= 2 * ns->nr_buckets)
+		ns_ref_grow(ns);
+	if (!ns->nr_buckets)
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->ino = ino;
+	head = ns_ref_head(ns, ino);
 	r->next = *head;
 	*head = r;
+	ns->nr_refs++;
 	return r;
 }
 
 void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino)
 {
-	struct ns_ref **pp = &ns->refs[ino % NS_REF_BUCKETS], *r;
+	struct ns_ref **pp, *r;
 
-	for (; (r = *pp); pp = &r->next) {
+	if (!ns->nr_buckets)
+		return;
+	for (pp = ns_ref_head(ns, ino); (r = *pp); pp = &r->next) {
 		if (r->ino != ino)
 			continue;
 		if (r->nlookup || r->nopen)
 			return;
 		*pp = r->next;
 		free(r);
+		ns->nr_refs--;
 		return;
 	}
 }
@@ -560,7 +600,7 @@ void smr_ns_close(struct smr_ns *ns)
 	if (!ns)
 		return;
 	smr_cow_set_relocate_hook(ns->cow, NULL, NULL);
-	for (size_t i = 0; i < NS_REF_BUCKETS; i++) {
+	for (size_t i = 0; i < ns->nr_buckets; i++) {
 		struct ns_ref *r = ns->refs[i], *next;
 
 		for (; r; r = next) {
@@ -569,6 +609,7 @@ void smr_ns_close(struct smr_ns *ns)
 		}
 	}
 	ns_undo_free(ns);
+	free(ns->refs);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }

@@ -34,7 +34,10 @@ struct ns_ref {
 	struct ns_ref *next;
 };
 
-#define NS_REF_BUCKETS 1024
+/* The reference table starts with this many buckets and doubles when it
+ * holds twice as many references, so that a lookup stays O(1) with the
+ * millions of inodes a walk of a big tree makes the kernel hold. */
+#define NS_REF_BUCKETS_MIN 1024
 
 struct smr_ns {
 	struct smr_cow *cow;
@@ -45,7 +48,8 @@ struct smr_ns {
 	uint64_t next_ino;
 	uint64_t next_gen;
 	uint64_t nr_inodes;
-	struct ns_ref *refs[NS_REF_BUCKETS];
+	struct ns_ref **refs;          /* nr_buckets chains (a power of 2) */
+	size_t nr_buckets, nr_refs;
 	struct ns_undo *undo;         /* the running call's undo log */
 };
 
