@@ -292,8 +292,12 @@ int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 		rc = -ENOMEM;
 		goto out_unlock;
 	}
-	memcpy(v, refs, n * sizeof(*v));
-	memcpy(v + n, sext, snr * sizeof(*v));
+	/* memcpy() from NULL is undefined even for 0 bytes: fsck passes no
+	 * array for a filesystem without data extents. */
+	if (n)
+		memcpy(v, refs, n * sizeof(*v));
+	if (snr)
+		memcpy(v + n, sext, snr * sizeof(*v));
 	nv = n + snr;
 	qsort(v, nv, sizeof(*v), ext_cmp);
 	for (size_t i = 1; i < nv; i++)
