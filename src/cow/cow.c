@@ -170,6 +170,9 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	info->format_major = c->sb.format_major;
 	info->format_minor = c->sb.format_minor;
 	info->skipped_gen = c->skipped_gen;
+	pthread_rwlock_rdlock(&c->lock);
+	info->fs_items = c->trees[SMR_TREE_FS].nr_items;
+	pthread_rwlock_unlock(&c->lock);
 }
 
 bool smr_cow_is_read_only(struct smr_cow *c)

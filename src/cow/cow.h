@@ -84,6 +84,7 @@ struct smr_cow_info {
 	 * or its allocator state damaged) and took its predecessor: the
 	 * newer one's generation, else 0. */
 	uint64_t skipped_gen;
+	uint64_t fs_items;       /* items in the FS tree (a progress total) */
 };
 
 /*
