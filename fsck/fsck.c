@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "fsck/fsck.h"
 #include "util/smr.h"
@@ -18,7 +20,7 @@
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: fsck.smrfs [-n|-y|-p] [-f] [-v] [--scrub] [--json] DEVICE\n"
+		"Usage: fsck.smrfs [-n|-y|-p] [-f] [-v] [-C[FD]] [--scrub] [--json] DEVICE\n"
 		"Check an smrfs filesystem on DEVICE (a zoned block device, a zoned\n"
 		"loop directory, a regular file or a block device) and repair what is\n"
 		"safe to repair. The device must not be mounted.\n"
@@ -30,6 +32,12 @@ static void fsck_usage(FILE *f)
 		"              checkpoint slots), then check again\n"
 		"  -f          accepted for fsck(8); the check is always complete\n"
 		"  -v          say more\n"
+		"  -C, --progress\n"
+		"              show a progress bar on standard error (the default when\n"
+		"              it is a terminal and --json is not given)\n"
+		"  -CFD        write progress lines \"PASS DONE TOTAL DEVICE\" to file\n"
+		"              descriptor FD instead, as e2fsck does for fsck(8)\n"
+		"      --no-progress  no progress bar\n"
 		"      --scrub also read every data block and verify its checksum\n"
 		"      --json  print one JSON summary object on standard output\n"
 		"  -h, --help  this text\n"
@@ -38,8 +46,99 @@ static void fsck_usage(FILE *f)
 		"8 operational error (cannot open, in use, not smrfs), 16 usage error.\n");
 }
 
+/* ------------------------------------------------------------------------
+ * Progress. The log sinks must erase the bar before a message, and they
+ * take no argument: so the bar is this program's one static state.
+ * ------------------------------------------------------------------------ */
+
+#define BAR_WIDTH 24
+#define BAR_DELAY_MS 500   /* not drawn for checks shorter than this... */
+#define BAR_PERIOD_MS 100  /* ... and at most ten times a second */
+
+struct fsck_bar {
+	int fd;            /* -1: off; 2: the bar; else e2fsck lines */
+	bool delay;        /* wait BAR_DELAY_MS before the first draw */
+	const char *device;
+	struct timespec start, last;
+	bool drawn_once;
+	size_t shown;      /* characters of the bar on the line now */
+};
+
+static struct fsck_bar bar = { .fd = -1 };
+
+static int64_t fsck_ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
+	       (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void fsck_bar_erase(void)
+{
+	char blank[128];
+
+	if (!bar.shown)
+		return;
+	memset(blank, ' ', sizeof(blank));
+	fputc('\r', stderr);
+	fwrite(blank, 1, bar.shown < sizeof(blank) ? bar.shown : sizeof(blank),
+	       stderr);
+	fputc('\r', stderr);
+	fflush(stderr);
+	bar.shown = 0;
+}
+
+static void fsck_bar_update(void *arg, unsigned int phase, const char *name,
+			    uint64_t done, uint64_t total)
+{
+	unsigned int permille;
+	char line[128], fill[BAR_WIDTH + 1];
+	int n;
+
+	(void)arg;
+	if (bar.delay && fsck_ms_since(&bar.start) < BAR_DELAY_MS)
+		return;
+	if (bar.drawn_once && fsck_ms_since(&bar.last) < BAR_PERIOD_MS)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &bar.last);
+	bar.drawn_once = true;
+	if (total && done > total)
+		done = total;
+	/* The phases weigh the same; inside one, the items done. */
+	permille = (unsigned int)(((phase - 1) * 1000 +
+				   (total ? done * 1000 / total : 0)) /
+				  SMR_FSCK_NR_PHASES);
+	if (bar.fd != STDERR_FILENO) {
+		dprintf(bar.fd, "%u %" PRIu64 " %" PRIu64 " %s\n", phase,
+			total ? done : 0, total ? total : 1, bar.device);
+		return;
+	}
+	for (unsigned int i = 0; i < BAR_WIDTH; i++)
+		fill[i] = i < permille * BAR_WIDTH / 1000 ? '#' : '.';
+	fill[BAR_WIDTH] = 0;
+	if (total)
+		n = snprintf(line, sizeof(line),
+			     "[%s] %3u%% %u/%u %s: %" PRIu64 "/%" PRIu64 " items",
+			     fill, permille / 10, phase, SMR_FSCK_NR_PHASES,
+			     name, done, total);
+	else
+		n = snprintf(line, sizeof(line), "[%s] %3u%% %u/%u %s", fill,
+			     permille / 10, phase, SMR_FSCK_NR_PHASES, name);
+	if (n < 0)
+		return;
+	n = n < (int)sizeof(line) ? n : (int)sizeof(line) - 1;
+	/* Pad over a longer line before it. */
+	fprintf(stderr, "\r%s%*s", line,
+		bar.shown > (size_t)n ? (int)(bar.shown - (size_t)n) : 0, "");
+	fflush(stderr);
+	bar.shown = bar.shown > (size_t)n ? bar.shown : (size_t)n;
+}
+
 static void fsck_sink_out(enum smr_log_level level, const char *msg)
 {
+	fsck_bar_erase();
 	printf("fsck.smrfs: %s%s\n",
 	       level <= SMR_LOG_ERR ? "error: " :
 	       level == SMR_LOG_WARN ? "warning: " : "", msg);
@@ -47,6 +146,7 @@ static void fsck_sink_out(enum smr_log_level level, const char *msg)
 
 static void fsck_sink_err(enum smr_log_level level, const char *msg)
 {
+	fsck_bar_erase();
 	fprintf(stderr, "fsck.smrfs: %s%s\n",
 		level <= SMR_LOG_ERR ? "error: " :
 		level == SMR_LOG_WARN ? "warning: " : "", msg);
@@ -98,14 +198,17 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "scrub", no_argument, NULL, 'S' },
+		{ "progress", no_argument, NULL, 'C' },
+		{ "no-progress", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct smr_fsck_opts o = { 0 };
 	struct smr_fsck_result r;
 	bool json = false, verbose = false;
-	int mode = 0, c;
+	int mode = 0, c, progress = -1; /* -1: on a terminal, 0: off */
+	char *end;
 
-	while ((c = getopt_long(argc, argv, "nypfvh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nypfvhC::", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 		case 'y':
@@ -127,6 +230,26 @@ int main(int argc, char **argv)
 		case 'S':
 			o.scrub = true;
 			break;
+		case 'C':
+			/* fsck(8) passes -C0 for a bar, e2fsck takes -CFD for
+			 * progress lines to FD (negative: none yet). */
+			progress = STDERR_FILENO;
+			if (optarg) {
+				long fd = strtol(optarg, &end, 10);
+
+				if (*end || end == optarg || fd > 1024 ||
+				    fd < -1024) {
+					fprintf(stderr, "fsck.smrfs: -C: bad file descriptor '%s'\n",
+						optarg);
+					return SMR_FSCK_USAGE;
+				}
+				progress = fd > 0 ? (int)fd :
+					   fd < 0 ? 0 : STDERR_FILENO;
+			}
+			break;
+		case 'N':
+			progress = 0;
+			break;
 		case 'h':
 			fsck_usage(stdout);
 			return SMR_FSCK_OK;
@@ -143,7 +266,18 @@ int main(int argc, char **argv)
 	o.repair = mode == 'y' || mode == 'p';
 	smr_log_set_sink(json ? fsck_sink_err : fsck_sink_out);
 	smr_log_set_level(verbose ? SMR_LOG_DEBUG : SMR_LOG_INFO);
+	if (progress < 0 && !json && isatty(STDERR_FILENO)) {
+		progress = STDERR_FILENO;
+		bar.delay = true; /* only for checks that take a while */
+	}
+	if (progress > 0) {
+		bar.fd = progress;
+		bar.device = o.device;
+		clock_gettime(CLOCK_MONOTONIC, &bar.start);
+		o.progress = fsck_bar_update;
+	}
 	smr_fsck_run(&o, &r);
+	fsck_bar_erase();
 	if (json) {
 		fsck_json(o.device, &r);
 	} else if (r.exit_code != SMR_FSCK_OPERROR) {

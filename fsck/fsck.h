@@ -42,7 +42,21 @@ struct smr_fsck_opts {
 	struct smr_dev *dev;
 	bool repair;  /* -y / -p: fix what is safe */
 	bool scrub;   /* read every data block and verify its checksum */
+	/*
+	 * Progress of the check, for a progress bar; NULL = none. Called at
+	 * the start and end of each phase and as the namespace walk goes
+	 * (often: the callee limits its own rate). @phase is one of
+	 * SMR_FSCK_NR_PHASES, numbered from 1 as fsck(8)'s passes, named by
+	 * @name; @done of @total items (total 0: not known).
+	 */
+	void (*progress)(void *arg, unsigned int phase, const char *name,
+			 uint64_t done, uint64_t total);
+	void *progress_arg;
 };
+
+/* Phases of a check: superblocks and checkpoints, B-trees, namespace,
+ * namespace walk (and scrub), space audit. A repair runs them again. */
+#define SMR_FSCK_NR_PHASES 5
 
 struct smr_fsck_result {
 	int exit_code;

@@ -17,6 +17,10 @@ TESTS += tests/test_fsck
 dist_noinst_SCRIPTS += tests/fsck/cli.sh
 TESTS += tests/fsck/cli.sh
 
+# The progress bar and e2fsck's progress lines.
+dist_noinst_SCRIPTS += tests/fsck/progress.sh
+TESTS += tests/fsck/progress.sh
+
 # With the daemon: a mounted device refused, an orphan left by kill -9,
 # damage the daemon survives and fsck repairs (FUSE; skipped without it).
 dist_noinst_SCRIPTS += tests/fsck/mount.sh

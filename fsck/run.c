@@ -100,7 +100,17 @@ struct fk_walk {
 	void *blk;          /* scrub buffer */
 	uint64_t scrubbed, bad_blocks;
 	int err;
+	const struct smr_fsck_opts *o; /* progress, or NULL */
+	uint64_t seen, total;          /* items, for the progress */
 };
+
+/* Tell the caller's progress bar, if any, where the check is. */
+static void fk_progress(const struct smr_fsck_opts *o, unsigned int phase,
+			const char *name, uint64_t done, uint64_t total)
+{
+	if (o && o->progress)
+		o->progress(o->progress_arg, phase, name, done, total);
+}
 
 static int fk_grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -203,6 +213,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 {
 	struct fk_walk *w = arg;
 
+	fk_progress(w->o, 4, "namespace walk", ++w->seen, w->total);
 	if (k->objid == SMR_NS_META_OBJID) {
 		if (k->type == SMR_NS_T_META && len == sizeof(w->meta_d)) {
 			memcpy(&w->meta_d, val, len);
@@ -325,8 +336,9 @@ static void fk_walk_free(struct fk_walk *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Walk the FS tree and count names: fills @w. */
-static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
+/* Walk the FS tree and count names: fills @w. With @o, report progress. */
+static int fk_walk_progress(struct smr_cow *cow, bool scrub,
+			    const struct smr_fsck_opts *o, struct fk_walk *w)
 {
 	struct smr_key from = { 0, 0, 0 };
 	struct smr_key to = { UINT64_MAX, UINT8_MAX, UINT64_MAX };
@@ -338,6 +350,8 @@ static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
 	w->cow = cow;
 	w->bsize = info.block_size;
 	w->scrub = scrub;
+	w->o = o;
+	w->total = info.fs_items;
 	if (scrub) {
 		w->blk = smr_cow_buf_alloc(info.block_size);
 		if (!w->blk)
@@ -393,6 +407,11 @@ static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
 			d->subdirs++;
 	}
 	return 0;
+}
+
+static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
+{
+	return fk_walk_progress(cow, scrub, NULL, w);
 }
 
 static uint32_t fk_want_nlink(const struct fk_inode *fi)
@@ -889,7 +908,7 @@ static void fk_fatal(struct fk_found *f, const char *what, int rc)
  * One full check of the filesystem on @dev: everything but the superblock
  * pass, with the engine read-only. Fills @r's counts and @f.
  */
-static int fk_check_engine(struct smr_dev *dev, bool scrub,
+static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			   struct smr_fsck_result *r, struct fk_found *f)
 {
 	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
@@ -926,6 +945,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 
 	/* The trees' structure: a damaged node stops everything above, until
 	 * a repair has salvaged the tree. */
+	fk_progress(o, 2, "B-trees", 0, 0);
 	rc = smr_cow_check(cow);
 	if (rc == -SMR_EFSBADCRC || rc == -SMR_EFSCORRUPTED) {
 		smr_err("B-tree check failed: %s (a repair rebuilds the tree "
@@ -941,6 +961,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
 	}
+	fk_progress(o, 3, "namespace", 0, 0);
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc) {
 		fk_fatal(f, "cannot open the namespace", rc);
@@ -952,7 +973,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 		fk_fatal(f, "namespace check failed", rc);
 		goto out_cow;
 	}
-	rc = fk_walk(cow, scrub, &w);
+	rc = fk_walk_progress(cow, o->scrub, o, &w);
 	if (rc) {
 		fk_fatal(f, "walking the namespace failed", rc);
 		goto out_walk;
@@ -977,6 +998,7 @@ static int fk_check_engine(struct smr_dev *dev, bool scrub,
 	}
 	fk_count(f, w.bad_blocks, w.bad_blocks);
 
+	fk_progress(o, 5, "space audit", 0, 0);
 	rc = smr_cow_check_space(cow, w.ext, w.next, false, &sc);
 	if (rc) {
 		fk_fatal(f, "space audit failed", rc);
@@ -1099,6 +1121,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			smr_err("%s: cannot open: %s", o->device, strerror(-rc));
 		return r->exit_code = SMR_FSCK_OPERROR;
 	}
+	fk_progress(o, 1, "superblocks", 0, 0);
 	rc = smr_cow_check_super(dev, false, &sup);
 	if (rc)
 		goto out_operr;
@@ -1120,7 +1143,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (sup.no_sb || !sup.ckpt_valid) {
 		f.fatal = true;
 	} else {
-		rc = fk_check_engine(dev, o->scrub, r, &f);
+		rc = fk_check_engine(dev, o, r, &f);
 		if (rc)
 			goto out_operr;
 	}
@@ -1142,6 +1165,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	}
 
 	/* Repair: the device first, then through the engine. */
+	fk_progress(o, 5, "repairs", 0, 0);
 	rc = smr_cow_check_super(dev, true, &sup);
 	if (rc)
 		goto out_operr;
@@ -1163,11 +1187,12 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		struct fk_found f2 = { 0 };
 
 		memset(&again, 0, sizeof(again));
+		fk_progress(o, 1, "superblocks", 0, 0);
 		rc = smr_cow_check_super(dev, false, &sup);
 		if (rc)
 			goto out_operr;
 		fk_count(&f2, sup.problems, sup.unfixable);
-		rc = fk_check_engine(dev, o->scrub, &again, &f2);
+		rc = fk_check_engine(dev, o, &again, &f2);
 		if (rc)
 			goto out_operr;
 		r->remaining = f2.problems;
