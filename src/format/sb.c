@@ -54,8 +54,10 @@ static int smr_sb_verify(const void *blk, size_t len, uint64_t addr)
 		return smr_corrupt(addr, "superblock: bad data start");
 	if (scheme < SMR_CKPT_AREA || scheme > SMR_CKPT_ZONELOG)
 		return smr_corrupt(addr, "superblock: bad checkpoint scheme");
-	if (le64toh(d->ckpt_start) + le64toh(d->ckpt_len) *
-	    le32toh(d->ckpt_nr_slots) > ds)
+	/* In 128 bits: a huge slot size must not wrap around to "fits". */
+	if ((unsigned __int128)le64toh(d->ckpt_start) +
+	    (unsigned __int128)le64toh(d->ckpt_len) *
+		    le32toh(d->ckpt_nr_slots) > ds)
 		return smr_corrupt(addr, "superblock: checkpoints overlap data");
 	if (!smr_str_ok(d->alloc, sizeof(d->alloc)) ||
 	    !smr_str_ok(d->label, sizeof(d->label)))
