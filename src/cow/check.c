@@ -98,6 +98,17 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		r->unfixable++;
 	}
 	ring = sb.ckpt_scheme != SMR_CKPT_ZONELOG;
+	/* The checkpoint area below is sized and placed by the superblock:
+	 * only as open would trust it (a damaged count once made this ask
+	 * for 58 GB). */
+	if (smr_cow_validate_geometry(&sb, dev)) {
+		smr_err("the superblock does not describe this device: "
+			"checkpoints not read");
+		r->sb_copies = 2;
+		r->problems++;
+		r->unfixable++;
+		goto out;
+	}
 	for (int i = 0; i < 2; i++) {
 		r->sb_copies++;
 		if (ok[i])

@@ -147,6 +147,7 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev)
 	SD_CHECK(zone_cap, "zone capacity");
 	SD_CHECK(ckpt_scheme, "checkpoint placement");
 	SD_CHECK(ckpt_start, "checkpoint start");
+	SD_CHECK(ckpt_len, "checkpoint slot size");
 	SD_CHECK(data_start, "data start");
 	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG &&
 	    sb->ckpt_nr_slots > want.ckpt_nr_slots) {
