@@ -32,7 +32,7 @@ static void fsck_usage(FILE *f)
 		"              checkpoint slots), then check again\n"
 		"  -f          accepted for fsck(8); the check is always complete\n"
 		"  -v          say more\n"
-		"  -C, --progress\n"
+		"  -C, -C0, --progress\n"
 		"              show a progress bar on standard error (the default when\n"
 		"              it is a terminal and --json is not given)\n"
 		"  -CFD        write progress lines \"PASS DONE TOTAL DEVICE\" to file\n"
