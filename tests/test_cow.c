@@ -1023,6 +1023,89 @@ static void test_failed_write(void)
 	free(m.ver);
 }
 
+/* One item in a transaction of its own, then a commit. */
+static int put_and_commit(struct smr_cow *c, uint64_t i)
+{
+	struct smr_key k = { .objid = 5, .type = 1, .offset = i };
+	struct smr_txn *t;
+	int rc = smr_txn_begin(c, &t);
+
+	if (rc)
+		return rc;
+	rc = smr_bt_put(t, SMR_TREE_FS, &k, &i, sizeof(i));
+	smr_txn_end(t);
+	return rc ? rc : smr_cow_commit(c);
+}
+
+/* Zone resets that fail: every commit still succeeds and the engine stays
+ * writable; the dead zones stay full until the device takes resets again,
+ * then the next commits reset them. */
+static void test_failed_reset(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "failr");
+	struct smr_cow_opts o = { .commit_secs = 3600, .gc_off = true };
+	struct smr_fault_rule fail = { .what = SMR_FAULT_FAIL_RESETS };
+	const size_t len = 3 * ZONE;
+	uint8_t *buf = smr_cow_buf_alloc(len);
+	struct smr_data_extent ext[16];
+	struct smr_cow_gc_stats st0, st1;
+	struct smr_fault_stats fst;
+	struct smr_dev *lower, *dev;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	struct smr_txn *t;
+	uint64_t i = 0;
+	int n;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0x5a, len);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	n = smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, len, ext, 16);
+	CU_ASSERT_FATAL(n >= 1);
+	SMR_ASSERT_OK(put_and_commit(c, i++));
+	/* Free it all: whole zones die. */
+	SMR_ASSERT_OK(smr_fault_arm(f, &fail));
+	smr_cow_gc_stats(c, &st0);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int k = 0; k < n; k++)
+		SMR_ASSERT_OK(smr_cow_data_free(t, ext[k].off, ext[k].len));
+	smr_txn_end(t);
+	for (int k = 0; k < 5; k++)
+		SMR_ASSERT_OK(put_and_commit(c, i++));
+	CU_ASSERT_FALSE(smr_cow_is_read_only(c));
+	smr_fault_stats(f, &fst);
+	CU_ASSERT(fst.failed >= 2);
+	smr_cow_gc_stats(c, &st1);
+	CU_ASSERT_EQUAL(st1.zones_reset, st0.zones_reset);
+	/* The device takes resets again. */
+	smr_fault_disarm(f);
+	for (int k = 0; k < 3; k++)
+		SMR_ASSERT_OK(put_and_commit(c, i++));
+	smr_cow_gc_stats(c, &st1);
+	CU_ASSERT(st1.zones_reset >= st0.zones_reset + 2);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	smr_fault_free(f);
+	smr_dev_close(lower);
+	/* Everything committed is there. */
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (c) {
+		for (uint64_t k = 0; k < i; k++) {
+			struct smr_key key = { .objid = 5, .type = 1, .offset = k };
+			uint64_t v = ~0ULL;
+			size_t vl = sizeof(v);
+
+			SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &key, &v, &vl));
+			CU_ASSERT_EQUAL(v, k);
+		}
+		close_fs(dev, c);
+	}
+	smr_cow_buf_free(buf);
+}
+
 /* ------------------------------------------------------------------------
  * Power loss at every write
  * ------------------------------------------------------------------------ */
@@ -1207,6 +1290,7 @@ static const struct smr_test cow_tests[] = {
 	{ "data_file", test_data_file },
 	{ "data_zloop", test_data_zloop },
 	{ "failed_write", test_failed_write },
+	{ "failed_reset", test_failed_reset },
 	{ "group_commit", test_group_commit },
 	{ "timer", test_timer },
 	{ "power_loss_file", test_power_loss_file },

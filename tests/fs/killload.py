@@ -222,6 +222,10 @@ def verify(mnt, state):
                 got = sha(f.read())
         except FileNotFoundError:
             got = ABSENT
+        except OSError as e:
+            print("FAIL: %s: %s (the daemon died?)" % (name, e),
+                  file=sys.stderr)
+            sys.exit(2)
         if got not in ok:
             print("FAIL: %s: %s, expected one of %s" %
                   (name, got[:12], [s[:12] for s in ok]), file=sys.stderr)
