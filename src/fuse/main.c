@@ -82,7 +82,8 @@ static void usage(FILE *f)
 		"                   or off (clean only when a write needs space)\n"
 		"     gc_low=N      start cleaning below N free zones (default 4)\n"
 		"     gc_high=N     stop above N free zones (default gc_low + 1)\n"
-		"     allow_other   let other users see the files (FUSE option)\n"
+		"     allow_other   let other users see the files (FUSE option;\n"
+		"                   on by default when root mounts)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
 		"     subtype=NAME  type shown as fuse.NAME (default: smrfs)\n"
 		"     other FUSE and mount options (nosuid, nodev, noatime, ...)\n"
@@ -265,8 +266,14 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 	char *fargv[5];
 	int fargc = 0;
 	struct fuse_args args;
+	/* Mounted by root, it is a filesystem of the system, which every user
+	 * may use as the permission bits allow (default_permissions). */
+	bool others = geteuid() == 0 &&
+		      !(mo->fuse_opts && (strstr(mo->fuse_opts, "allow_other") ||
+					  strstr(mo->fuse_opts, "allow_root")));
 
-	if (asprintf(&opts, "default_permissions,fsname=%s,subtype=%s%s%s%s",
+	if (asprintf(&opts, "default_permissions%s,fsname=%s,subtype=%s%s%s%s",
+		     others ? ",allow_other" : "",
 		     mo->fsname ? mo->fsname : mo->dev,
 		     mo->subtype ? mo->subtype : "smrfs",
 		     mo->ro ? ",ro" : "", mo->fuse_opts ? "," : "",

@@ -453,11 +453,9 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			    ns_near(ns, ip->ino, a, e + 1), pc);
 	if (!rc) {
 		rc = ns_piece_map_locked(ns, t, ip, pc, e);
-		if (rc) {
-			/* Earlier pieces stay; nothing of this one does. */
-			ns_undo_to(ns, t, mark);
+		/* Earlier pieces stay; nothing of this one does. */
+		if (rc && ns_undo_to(ns, t, mark))
 			ip->bytes = bytes;
-		}
 	}
 	free(pc);
 	return rc;

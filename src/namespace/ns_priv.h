@@ -117,9 +117,10 @@ int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
 int ns_txn_begin(struct smr_ns *ns, struct smr_txn **tp);
 int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc);
 /* Roll back to a point of the running call (ns_undo_mark), so that a call
- * that keeps what it did before an error keeps nothing of the failing step. */
+ * that keeps what it did before an error keeps nothing of the failing step.
+ * False if the call grew too large to be undone (nothing was rolled back). */
 size_t ns_undo_mark(struct smr_ns *ns);
-void ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark);
+bool ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark);
 void ns_undo_free(struct smr_ns *ns);
 /* smr_bt_insert/update/put/delete of the FS tree, undoably. */
 int ns_bt_insert(struct smr_ns *ns, struct smr_txn *t,

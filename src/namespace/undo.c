@@ -23,6 +23,12 @@
  * fails anyway (no memory), that is logged and what is left is what a crash
  * at that point would leave, which fsck repairs.
  *
+ * The log holds the old values, about 2 KiB per MiB of file data a call
+ * cuts out of a map. Past NS_UNDO_MAX_BYTES (a truncate of a file of
+ * many gigabytes) a call stops keeping them and can no longer be rolled
+ * back: it then fails as it did before there was a log, with its changes
+ * ordered so that what is left is safe.
+ *
  * The log is protected by ns->lock, which every changing call holds from
  * ns_txn_begin() to ns_txn_end().
  */
@@ -45,9 +51,13 @@ struct ns_undo_rec {
 	uint8_t val[];        /* ITEM: the old value */
 };
 
+#define NS_UNDO_MAX_BYTES (32u << 20)
+
 struct ns_undo {
 	struct ns_undo_rec **rec;
 	size_t n, cap;
+	size_t bytes;              /* held by the records */
+	bool overflow;             /* past NS_UNDO_MAX_BYTES: no rollback */
 	unsigned int depth;        /* nested ns_txn_begin calls */
 	bool replaying;            /* rolling back: record nothing */
 	uint64_t next_ino, next_gen, nr_inodes; /* at the outermost begin */
@@ -85,6 +95,12 @@ static int ns_undo_push(struct ns_undo *u, struct ns_undo_rec *r)
 		u->cap = cap;
 	}
 	u->rec[u->n++] = r;
+	u->bytes += sizeof(*r) + (r->kind == NS_UNDO_ITEM ? r->len : 0);
+	if (u->bytes > NS_UNDO_MAX_BYTES && !u->overflow) {
+		u->overflow = true;
+		smr_warn("namespace: a call changes too much to be undone "
+			 "should it fail");
+	}
 	return 0;
 }
 
@@ -107,7 +123,7 @@ static int ns_undo_keep_item(struct smr_ns *ns, const struct smr_key *key,
 	size_t len = sizeof(val);
 	int rc;
 
-	if (!u)
+	if (!u || u->overflow)
 		return 0;
 	rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, key, val, &len);
 	if (rc && rc != -ENOENT)
@@ -162,7 +178,7 @@ int ns_bt_insert(struct smr_ns *ns, struct smr_txn *t,
 	struct ns_undo_rec *r;
 	int rc;
 
-	if (!u)
+	if (!u || u->overflow)
 		return smr_bt_insert(t, SMR_TREE_FS, key, val, len);
 	/* The key must be absent for an insert to change anything. */
 	r = calloc(1, sizeof(*r));
@@ -252,13 +268,13 @@ size_t ns_undo_mark(struct smr_ns *ns)
 	return ns->undo ? ns->undo->n : 0;
 }
 
-void ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark)
+bool ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark)
 {
 	struct ns_undo *u = ns->undo;
 	unsigned long failed = 0;
 
-	if (!u)
-		return;
+	if (!u || u->overflow)
+		return false;
 	u->replaying = true;
 	while (u->n > mark) {
 		struct ns_undo_rec *r = u->rec[--u->n];
@@ -290,6 +306,7 @@ void ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark)
 		smr_err("namespace: %lu change%s of a failed call could not be "
 			"undone; fsck repairs what is left", failed,
 			failed == 1 ? "" : "s");
+	return true;
 }
 
 int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc)
@@ -300,7 +317,10 @@ int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc)
 		smr_txn_end(t);
 		return rc;
 	}
-	if (rc < 0) {
+	if (rc < 0 && u->overflow)
+		smr_err("namespace: a call too large to undo failed (%d); what "
+			"it changed stays", rc);
+	if (rc < 0 && !u->overflow) {
 		ns_undo_to(ns, t, 0);
 		ns->next_ino = u->next_ino;
 		ns->next_gen = u->next_gen;
@@ -323,6 +343,8 @@ int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc)
 	for (size_t i = 0; i < u->n; i++)
 		free(u->rec[i]);
 	u->n = 0;
+	u->bytes = 0;
+	u->overflow = false;
 	smr_txn_end(t);
 	return rc;
 }

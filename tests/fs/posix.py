@@ -570,6 +570,29 @@ def open_errors(d):
             os.O_CREAT | os.O_WRONLY)
 
 
+@case
+def open_etxtbsy(d):
+    # A running program cannot be opened for writing or truncated.
+    exe = d + "/prog"
+    with open("/bin/sleep", "rb") as src, open(exe, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(exe, 0o755)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(exe, [exe, "5"])
+        finally:
+            os._exit(127)
+    try:
+        time.sleep(0.3)
+        expect(errno.ETXTBSY, os.open, exe, os.O_WRONLY)
+        expect(errno.ETXTBSY, os.truncate, exe, 0)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(os.open(exe, os.O_WRONLY))  # not busy any more
+
+
 # ---------------------------------------------------------------------------
 # rename
 # ---------------------------------------------------------------------------
