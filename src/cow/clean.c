@@ -703,7 +703,7 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 
 static unsigned int gc_low(const struct smr_cow *c)
 {
-	return c->opts.gc_low ? c->opts.gc_low : 4;
+	return c->opts.gc_low ? c->opts.gc_low : 2;
 }
 
 static unsigned int gc_high(const struct smr_cow *c)
@@ -732,7 +732,7 @@ int smr_cow_clean_auto(struct smr_cow *c)
 	if (c->gc_active)
 		/* Greedy when space runs really low: space matters more
 		 * then than what cleaning will cost later. */
-		rc = clean_some_locked(c, fz < low / 2 + 1 ?
+		rc = clean_some_locked(c, fz < low / 2 ?
 					  SMR_COW_GC_GREEDY : pol,
 				       GC_PASS_ZONES, (high + 1 - fz) * zl);
 	pthread_mutex_unlock(&c->clean_lock);
