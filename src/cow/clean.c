@@ -212,21 +212,35 @@ static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
 	struct smr_alloc_hint hint = { .contiguous = true, .reloc = true };
 	struct smr_extent x[16];
 	uint64_t done = 0, total = 0;
-	int n = -ENOSPC, rc;
+	int n = 0, err = 0, rc;
 
 	rc = smr_dev_read(c->dev, buf, len, off);
 	if (rc)
 		return rc;
-	if (dest != SMR_STREAM_RELOC)
-		n = smr_alloc_write(c->alloc, buf, len, &hint, dest, x,
-				    SMR_ARRAY_SIZE(x));
-	if (n == -ENOSPC)
-		n = smr_alloc_write(c->alloc, buf, len, &hint,
-				    SMR_STREAM_RELOC, x, SMR_ARRAY_SIZE(x));
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n; i++)
-		total += x[i].len;
+	/* The cold stream runs out where data streams stop (the reserve):
+	 * the rest goes to the relocation stream. */
+	while (total < len && n < (int)SMR_ARRAY_SIZE(x)) {
+		int k = smr_alloc_write(c->alloc, (const uint8_t *)buf + total,
+					len - total, &hint, dest, x + n,
+					SMR_ARRAY_SIZE(x) - (unsigned int)n);
+
+		if (k == -ENOSPC && dest != SMR_STREAM_RELOC) {
+			dest = SMR_STREAM_RELOC;
+			continue;
+		}
+		if (k < 0) {
+			err = k;
+			break;
+		}
+		for (int i = n; i < n + k; i++)
+			total += x[i].len;
+		n += k;
+		if (dest == SMR_STREAM_RELOC)
+			break;
+		dest = SMR_STREAM_RELOC;
+	}
+	if (!n)
+		return err ? err : -ENOSPC;
 	/* Record the copies before anyone references them, so that a commit
 	 * between here and the hook never leaves referenced data unmapped. */
 	pthread_rwlock_wrlock(&c->lock);
@@ -267,7 +281,7 @@ static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
 		done += x[i].len;
 	}
 	if (!rc && total != len)
-		rc = -ENOSPC;
+		rc = err ? err : -ENOSPC;
 	return rc;
 }
 
@@ -703,7 +717,7 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 
 static unsigned int gc_low(const struct smr_cow *c)
 {
-	return c->opts.gc_low ? c->opts.gc_low : 4;
+	return c->opts.gc_low ? c->opts.gc_low : 2;
 }
 
 static unsigned int gc_high(const struct smr_cow *c)
@@ -732,7 +746,7 @@ int smr_cow_clean_auto(struct smr_cow *c)
 	if (c->gc_active)
 		/* Greedy when space runs really low: space matters more
 		 * then than what cleaning will cost later. */
-		rc = clean_some_locked(c, fz < low / 2 + 1 ?
+		rc = clean_some_locked(c, fz < low / 2 ?
 					  SMR_COW_GC_GREEDY : pol,
 				       GC_PASS_ZONES, (high + 1 - fz) * zl);
 	pthread_mutex_unlock(&c->clean_lock);

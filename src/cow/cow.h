@@ -112,7 +112,7 @@ struct smr_cow_opts {
 	bool gc_off;           /* no background cleaning thread */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
 				* 0 = cost-benefit */
-	unsigned gc_low;       /* start below this many free zones; 0 = 4 */
+	unsigned gc_low;       /* start below this many free zones; 0 = 2 */
 	unsigned gc_high;      /* stop above this many; 0 = gc_low + 1 */
 };
 

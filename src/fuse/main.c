@@ -80,7 +80,7 @@ static void usage(FILE *f)
 		"     gc=POLICY     zoned devices: how the background cleaner\n"
 		"                   picks zones: cost-benefit (default), greedy,\n"
 		"                   or off (clean only when a write needs space)\n"
-		"     gc_low=N      start cleaning below N free zones (default 4)\n"
+		"     gc_low=N      start cleaning below N free zones (default 2)\n"
 		"     gc_high=N     stop above N free zones (default gc_low + 1)\n"
 		"     allow_other   let other users see the files (FUSE option;\n"
 		"                   on by default when root mounts)\n"
