@@ -514,7 +514,10 @@ static void test_fill_delete(void)
 #define META_FILES 12
 #define META_OPS 300
 
-static void meta_run(struct fx *f, bool clean, uint8_t *out)
+/* With @bg, the background thread may be in the middle of a pass, with
+ * copies taken but not yet referenced: the audits wait for a quiet
+ * engine (after the remount). */
+static void meta_run(struct fx *f, bool clean, bool bg, uint8_t *out)
 {
 	uint64_t s = 42, ino[META_FILES];
 	uint8_t *buf = malloc(FSZ);
@@ -549,8 +552,10 @@ static void meta_run(struct fx *f, bool clean, uint8_t *out)
 					    out + (size_t)i * FSZ),
 				(ssize_t)FSZ);
 	SMR_ASSERT_OK(smr_ns_sync(f->ns));
-	audit(f);
-	CU_ASSERT_EQUAL(rmap_bytes(f), mapped_bytes(f));
+	if (!bg) {
+		audit(f);
+		CU_ASSERT_EQUAL(rmap_bytes(f), mapped_bytes(f));
+	}
 	free(buf);
 }
 
@@ -561,10 +566,10 @@ static void test_metamorphic(void)
 	struct fx f;
 
 	fx_new(&f, "meta");
-	meta_run(&f, false, a);
+	meta_run(&f, false, false, a);
 	fx_close(&f);
 	fx_new(&f, "meta");
-	meta_run(&f, true, b);
+	meta_run(&f, true, false, b);
 	smr_cow_gc_stats(f.cow, &st);
 	CU_ASSERT(st.gc_zones > 0);
 	CU_ASSERT(st.reloc_bytes > 0);
@@ -714,14 +719,14 @@ static void test_background(void)
 	 * clean all the time: it races every write; the files must end as
 	 * without it. */
 	fx_new(&f, "bgref");
-	meta_run(&f, false, a);
+	meta_run(&f, false, false, a);
 	fx_close(&f);
 	fx_new(&f, "bg");
 	fx_close(&f);
 	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
 	SMR_ASSERT_OK(smr_cow_open(f.dev, &o, &f.cow));
 	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
-	meta_run(&f, false, b);
+	meta_run(&f, false, true, b);
 	CU_ASSERT(!memcmp(a, b, META_FILES * FSZ));
 	{
 		struct smr_cow_gc_stats st;
@@ -750,6 +755,7 @@ static void test_background(void)
 	}
 	CU_ASSERT(!memcmp(a, b, META_FILES * FSZ));
 	audit(&f);
+	CU_ASSERT_EQUAL(rmap_bytes(&f), mapped_bytes(&f));
 	fx_close(&f);
 	free(a);
 	free(b);
