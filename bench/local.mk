@@ -4,4 +4,4 @@
 # only: they run against a build directory, nothing here is compiled.
 
 EXTRA_DIST += bench/run.sh bench/meta.py bench/report.py bench/README.md \
-	bench/results
+	bench/results bench/zoned-compare.sh bench/zoned-compare-guest.sh
