@@ -773,20 +773,23 @@ static unsigned int term_width(bool tty)
 	return 80;
 }
 
+/* The cells of a zone map that are not coloured by live ratio, in the
+ * order both legends (terminal and SVG) list them. */
+static const struct {
+	enum cell_kind kind;
+	const char *what;
+} legend[] = {
+	{ CELL_EMPTY, "empty" },
+	{ CELL_OPEN, "open" },
+	{ CELL_CNV, "conventional" },
+	{ CELL_META, "superblock/checkpoint" },
+	{ CELL_BAD, "offline/read-only" },
+};
+
 static void zones_text(FILE *f, const struct ctl_src *s,
 		       const struct smr_cow_zstat *z, uint32_t nr, bool colour,
 		       unsigned int width)
 {
-	static const struct {
-		enum cell_kind kind;
-		const char *what;
-	} legend[] = {
-		{ CELL_EMPTY, "empty" },
-		{ CELL_OPEN, "open" },
-		{ CELL_CNV, "conventional" },
-		{ CELL_META, "superblock/checkpoint" },
-		{ CELL_BAD, "offline/read-only" },
-	};
 	struct zone_totals t;
 	unsigned int per_row;
 	char b1[32], b2[32];
@@ -880,16 +883,6 @@ static void svg_rect(FILE *f, const char *cls, int x, int y, int w, int h,
 static int zones_svg(const char *file, const struct ctl_src *s,
 		     const struct smr_cow_zstat *z, uint32_t nr)
 {
-	static const struct {
-		enum cell_kind kind;
-		const char *what;
-	} legend[] = {
-		{ CELL_EMPTY, "empty" },
-		{ CELL_OPEN, "open" },
-		{ CELL_CNV, "conventional" },
-		{ CELL_META, "superblock / checkpoint" },
-		{ CELL_BAD, "offline / read-only" },
-	};
 	const int margin = 24, label_w = 56, top = 70;
 	char real[PATH_MAX];
 	struct zone_totals t;
