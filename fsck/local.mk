@@ -15,6 +15,7 @@ TESTS += tests/test_fsck
 
 # The command line: usage, exit codes, --json, a device in use.
 dist_noinst_SCRIPTS += tests/fsck/cli.sh
+EXTRA_DIST += tests/fsck/lib.sh
 TESTS += tests/fsck/cli.sh
 
 # The progress bar and e2fsck's progress lines.

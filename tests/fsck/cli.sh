@@ -11,17 +11,9 @@ set -u
 FSCK=${FSCK_SMRFS:-./fsck/fsck.smrfs}
 MKFS=${MKFS_SMRFS:-./mkfs/mkfs.smrfs}
 CTL=${SMRFSCTL:-./ctl/smrfsctl}
-for p in "$FSCK" "$MKFS" "$CTL"; do
-	[ -x "$p" ] || { echo "not built: $p" >&2; exit 1; }
-done
-T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-fsck-XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-}
+need="$FSCK $MKFS $CTL"
+tag=fsck
+. "${srcdir:-.}/tests/fsck/lib.sh"
 
 # expect STATUS CMD...: run CMD, check its exit status, keep its output.
 expect() {

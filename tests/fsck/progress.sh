@@ -10,17 +10,9 @@ set -u
 
 FSCK=${FSCK_SMRFS:-./fsck/fsck.smrfs}
 MKFS=${MKFS_SMRFS:-./mkfs/mkfs.smrfs}
-for p in "$FSCK" "$MKFS"; do
-	[ -x "$p" ] || { echo "not built: $p" >&2; exit 1; }
-done
-T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-progress-XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-}
+need="$FSCK $MKFS"
+tag=progress
+. "${srcdir:-.}/tests/fsck/lib.sh"
 
 truncate -s 64M "$T/img" && "$MKFS" "$T/img" >/dev/null || exit 1
 
