@@ -299,7 +299,8 @@ int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 	if (snr)
 		memcpy(v + n, sext, snr * sizeof(*v));
 	nv = n + snr;
-	qsort(v, nv, sizeof(*v), ext_cmp);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), ext_cmp);
 	for (size_t i = 1; i < nv; i++)
 		if (v[i - 1].off + v[i - 1].len > v[i].off) {
 			ac_report(r, "referenced extents %" PRIu64 "+%" PRIu64 " and %" PRIu64 "+%" PRIu64 " overlap",

@@ -1469,7 +1469,8 @@ int smr_cow_audit_locked(struct smr_cow *c)
 	}
 	if (rc)
 		goto out;
-	qsort(a.addr, a.n, sizeof(*a.addr), u64_cmp);
+	if (a.n > 1) /* with no tree at all a.addr is NULL: not for qsort */
+		qsort(a.addr, a.n, sizeof(*a.addr), u64_cmp);
 	for (size_t i = 0; i < a.n && !rc; i++) {
 		uint64_t x = a.addr[i];
 
@@ -1711,7 +1712,8 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 	/* The readable nodes of the old tree are released like any node a
 	 * change replaces (each once, should damaged references name one
 	 * twice); then the tree is built again from the items. */
-	qsort(s.old, s.nold, sizeof(*s.old), u64_cmp);
+	if (s.nold > 1)
+		qsort(s.old, s.nold, sizeof(*s.old), u64_cmp);
 	for (size_t i = 0; i < s.nold && !rc; i++) {
 		struct smr_node *n;
 

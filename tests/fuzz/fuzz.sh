@@ -8,18 +8,22 @@
 # Every target first runs its committed corpus once as a plain program
 # (tests/fuzz/fuzz_*: any compiler); this part always runs. Then, where the
 # libFuzzer programs were built (tests/fuzz/lf/fuzz_*: configure found
-# clang), each fuzzes for FUZZ_SECS seconds (default 20) from that corpus.
-# New inputs go to a scratch directory, or to FUZZ_KEEP/TARGET when set;
+# clang), each fuzzes for FUZZ_SECS seconds (default 20) from that corpus,
+# with the random seed FUZZ_SEED (default 1, so that make check runs the same
+# inputs on every machine, as far as it gets in that time; 0 = a new seed
+# each run, for long runs). New inputs go to a scratch directory, or to
+# FUZZ_KEEP/TARGET when set;
 # a crash, hang (FUZZ_TIMEOUT, default 10 s per input), leak or sanitizer
 # report fails the run and leaves the input in FUZZ_KEEP or the current
 # directory as TARGET-crash-*. For a long run:
 #
-#   FUZZ_SECS=600 FUZZ_KEEP=/some/dir tests/fuzz/fuzz.sh fuzz_image
+#   FUZZ_SECS=600 FUZZ_SEED=0 FUZZ_KEEP=/some/dir tests/fuzz/fuzz.sh fuzz_image
 set -u
 
 srcdir=${srcdir:-.}
 CORPUS=$srcdir/tests/fuzz/corpus
 SECS=${FUZZ_SECS:-20}
+SEED=${FUZZ_SEED:-1}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 TARGETS=${*:-fuzz_super fuzz_node fuzz_alloc fuzz_ns fuzz_image}
 T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-fuzz-XXXXXX") || exit 1
@@ -43,7 +47,8 @@ for t in $TARGETS; do
 	out=${FUZZ_KEEP:-$T}/$t
 	art=${FUZZ_KEEP:-.}/$t-
 	mkdir -p "$out" || exit 1
-	if TMPDIR=$T "$lf" -max_total_time="$SECS" -timeout="$TIMEOUT" \
+	if TMPDIR=$T "$lf" -max_total_time="$SECS" -seed="$SEED" \
+		-timeout="$TIMEOUT" \
 		-rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
 		-artifact_prefix="$art" "$out" "$CORPUS/$t" \
 		>"$T/$t.log" 2>&1; then
