@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MC_FREE = 0, MC_USED = 1, MC_FREEING = 2 };
+enum { MC_FREE = 0, MC_USED = 1, MC_FREEING = 2, MC_UNSETTLED = 3 };
 
 struct mc_item {
 	struct smr_key key;
@@ -88,7 +88,13 @@ uint64_t memcow_nr_items(struct smr_cow *c)
 
 uint64_t memcow_nr_errors(struct smr_cow *c)
 {
-	return c->errors;
+	uint64_t n = c->errors;
+
+	pthread_rwlock_rdlock(&c->lock);
+	for (uint64_t b = 0; b < c->nblocks; b++)
+		n += c->state[b] == MC_UNSETTLED;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
 }
 
 uint64_t memcow_nr_commits(struct smr_cow *c)
@@ -292,7 +298,7 @@ uint64_t memcow_digest(struct smr_cow *c)
 	/* Space in use, not where: a rolled-back write gives its new space
 	 * back as freed-at-commit, which is still no change. */
 	for (uint64_t b = 0; b < c->nblocks; b++)
-		used += c->state[b] == MC_USED;
+		used += c->state[b] == MC_USED || c->state[b] == MC_UNSETTLED;
 	h = smr_hash64(&used, sizeof(used), h);
 	pthread_rwlock_unlock(&c->lock);
 	return h;
@@ -477,7 +483,7 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 			ext[n].len = c->bs;
 			n++;
 		}
-		c->state[b] = MC_USED;
+		c->state[b] = MC_UNSETTLED;
 		memcpy(c->data + b * c->bs, src + got * c->bs, c->bs);
 		got++;
 		b++;
@@ -508,9 +514,11 @@ int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 	return 0;
 }
 
-int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
+/* Blocks of [@off, @off + @len) in a state of the @from mask go to @to;
+ * any other is a misuse. */
+static int mc_move(struct smr_cow *c, uint64_t off, uint64_t len,
+		   unsigned int from, uint8_t to)
 {
-	struct smr_cow *c = t->c;
 	int rc = 0;
 
 	if (off % c->bs || len % c->bs || off + len > c->nblocks * c->bs) {
@@ -519,20 +527,32 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 	}
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint64_t b = off / c->bs; b < (off + len) / c->bs; b++) {
-		if (c->state[b] != MC_USED) {
+		if (!(from & (1u << c->state[b]))) {
 			c->errors++;
 			rc = -EINVAL;
 			continue;
 		}
-		c->state[b] = MC_FREEING;
+		c->state[b] = to;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
 
+int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
+{
+	return mc_move(t->c, off, len, 1u << MC_USED | 1u << MC_UNSETTLED,
+		       MC_FREEING);
+}
+
+/* Stricter than the engine: only fresh data is settled, and only once. */
+int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
+{
+	return mc_move(t->c, off, len, 1u << MC_UNSETTLED, MC_USED);
+}
+
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 {
-	uint64_t cnt[3] = { 0, 0, 0 };
+	uint64_t cnt[4] = { 0, 0, 0, 0 };
 
 	pthread_rwlock_rdlock(&c->lock);
 	for (uint64_t b = 0; b < c->nblocks; b++)
@@ -542,7 +562,7 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	sp->block_size = c->bs;
 	sp->capacity = c->nblocks * c->bs;
 	sp->free = cnt[MC_FREE] * c->bs;
-	sp->used = cnt[MC_USED] * c->bs;
+	sp->used = (cnt[MC_USED] + cnt[MC_UNSETTLED]) * c->bs;
 	sp->reclaimable = cnt[MC_FREEING] * c->bs;
 }
 

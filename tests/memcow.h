@@ -29,7 +29,9 @@ void memcow_set_read_only(struct smr_cow *c, bool ro);
 /* Items in the trees. */
 uint64_t memcow_nr_items(struct smr_cow *c);
 
-/* Misuses seen: frees of space not in use, reads outside used space. */
+/* Misuses seen: frees of space not in use, reads outside used space,
+ * settles of data not fresh; plus the data written now and neither settled
+ * nor freed. */
 uint64_t memcow_nr_errors(struct smr_cow *c);
 
 /*

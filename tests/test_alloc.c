@@ -731,6 +731,68 @@ static void test_zoned_write_failed(void)
 	smr_dev_close(dev);
 }
 
+/* Commit @gen and return the unsettled set it saw, sorted, in @x. */
+static size_t commit_unsettled(struct smr_alloc *a, uint64_t gen,
+			       struct smr_extent *x, size_t max)
+{
+	struct smr_alloc_ref ref;
+	size_t n;
+
+	SMR_ASSERT_OK(smr_alloc_commit(a, gen, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	n = smr_alloc_unsettled_at_commit(a, x, max);
+	for (size_t i = 1; i < SMR_MIN(n, max); i++)
+		for (size_t j = i; j && x[j - 1].off > x[j].off; j--) {
+			struct smr_extent t = x[j];
+
+			x[j] = x[j - 1];
+			x[j - 1] = t;
+		}
+	return n;
+}
+
+/* Written data is unsettled until settled or freed, in whole or in part,
+ * and a commit reports the set as it was then. */
+static void test_unsettled(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-us", 0, 4, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_extent e0, e1, x[8];
+	uint8_t *buf = smr_dev_buf_alloc(8 * BS);
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL(commit_unsettled(a, 1, x, 8), 0);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 8 * BS, NULL, SMR_STREAM_HOT,
+					&e0, 1), 1);
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, 4 * BS, NULL, SMR_STREAM_COLD,
+					&e1, 1), 1);
+	CU_ASSERT_EQUAL_FATAL(commit_unsettled(a, 2, x, 8), 2);
+	CU_ASSERT(x[0].len + x[1].len == 12 * BS);
+	/* Settling the middle of one splits it; the other goes whole. */
+	SMR_ASSERT_OK(smr_alloc_settle(a, e0.off + 2 * BS, 3 * BS));
+	SMR_ASSERT_OK(smr_alloc_settle(a, e1.off, e1.len));
+	/* Settled twice, or never written: no error, no change. */
+	SMR_ASSERT_OK(smr_alloc_settle(a, e1.off, e1.len));
+	CU_ASSERT_EQUAL_FATAL(commit_unsettled(a, 3, x, 8), 2);
+	CU_ASSERT_EQUAL(x[0].off, e0.off);
+	CU_ASSERT_EQUAL(x[0].len, 2 * BS);
+	CU_ASSERT_EQUAL(x[1].off, e0.off + 5 * BS);
+	CU_ASSERT_EQUAL(x[1].len, 3 * BS);
+	/* The set as the last commit saw it, whatever happens after. */
+	SMR_ASSERT_OK(smr_alloc_free(a, e0.off, 2 * BS));
+	CU_ASSERT_EQUAL(smr_alloc_unsettled_at_commit(a, x, 8), 2);
+	CU_ASSERT_EQUAL_FATAL(commit_unsettled(a, 4, x, 8), 1);
+	CU_ASSERT_EQUAL(x[0].off, e0.off + 5 * BS);
+	/* A range over settled and unsettled parts alike. */
+	SMR_ASSERT_OK(smr_alloc_settle(a, e0.off, e0.len));
+	CU_ASSERT_EQUAL(commit_unsettled(a, 5, x, 8), 0);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 static void test_rot_random(void)
 {
 	char path[512];
@@ -1628,6 +1690,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_deferred_reset", test_zoned_deferred_reset },
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },
+	{ "unsettled", test_unsettled },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },
 	{ "zoned_state_tail", test_zoned_state_tail },

@@ -196,17 +196,23 @@ static bool model_equal(struct smr_cow *c, const struct model *m)
  * Format, open, many commits, reopen
  * ------------------------------------------------------------------------ */
 
-/* One block of data in each temperature, left allocated. */
+/* One block of data in each temperature, left allocated (settled as if
+ * something referenced it). */
 static void write_data_blocks(struct smr_cow *c, uint32_t bs)
 {
 	void *buf = smr_cow_buf_alloc(bs);
-	struct smr_data_extent ext;
+	struct smr_data_extent ext[2];
+	struct smr_txn *t;
 
 	CU_ASSERT_FATAL(buf != NULL);
 	memset(buf, 0x5a, bs);
-	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, bs, &ext, 1), 1);
-	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_COLD, 0, buf, bs, &ext, 1), 1);
+	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, bs, &ext[0], 1), 1);
+	CU_ASSERT_EQUAL(smr_cow_data_write(c, SMR_DATA_COLD, 0, buf, bs, &ext[1], 1), 1);
 	smr_cow_buf_free(buf);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int i = 0; i < 2; i++)
+		SMR_ASSERT_OK(smr_cow_data_settle(t, ext[i].off, ext[i].len));
+	smr_txn_end(t);
 }
 
 static void roundtrip(enum kind k)
@@ -919,6 +925,8 @@ static void data_and_trees(enum kind k)
 	}
 	CU_ASSERT_EQUAL(total, len);
 	CU_ASSERT_EQUAL(memcmp(buf, back, len), 0);
+	for (int i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_cow_data_settle(t, ext[i].off, ext[i].len));
 	/* Trees other than the namespace's are independent. */
 	v = 77;
 	SMR_ASSERT_OK(smr_bt_insert(t, 3, &key, &v, sizeof(v)));
@@ -971,6 +979,88 @@ static void test_data_zloop(void) { data_and_trees(K_ZLOOP_SEQ); }
 
 /* A device that fails writes: the commit fails, the engine turns read-only
  * and the last good checkpoint is what the next open finds. */
+/*
+ * Data written, then a commit before anything references it, then the power
+ * goes: the checkpoint counts the data's space as used, and nothing in it
+ * references the data. Recovery must give the space back, not leak it; and
+ * data settled before the commit must stay. @k: the device kind.
+ */
+static void unsettled_at_crash(enum kind k)
+{
+	const char *path = make_dev(k, "unsettled");
+	struct smr_cow_opts o = { .commit_secs = 3600, .gc_off = true };
+	struct smr_fault_rule cut = { .what = SMR_FAULT_DROP_WRITES };
+	struct smr_data_extent ext[8], keep[8];
+	struct smr_cow_space_check sc;
+	struct smr_cow_space sp0, sp1;
+	uint64_t len = 256 * SMR_KIB, kept = 0;
+	struct smr_key owner = { .objid = 7, .type = 1, .offset = 0 };
+	struct smr_key rkey = { .type = SMR_RMAP_T_EXTENT };
+	void *buf = smr_cow_buf_alloc(len);
+	uint8_t v[64];
+	size_t vl;
+	struct smr_dev *lower, *dev;
+	struct smr_fault *f;
+	struct smr_txn *t;
+	struct smr_cow *c;
+	int n, nk;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0x3c, len);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	smr_cow_space(c, &sp0);
+	/* One write is settled (referenced), the other is still in flight
+	 * when the checkpoint is taken. */
+	nk = smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, len, keep, 8);
+	CU_ASSERT_FATAL(nk >= 1);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int i = 0; i < nk; i++) {
+		SMR_ASSERT_OK(smr_cow_data_settle(t, keep[i].off, keep[i].len));
+		kept += keep[i].len;
+	}
+	smr_txn_end(t);
+	/* With an owner: the reverse-map entry made for it must not outlive
+	 * the recovery that frees it. */
+	n = smr_cow_data_write_owned(c, SMR_DATA_HOT, 0, &owner, buf, len,
+				     ext, 8);
+	CU_ASSERT_FATAL(n >= 1);
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	rkey.objid = ext[0].off;
+	vl = sizeof(v);
+	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_RMAP, &rkey, v, &vl));
+	SMR_ASSERT_OK(smr_fault_arm(f, &cut));
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	smr_dev_close(lower);
+	smr_fault_free(f);
+
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		goto out;
+	/* The audit: the settled data as the only reference, the rest is
+	 * free or released, nothing leaked. */
+	SMR_ASSERT_OK(smr_cow_check_space(c, keep, (size_t)nk, false, &sc));
+	CU_ASSERT_EQUAL(sc.problems, 0);
+	CU_ASSERT_EQUAL(sc.leaked, 0);
+	vl = sizeof(v);
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_RMAP, &rkey, v, &vl), -ENOENT);
+	/* Two commits on, the in-flight space is back. */
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	smr_cow_space(c, &sp1);
+	CU_ASSERT(sp1.used >= sp0.used + kept);
+	CU_ASSERT(sp1.used < sp0.used + kept + len / 2);
+	close_fs(dev, c);
+out:
+	smr_cow_buf_free(buf);
+}
+
+static void test_unsettled_file(void) { unsettled_at_crash(K_FILE); }
+static void test_unsettled_zloop(void) { unsettled_at_crash(K_ZLOOP_SEQ); }
+
 static void test_failed_write(void)
 {
 	const char *path = make_dev(K_ZLOOP_SEQ, "failw");
@@ -1289,6 +1379,8 @@ static const struct smr_test cow_tests[] = {
 	{ "corrupt_node_zloop", test_corrupt_node_zloop },
 	{ "data_file", test_data_file },
 	{ "data_zloop", test_data_zloop },
+	{ "unsettled_file", test_unsettled_file },
+	{ "unsettled_zloop", test_unsettled_zloop },
 	{ "failed_write", test_failed_write },
 	{ "failed_reset", test_failed_reset },
 	{ "group_commit", test_group_commit },

@@ -1032,6 +1032,10 @@ static void test_leak(void)
 		n = smr_alloc_write(f.cow->alloc, buf, 8 * 4096, &hint,
 				    SMR_STREAM_HOT, x, 4);
 		CU_ASSERT(n >= 1);
+		/* Settled as if referenced, and referenced by nothing. */
+		for (int i = 0; i < n; i++)
+			SMR_ASSERT_OK(smr_alloc_settle(f.cow->alloc, x[i].off,
+						       x[i].len));
 		SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
 		fs_close(&f);
 		smr_dev_buf_free(buf);

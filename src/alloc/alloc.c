@@ -148,6 +148,8 @@ void smr_alloc_close(struct smr_alloc *a)
 	pthread_mutex_lock(&a->lock);
 	a->ops->fini(a);
 	pthread_mutex_unlock(&a->lock);
+	free(a->unsettled.x);
+	free(a->unsettled_at_commit.x);
 	for (int i = 0; i < SMR_STREAM_NR; i++)
 		pthread_mutex_destroy(&a->stream_lock[i]);
 	pthread_mutex_destroy(&a->lock);
@@ -160,6 +162,86 @@ pthread_mutex_t *smr_alloc_stream_lock(struct smr_alloc *a,
 	if ((unsigned int)stream >= SMR_STREAM_NR)
 		stream = SMR_STREAM_META;
 	return &a->stream_lock[a->stream_share[stream]];
+}
+
+/* ------------------------------------------------------------------------
+ * Unsettled data (alloc.h has the rules; a->lock held throughout)
+ * ------------------------------------------------------------------------ */
+
+/* Room for @more extents and one spare: removing a range from the middle
+ * of an extent then needs no allocation. */
+static int set_reserve(struct smr_extent_set *s, size_t more)
+{
+	struct smr_extent *x;
+	size_t nc;
+
+	if (s->n + more < s->cap)
+		return 0;
+	nc = SMR_MAX(2 * s->cap, s->n + more + 16);
+	x = realloc(s->x, nc * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	s->x = x;
+	s->cap = nc;
+	return 0;
+}
+
+/* Take [@off, @off + @len) out of @s. The extents of a set never overlap,
+ * so at most one of them is split. */
+static int set_remove(struct smr_extent_set *s, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	for (size_t i = 0; i < s->n;) {
+		struct smr_extent *e = &s->x[i];
+		uint64_t eend = e->off + e->len;
+
+		if (eend <= off || e->off >= end) {
+			i++;
+		} else if (e->off < off && eend > end) {
+			if (s->n == s->cap)
+				return -ENOMEM; /* no spare: cannot happen */
+			s->x[s->n].off = end;
+			s->x[s->n++].len = eend - end;
+			e->len = off - e->off;
+			/* The spare for the next split; failing that, the
+			 * next such split fails instead. */
+			(void)set_reserve(s, 0);
+			i++;
+		} else if (e->off < off) {
+			e->len = off - e->off;
+			i++;
+		} else if (eend > end) {
+			e->len = eend - end;
+			e->off = end;
+			i++;
+		} else {
+			*e = s->x[--s->n];
+		}
+	}
+	return 0;
+}
+
+int smr_alloc_settle(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	rc = set_remove(&a->unsettled, off, len);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+size_t smr_alloc_unsettled_at_commit(struct smr_alloc *a, struct smr_extent *x,
+				     size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&a->lock);
+	n = a->unsettled_at_commit.n;
+	memcpy(x, a->unsettled_at_commit.x, SMR_MIN(n, max) * sizeof(*x));
+	pthread_mutex_unlock(&a->lock);
+	return n;
 }
 
 /* ------------------------------------------------------------------------
@@ -184,6 +266,8 @@ int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 
 	pthread_mutex_lock(&a->lock);
 	rc = a->ops->free(a, off, len);
+	if (!rc)
+		rc = set_remove(&a->unsettled, off, len);
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -194,6 +278,7 @@ void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len)
 		return;
 	pthread_mutex_lock(&a->lock);
 	a->ops->write_failed(a, off, len);
+	(void)set_remove(&a->unsettled, off, len); /* not an error to lose */
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -203,7 +288,16 @@ int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
 	int rc;
 
 	pthread_mutex_lock(&a->lock);
-	rc = a->ops->commit(a, gen, ref);
+	/* The unsettled set as of this state: room first, so that a state
+	 * once written always has its set. */
+	rc = set_reserve(&a->unsettled_at_commit, a->unsettled.n);
+	if (!rc)
+		rc = a->ops->commit(a, gen, ref);
+	if (!rc) {
+		memcpy(a->unsettled_at_commit.x, a->unsettled.x,
+		       a->unsettled.n * sizeof(*a->unsettled.x));
+		a->unsettled_at_commit.n = a->unsettled.n;
+	}
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -293,8 +387,16 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		return -EINVAL;
 	pthread_mutex_lock(sl);
 	while (got < len && n < max_ext) {
-		rc = smr_alloc_extent(a, len - got, hint, stream, ext + n,
-				      max_ext - n);
+		/* Allocated and unsettled in one step: a commit sees both or
+		 * neither. */
+		pthread_mutex_lock(&a->lock);
+		rc = set_reserve(&a->unsettled, max_ext - n);
+		if (!rc)
+			rc = a->ops->alloc(a, len - got, hint, stream, ext + n,
+					   max_ext - n);
+		for (int k = 0; k < rc; k++)
+			a->unsettled.x[a->unsettled.n++] = ext[n + k];
+		pthread_mutex_unlock(&a->lock);
 		if (rc < 0)
 			break;
 		for (int k = 0; k < rc; k++)

@@ -271,6 +271,13 @@ struct smr_alloc {
 	/* Opened by smr_alloc_open_rebuild(): init has no state to read and
 	 * rebuilds from the device (constant after init). */
 	bool rebuild;
+	/* Data smr_alloc_write() placed that the layer above has not yet
+	 * settled, and that set as the newest commit saw it (see "Unsettled
+	 * data" below); the ops never touch them. Protected by lock. */
+	struct smr_extent_set {
+		struct smr_extent *x;
+		size_t n, cap;
+	} unsettled, unsettled_at_commit;
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -352,6 +359,30 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		    const struct smr_alloc_hint *hint, enum smr_stream stream,
 		    struct smr_extent *ext, unsigned int max_ext);
+
+/* ------------------------------------------------------------------------
+ * Unsettled data
+ *
+ * Space that smr_alloc_write() hands out is counted as used at once, but
+ * nothing references it until the layer above maps it, in a transaction
+ * that may come after a commit. Such data is "unsettled" from the write
+ * until smr_alloc_settle() (the reference is in the running transaction)
+ * or smr_alloc_free() (it never will be). A commit's state counts it used;
+ * the checkpoint records it as released, so that a recovery from that
+ * checkpoint, where nothing references it, frees it. The set is taken at
+ * the same instant as the state (under a->lock), and read afterwards with
+ * smr_alloc_unsettled_at_commit().
+ * ------------------------------------------------------------------------ */
+
+/* The referencing transaction has it: 0, or -ENOMEM (when a range ends
+ * inside an unsettled extent and the set cannot grow). A range that is not
+ * unsettled is no error. */
+int smr_alloc_settle(struct smr_alloc *a, uint64_t off, uint64_t len);
+
+/* Copy up to @max extents of the set as the newest smr_alloc_commit() saw
+ * it to @x; returns how many the set holds (may exceed @max). */
+size_t smr_alloc_unsettled_at_commit(struct smr_alloc *a, struct smr_extent *x,
+				     size_t max);
 
 /* ------------------------------------------------------------------------
  * Audit (fsck): src/alloc/check.c

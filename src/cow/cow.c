@@ -36,6 +36,26 @@ static void from_nkey(const struct smr_nkey *nk, struct smr_key *k)
  * ------------------------------------------------------------------------ */
 
 /* Open the engine over @ops/@store once c->dev etc. are set. */
+/*
+ * Data in flight when the checkpoint was taken is among what it released,
+ * with the reverse-map entries its writer had made: nothing references it
+ * now, so its entries go (those of other released extents went with their
+ * release). Nothing to do read-only: no cleaner runs then.
+ */
+static int cow_trim_released(struct smr_cow *c)
+{
+	int rc = 0;
+
+	if (c->opts.read_only || !c->alloc)
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	for (size_t i = 0; i < c->free_prev.n && !rc; i++)
+		rc = smr_rmap_trim_locked(c, c->free_prev.x[i].off,
+					  c->free_prev.x[i].len);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 static int cow_open_common(struct smr_cow *c)
 {
 	struct smr_ckpt *ck = calloc(1, sizeof(*ck));
@@ -69,6 +89,9 @@ static int cow_open_common(struct smr_cow *c)
 		if (rc)
 			goto out;
 	}
+	rc = cow_trim_released(c);
+	if (rc)
+		goto out;
 	c->read_only = c->opts.read_only;
 	if (!c->read_only)
 		rc = smr_cow_start_timer(c);

@@ -231,6 +231,12 @@ void smr_cow_buf_free(void *buf);
  * @near (0 = anywhere), as at most @max extents filled in @ext in order.
  * Returns the number of extents; their lengths add up to @len. -ENOSPC when
  * the data streams are out of space.
+ *
+ * The caller owns the space and must, in a transaction, either reference
+ * it and say so with smr_cow_data_settle(), or free it with
+ * smr_cow_data_free(). Until then it is "unsettled": a checkpoint taken
+ * meanwhile records it as released, so that a recovery from that
+ * checkpoint, where nothing references it, gets it back.
  */
 int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 		       uint64_t near, const void *buf, uint64_t len,
@@ -239,6 +245,12 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len);
 /* The extent is no longer referenced once @t's transaction commits. */
 int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len);
+/*
+ * Data that smr_cow_data_write() placed is referenced from @t's transaction
+ * on. Call it inside that transaction, never after its end: a commit in
+ * between would record referenced data as released. 0, or -ENOMEM.
+ */
+int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len);
 
 /* Space as statfs should report it, in bytes. */
 struct smr_cow_space {
@@ -354,8 +366,9 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
  * smr_cow_data_free() in that transaction, but only if the owner still
  * references exactly @old_off for the whole range: a block changed or freed
  * meanwhile is not moved. Returns 1 if moved, 0 if not (the engine frees the
- * copy), or a negative errno. Called with no engine lock and no transaction
- * handle held.
+ * copy), or a negative errno. When it moves, it settles the copy
+ * (smr_cow_data_settle) in its transaction. Called with no engine lock and
+ * no transaction handle held.
  */
 typedef int (*smr_cow_relocate_fn)(void *arg, const struct smr_key *owner,
 				   uint64_t old_off, uint64_t new_off,

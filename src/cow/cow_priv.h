@@ -36,6 +36,10 @@
 
 /* Trees are numbered 1 .. SMR_CKPT_MAX_ROOTS. */
 #define SMR_COW_MAX_TREE SMR_CKPT_MAX_ROOTS
+/* Entries of a checkpoint's released list kept for data in flight (written,
+ * not yet referenced: smr_cow_data_settle); the rest is for what the
+ * transaction released. */
+#define SMR_CKPT_UNSETTLED_ROOM 128
 
 struct smr_cow;
 

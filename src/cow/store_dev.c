@@ -840,6 +840,29 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 	return 0;
 }
 
+/*
+ * Data written but not yet referenced when the allocator state was taken
+ * counts as used in that state; nothing in this checkpoint references it.
+ * Recorded as released, a recovery from this checkpoint frees it (commit
+ * leaves room for SMR_CKPT_UNSETTLED_ROOM of them).
+ */
+static void sd_record_unsettled(struct smr_cow *c, struct smr_ckpt *ck)
+{
+	uint32_t room = SMR_CKPT_MAX_PENDING - ck->nr_pending;
+	struct smr_extent x[SMR_CKPT_MAX_PENDING];
+	size_t n = smr_alloc_unsettled_at_commit(c->alloc, x, room);
+
+	if (n > room)
+		smr_warn("checkpoint %" PRIu64 ": %zu extents of data in "
+			 "flight, room for %u; a crash now would leave the "
+			 "rest counted used until fsck.smrfs -y", ck->gen, n,
+			 room);
+	for (size_t i = 0; i < SMR_MIN(n, (size_t)room); i++) {
+		ck->pending[ck->nr_pending].off = x[i].off;
+		ck->pending[ck->nr_pending++].len = x[i].len;
+	}
+}
+
 static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	struct smr_alloc_ref ref = { 0 };
@@ -856,6 +879,7 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	ck->alloc_len = ref.len;
 	ck->alloc_csum = ref.csum;
 	ck->alloc_gen = ref.gen;
+	sd_record_unsettled(c, ck);
 	/* Everything the checkpoint names must be durable before it. */
 	rc = smr_dev_flush(c->dev);
 	if (!rc) {
@@ -1146,6 +1170,11 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 
 	if (off < c->sb.data_start || off + len > c->sb.capacity || !len)
 		return -EINVAL;
+	/* Released through the list from now on, whether it was ever
+	 * referenced or not: never both listed and unsettled. */
+	rc = c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
+	if (rc)
+		return rc;
 	pthread_rwlock_wrlock(&c->lock);
 	rc = smr_xlist_add(&c->free_cur, off, len);
 	if (!rc)
@@ -1153,6 +1182,15 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 	c->changed = true;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
+}
+
+int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
+{
+	struct smr_cow *c = t->c;
+
+	if (off < c->sb.data_start || off + len > c->sb.capacity || !len)
+		return -EINVAL;
+	return c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
 }
 
 static uint64_t xlist_bytes(const struct smr_xlist *l)

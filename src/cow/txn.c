@@ -83,8 +83,10 @@ static int commit_locked(struct smr_cow *c)
 	}
 	/* What this one releases is recorded in it and freed by the next;
 	 * beyond what fits in the record it is freed now (the previous
-	 * checkpoint then loses its guarantee for those blocks). */
-	np = SMR_MIN(c->free_cur.n, (size_t)SMR_CKPT_MAX_PENDING);
+	 * checkpoint then loses its guarantee for those blocks). The rest of
+	 * the record is for data in flight (the store's checkpoint step). */
+	np = SMR_MIN(c->free_cur.n,
+		     (size_t)(SMR_CKPT_MAX_PENDING - SMR_CKPT_UNSETTLED_ROOM));
 	for (size_t i = np; i < c->free_cur.n; i++) {
 		rc = c->sops->free(c, c->free_cur.x[i].off,
 				   c->free_cur.x[i].len);

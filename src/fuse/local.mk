@@ -45,7 +45,7 @@ EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py \
 
 # The full run of kill9.sh: 200 deaths of the daemon (about 10 minutes).
 check-kill9: all $(check_PROGRAMS)
-	KILL9_CYCLES=$${KILL9_CYCLES:-200} KILL9_CLEAN=1 srcdir=$(top_srcdir) \
+	KILL9_CYCLES=$${KILL9_CYCLES:-200} srcdir=$(top_srcdir) \
 		top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/fs/kill9.sh
 .PHONY: check-kill9
 

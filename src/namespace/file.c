@@ -410,7 +410,7 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	/* Should the call roll back, the new space goes back too. */
 	for (int i = 0; i < pc->n; i++) {
-		rc = ns_data_new(ns, pc->dx[i].off, pc->dx[i].len);
+		rc = ns_data_new(ns, t, pc->dx[i].off, pc->dx[i].len);
 		if (rc) {
 			ns_piece_drop(t, pc, i);
 			return rc;
@@ -944,7 +944,10 @@ static int ns_relocate_locked(struct smr_ns *ns, struct smr_txn *t,
 			goto out_free;
 		pos = me;
 	}
-	rc = ns_data_release(ns, t, old_off, len);
+	/* The copy is referenced now; the original goes. */
+	rc = smr_cow_data_settle(t, new_off, len);
+	if (!rc)
+		rc = ns_data_release(ns, t, old_off, len);
 	if (!rc)
 		rc = 1;
 out_free:

@@ -134,8 +134,10 @@ int ns_bt_delete(struct smr_ns *ns, struct smr_txn *t,
 /* Device space leaves the map: freed when the call succeeds. */
 int ns_data_release(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
 		    uint64_t len);
-/* New device space the call maps: freed if the call rolls back. */
-int ns_data_new(struct smr_ns *ns, uint64_t off, uint64_t len);
+/* New device space (smr_cow_data_write) the call maps in @t: settled with
+ * the engine, and freed if the call rolls back. */
+int ns_data_new(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
+		uint64_t len);
 
 /* Delete every item of @objid with type @type. */
 int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,

@@ -234,10 +234,13 @@ int ns_data_release(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
 	return rc == -ENOENT ? smr_cow_data_free(t, off, len) : rc;
 }
 
-int ns_data_new(struct smr_ns *ns, uint64_t off, uint64_t len)
+int ns_data_new(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
+		uint64_t len)
 {
-	int rc = ns_undo_keep_range(ns, NS_UNDO_NEW, off, len);
+	int rc = smr_cow_data_settle(t, off, len);
 
+	if (!rc)
+		rc = ns_undo_keep_range(ns, NS_UNDO_NEW, off, len);
 	return rc == -ENOENT ? 0 : rc;
 }
 

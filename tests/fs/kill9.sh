@@ -25,18 +25,8 @@ STATE=$T/state.json
 "$MKFS" "$Z" >/dev/null || fail "mkfs"
 
 FAILPOINTS="commit.after_nodes commit.after_flush commit.after_checkpoint
-commit.before_reset"
-# Known bug, not yet fixed: a kill at one of the cleaner's failpoints can
-# leave a zone's live-byte counter a block above what the trees reference
-# (fsck: "N live bytes counted, M referenced"; a space leak that fsck -y
-# mends, no data lost). tests/test_clean's "background" test sees the same
-# over-count now and then without any kill. Until it is fixed the bounded
-# run of make check leaves the cleaner's failpoints out; the full run
-# ("make check-kill9", KILL9_CLEAN=1) keeps them and shows the bug.
-if [ -n "${KILL9_CLEAN:-}" ]; then
-	FAILPOINTS="$FAILPOINTS clean.after_relocate clean.before_commit
+commit.before_reset clean.after_relocate clean.before_commit
 clean.before_reset"
-fi
 nfp=$(echo $FAILPOINTS | wc -w)
 # A small generator of our own: the same KILL9_SEED gives the same run.
 rnd=$SEED
