@@ -322,7 +322,11 @@ static int clean_data(struct smr_cow *c, uint64_t zs, uint64_t ze,
 				rc = rmap_decode(&found, v, vlen, &ents[n]);
 			if (rc)
 				break;
-			pos = ents[n].off + ents[n].len;
+			/* The next entry by its start, not past this one's
+			 * end: a stale entry (an image from before mount
+			 * dropped those of data in flight) may overlap a
+			 * live one, which must not be skipped. */
+			pos = ents[n].off + 1;
 			n++;
 		}
 		pthread_rwlock_unlock(&c->lock);
