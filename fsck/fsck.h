@@ -9,7 +9,8 @@
  *      (smr_cow_check_super);
  *   2. the engine opened read-only on the newest valid checkpoint: the
  *      trees' structure (smr_cow_check), the namespace (smr_ns_check plus
- *      fsck's own walk, which finds what a repair can do), the data
+ *      fsck's own walk, which finds what a repair can do), the cleaner's
+ *      reverse map against the extent items (smr_ns_check_rmap), the data
  *      extents' checksums with scrub, and the space audit (every referenced
  *      block once, the allocator agreeing: smr_cow_check_space);
  *   3. with repair, and only if every problem found is one fsck knows how
@@ -70,6 +71,8 @@ struct smr_fsck_result {
 	uint64_t nodes, inodes, entries, extents, zones;
 	uint64_t data_bytes, scrubbed_bytes, bad_data_blocks;
 	uint64_t bytes_referenced, leaked;
+	uint64_t rmap_entries;  /* entries of the cleaner's reverse map */
+	uint64_t rmap_problems; /* of the problems, the reverse map's */
 	char alloc[16];
 };
 

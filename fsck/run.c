@@ -22,6 +22,10 @@
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
  *
+ * The cleaner's reverse map is checked against the extent items by the
+ * namespace (smr_ns_check_rmap) and, if it disagrees, rebuilt from them
+ * after the repairs above, in the same commit.
+ *
  * A tree with a damaged node is salvaged first (smr_cow_salvage: rebuilt
  * from the items that can be read, in a commit of its own); the repairs
  * above then reattach or drop what the lost items left behind, and the
@@ -110,20 +114,6 @@ static void fk_progress(const struct smr_fsck_opts *o, unsigned int phase,
 {
 	if (o && o->progress)
 		o->progress(o->progress_arg, phase, name, done, total);
-}
-
-static int fk_grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? 2 * *cap : 256;
-	void *q = realloc(*p, nc * size);
-
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = nc;
-	return 0;
 }
 
 /* bsearch() comparators: the walk's arrays are in key order, as the tree
@@ -219,8 +209,9 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 			memcpy(&w->meta_d, val, len);
 			w->meta = true;
 		} else if (k->type == SMR_NS_T_ORPHAN) {
-			if (fk_grow((void **)&w->orphan_recs, &w->corphan,
-				    w->norphan, sizeof(*w->orphan_recs)))
+			if (smr_array_grow((void **)&w->orphan_recs,
+					   &w->corphan, w->norphan,
+					   sizeof(*w->orphan_recs)))
 				return w->err = -ENOMEM;
 			w->orphan_recs[w->norphan++] = k->offset;
 		}
@@ -230,7 +221,8 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		/* Items sort by object, the inode first: these have none. */
 		struct fk_stray *x;
 
-		if (fk_grow((void **)&w->st, &w->cst, w->nst, sizeof(*w->st)))
+		if (smr_array_grow((void **)&w->st, &w->cst, w->nst,
+				   sizeof(*w->st)))
 			return w->err = -ENOMEM;
 		x = &w->st[w->nst++];
 		memset(x, 0, sizeof(*x));
@@ -254,7 +246,8 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (len != sizeof(d))
 			return 0;
 		w->cur_ino = k->objid;
-		if (fk_grow((void **)&w->in, &w->cin, w->nin, sizeof(*w->in)))
+		if (smr_array_grow((void **)&w->in, &w->cin, w->nin,
+				   sizeof(*w->in)))
 			return w->err = -ENOMEM;
 		memcpy(&d, val, sizeof(d));
 		fi = &w->in[w->nin++];
@@ -277,15 +270,16 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (len != sizeof(d) + nlen)
 			return 0;
 		if (k->type == SMR_NS_T_DIRINDEX) {
-			if (fk_grow((void **)&w->ix, &w->cix, w->nix,
-				    sizeof(*w->ix)))
+			if (smr_array_grow((void **)&w->ix, &w->cix, w->nix,
+					   sizeof(*w->ix)))
 				return w->err = -ENOMEM;
 			w->ix[w->nix++] = (struct fk_index){
 				.dir = k->objid, .seq = k->offset,
 				.hkey = le64toh(d.ref), .ino = le64toh(d.ino) };
 			return 0;
 		}
-		if (fk_grow((void **)&w->en, &w->cen, w->nen, sizeof(*w->en)))
+		if (smr_array_grow((void **)&w->en, &w->cen, w->nen,
+				   sizeof(*w->en)))
 			return w->err = -ENOMEM;
 		struct fk_entry *e = &w->en[w->nen];
 
@@ -308,8 +302,8 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (len < sizeof(d))
 			return 0;
 		memcpy(&d, val, sizeof(d));
-		if (fk_grow((void **)&w->ext, &w->cext, w->next,
-			    sizeof(*w->ext)))
+		if (smr_array_grow((void **)&w->ext, &w->cext, w->next,
+				   sizeof(*w->ext)))
 			return w->err = -ENOMEM;
 		w->ext[w->next].off = le64toh(d.dev_off);
 		w->ext[w->next++].len = le64toh(d.len);
@@ -913,6 +907,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 {
 	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
 	struct smr_cow_space_check sc;
+	struct smr_ns_rmap_check rm;
 	struct smr_cow_info info;
 	struct smr_cow *cow;
 	struct smr_ns *ns = NULL;
@@ -968,11 +963,29 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		goto out_cow;
 	}
 	rc = smr_ns_check(ns, &nsp);
-	smr_ns_close(ns);
 	if (rc && rc != -SMR_EFSCORRUPTED) {
+		smr_ns_close(ns);
 		fk_fatal(f, "namespace check failed", rc);
 		goto out_cow;
 	}
+	/* The cleaner's reverse map against the extent items: a repair
+	 * rebuilds it from them. */
+	rc = smr_ns_check_rmap(ns, false, &rm);
+	smr_ns_close(ns);
+	if (rc && rc != -EOPNOTSUPP) {
+		fk_fatal(f, "reverse map check failed", rc);
+		goto out_cow;
+	}
+	r->rmap_entries = rm.entries;
+	r->rmap_problems = rm.problems;
+	fk_count(f, rm.problems, 0);
+	if (rm.problems)
+		smr_err("reverse map: %" PRIu64 " problems (a repair rebuilds "
+			"it from the extent items)", rm.problems);
+	if (rm.released)
+		smr_warn("reverse map: %" PRIu64 " entries of data in flight "
+			 "at the checkpoint, dropped at the next read-write "
+			 "open", rm.released);
 	rc = fk_walk_progress(cow, o->scrub, o, &w);
 	if (rc) {
 		fk_fatal(f, "walking the namespace failed", rc);
@@ -1056,6 +1069,28 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 	return rc ? rc : rc2;
 }
 
+/*
+ * The reverse map, after the namespace repairs (which free the data of
+ * the items they drop): rebuilt from the extent items if it disagrees.
+ */
+static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
+{
+	struct smr_ns_rmap_check rm;
+	struct smr_ns *ns;
+	int rc;
+
+	rc = smr_ns_open(cow, NULL, &ns);
+	if (rc)
+		return rc;
+	rc = smr_ns_check_rmap(ns, true, &rm);
+	smr_ns_close(ns);
+	if (rc == -EOPNOTSUPP)
+		return 0;
+	if (!rc)
+		r->fixed += rm.fixed;
+	return rc;
+}
+
 static int fk_repair(struct smr_dev *dev, bool lost_commit,
 		     struct smr_fsck_result *r)
 {
@@ -1086,6 +1121,11 @@ static int fk_repair(struct smr_dev *dev, bool lost_commit,
 	rc = fk_repair_ns(cow, r);
 	if (rc) {
 		smr_err("namespace repair failed: %s", strerror(-rc));
+		goto out;
+	}
+	rc = fk_repair_rmap(cow, r);
+	if (rc) {
+		smr_err("reverse map repair failed: %s", strerror(-rc));
 		goto out;
 	}
 	/* One commit for all; a damaged newer checkpoint is superseded. */

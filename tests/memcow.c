@@ -584,6 +584,27 @@ void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,
 	(void)arg;
 }
 
+/* No reverse map in memory: fsck's check of it does not apply. */
+int smr_cow_rmap_iterate(struct smr_cow *c, smr_cow_rmap_fn fn, void *arg,
+			 uint64_t *nr_bad)
+{
+	(void)c;
+	(void)fn;
+	(void)arg;
+	if (nr_bad)
+		*nr_bad = 0;
+	return -EOPNOTSUPP;
+}
+
+int smr_cow_rmap_rebuild(struct smr_txn *t, const struct smr_cow_rmap_entry *e,
+			 size_t n)
+{
+	(void)t;
+	(void)e;
+	(void)n;
+	return -EOPNOTSUPP;
+}
+
 int smr_cow_clean_zone(struct smr_cow *c, uint32_t zno)
 {
 	(void)c;

@@ -1050,6 +1050,239 @@ static void test_leak(void)
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * The cleaner's reverse map
+ * ------------------------------------------------------------------------ */
+
+#define RM_ZONE (2 * SMR_MIB)
+
+/* The first extent of @ino (its device offset), 0 if none. */
+static uint64_t first_extent(struct smr_cow *cow, uint64_t ino)
+{
+	struct smr_key from = key(ino, SMR_NS_T_EXTENT, 0);
+	struct smr_key to = key(ino, SMR_NS_T_EXTENT, UINT64_MAX);
+	struct ext_arg ea = { 0 };
+
+	SMR_ASSERT_OK(smr_bt_iterate(cow, SMR_TREE_FS, &from, &to, ext_cb,
+				     &ea));
+	return ea.found ? ea.dev_off : 0;
+}
+
+/* Put (or, with @len 0, delete) the reverse-map entry at @off. */
+static void rmap_set(uint64_t off, uint64_t len, uint64_t ino, uint64_t foff)
+{
+	struct smr_key k = key(off, SMR_RMAP_T_EXTENT, 0);
+	struct smr_rmap_d d;
+	struct smr_txn *t;
+	struct fs f;
+
+	memset(&d, 0, sizeof(d));
+	d.len = htole64(len);
+	d.owner_objid = htole64(ino);
+	d.owner_type = SMR_NS_T_EXTENT;
+	d.owner_offset = htole64(foff);
+	SMR_ASSERT_OK(fs_open(&f, false));
+	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
+	if (len)
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_RMAP, &k, &d, sizeof(d)));
+	else
+		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_RMAP, &k));
+	smr_txn_end(t);
+	fs_close(&f);
+}
+
+/*
+ * populate(), then a 3 MiB file written after /d/f1 and /d/f2 and
+ * unlinked: their zone is full (so the cleaner may take it) and holds
+ * dead data. Returns where the unlinked file's data began.
+ */
+static uint64_t populate_cleanable(enum kind k)
+{
+	size_t len = 3 * SMR_MIB;
+	char *buf = malloc(len);
+	uint64_t ino, dead;
+	struct fs f;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	populate(k, 0);
+	memset(buf, 0x3c, len);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	ino = mkfile(f.ns, ROOT, "filler", 0);
+	CU_ASSERT_FATAL(ino != 0);
+	CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, ino, 0, buf, len),
+			(ssize_t)len);
+	dead = first_extent(f.cow, ino);
+	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "filler"));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	fs_close(&f);
+	free(buf);
+	CU_ASSERT(dead != 0);
+	return dead;
+}
+
+/* On a zoned device, the cleaner empties the zone at @off (which the
+ * reverse map must describe whole) and the files read back; on every
+ * device, the result checks clean with a map. */
+static void clean_zone_of(uint64_t off)
+{
+	struct smr_cow_opts co = { .gc_off = true };
+	struct smr_fsck_result r;
+	uint32_t zno = (uint32_t)(off / RM_ZONE);
+	struct fs f;
+
+	if (cur_kind == K_FILE)
+		goto check;
+	memset(&f, 0, sizeof(f));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &f.dev));
+	SMR_ASSERT_OK(smr_cow_open(f.dev, &co, &f.cow));
+	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
+	CU_ASSERT(smr_alloc_zone_live(f.cow->alloc, zno) > 0);
+	SMR_ASSERT_OK(smr_cow_clean_zone(f.cow, zno));
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(f.cow->alloc, zno), 0);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, zno), SMR_ZONE_COND_EMPTY);
+	fs_close(&f);
+	CU_ASSERT_TRUE(f1_intact());
+check:
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.rmap_problems, 0);
+	CU_ASSERT(r.rmap_entries > 0);
+}
+
+enum rm_damage { RM_STALE, RM_MISSING, RM_OWNER, RM_OVERLAP, RM_NR };
+static const char *const rm_name[RM_NR] = { "stale", "missing", "owner",
+					    "overlap" };
+
+/*
+ * Entries changed through the engine's item API: one over data nothing
+ * references any more (stale), one taken out (missing: the cleaner could
+ * never empty the zone), one naming the wrong file offset, and a stale
+ * one overlapping a live one. Each is found (4), the map rebuilt (1),
+ * the next check clean (0), and the zone then cleanable.
+ */
+static void test_rmap(void)
+{
+	for (int v = 0; v < 2 * RM_NR; v++) {
+		enum kind k = v < RM_NR ? K_FILE : K_ZLOG;
+		enum rm_damage dmg = (enum rm_damage)(v % RM_NR);
+		struct smr_fsck_result r;
+		uint64_t dead, f1, f2, entries;
+		struct fs f;
+
+		dead = populate_cleanable(k);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		f1 = first_extent(f.cow, ino_f1);
+		f2 = first_extent(f.cow, ino_f2);
+		fs_close(&f);
+		CU_ASSERT_FATAL(f1 && f2);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		entries = r.rmap_entries;
+		CU_ASSERT(entries >= 2);
+
+		switch (dmg) {
+		case RM_STALE:
+			rmap_set(dead, 8192, ino_f2, 12288);
+			break;
+		case RM_MISSING:
+			rmap_set(f1, 0, 0, 0);
+			break;
+		case RM_OWNER:
+			rmap_set(f2, 12288, ino_f2, 4096);
+			break;
+		case RM_OVERLAP:
+			rmap_set(f1 + 4096, 4096, ino_f2, 0);
+			break;
+		default:
+			break;
+		}
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+		/* Overlapping also names the wrong owner. */
+		CU_ASSERT_EQUAL(r.rmap_problems, dmg == RM_OVERLAP ? 2 : 1);
+		CU_ASSERT_EQUAL(r.problems, r.rmap_problems);
+		if (r.rmap_problems != (dmg == RM_OVERLAP ? 2u : 1u))
+			printf("(%s on %s: %llu problems) ", rm_name[dmg],
+			       kind_name[k],
+			       (unsigned long long)r.rmap_problems);
+		check_repair_clean();
+		mounts_clean();
+		CU_ASSERT_TRUE(f1_intact());
+		clean_zone_of(f1);
+	}
+}
+
+/* Writes of one block each: an entry each, enough for a reverse map of
+ * several leaves. */
+#define RM_BLOCKS 1200
+
+static bool big_intact(uint64_t ino)
+{
+	uint8_t buf[4096];
+	bool ok = true;
+	struct fs f;
+
+	if (fs_open(&f, true))
+		return false;
+	for (uint64_t b = 0; ok && b < RM_BLOCKS; b++) {
+		ok = smr_ns_read(f.ns, ino, b * 4096, sizeof(buf), buf) ==
+		     (ssize_t)sizeof(buf);
+		for (size_t i = 0; ok && i < sizeof(buf); i++)
+			ok = buf[i] == (uint8_t)(b + i / 512);
+	}
+	fs_close(&f);
+	return ok;
+}
+
+/* A damaged leaf of the reverse map: the tree is salvaged without it, and
+ * the map then rebuilt from the extent items. */
+static void test_rmap_node(void)
+{
+	for (int k = 0; k < 2; k++) {
+		uint64_t *addrs = NULL, leaf = 0, ino, data;
+		uint8_t buf[4096];
+		size_t n = 0;
+		struct fs f;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(fs_open(&f, true));
+		ino = mkfile(f.ns, ROOT, "big", 0);
+		CU_ASSERT_FATAL(ino != 0);
+		for (uint64_t b = 0; b < RM_BLOCKS; b++) {
+			for (size_t i = 0; i < sizeof(buf); i++)
+				buf[i] = (uint8_t)(b + i / 512);
+			CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, ino, b * 4096,
+						     buf, sizeof(buf)),
+					(ssize_t)sizeof(buf));
+		}
+		SMR_ASSERT_OK(smr_ns_sync(f.ns));
+		data = first_extent(f.cow, ino);
+		pthread_rwlock_rdlock(&f.cow->lock);
+		CU_ASSERT_FATAL(f.cow->trees[SMR_TREE_RMAP].level >= 1);
+		SMR_ASSERT_OK(smr_bt_node_addrs_locked(f.cow, &addrs, &n));
+		for (size_t i = 0; i < n && !leaf; i++) {
+			uint8_t *nb = smr_cow_buf_alloc(f.cow->ns);
+			const struct smr_blk_hdr *h = (const void *)nb;
+
+			CU_ASSERT_FATAL(nb != NULL);
+			SMR_ASSERT_OK(f.cow->sops->read(f.cow, addrs[i], nb,
+							f.cow->ns));
+			if (le64toh(h->owner) == SMR_TREE_RMAP &&
+			    le16toh(h->level) == 0)
+				leaf = addrs[i];
+			smr_cow_buf_free(nb);
+		}
+		pthread_rwlock_unlock(&f.cow->lock);
+		fs_close(&f);
+		free(addrs);
+		CU_ASSERT_FATAL(leaf != 0);
+		flip(leaf + 5000);
+
+		check_repair_clean();
+		mounts_clean();
+		CU_ASSERT_TRUE(big_intact(ino));
+		clean_zone_of(data);
+		CU_ASSERT_TRUE(big_intact(ino));
+	}
+}
+
 /* Copy the image (a file, or a zoned loop directory's zone files). */
 static void copy_image(const char *from, const char *to)
 {
@@ -1143,6 +1376,8 @@ static const struct smr_test fsck_tests[] = {
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
 	{ "wp", test_wp },
+	{ "rmap", test_rmap },
+	{ "rmap_node", test_rmap_node },
 	{ "powercut", test_powercut },
 	{ NULL, NULL },
 };

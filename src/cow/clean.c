@@ -136,6 +136,115 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * fsck: the map read whole and rebuilt (the checking is the namespace's,
+ * which knows what the owners are)
+ * ------------------------------------------------------------------------ */
+
+/* Does [@off, @off + @len) lie in one extent of @l? */
+static bool rmap_in_list(const struct smr_xlist *l, uint64_t off, uint64_t len)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (off >= l->x[i].off &&
+		    off + len <= l->x[i].off + l->x[i].len)
+			return true;
+	return false;
+}
+
+struct rmap_iter {
+	struct smr_cow *c;
+	smr_cow_rmap_fn fn;
+	void *arg;
+	uint64_t bad;
+};
+
+static int rmap_iter_item(void *arg, const struct smr_key *k, const void *v,
+			  size_t len)
+{
+	struct rmap_iter *it = arg;
+	struct smr_nkey nk = { k->objid, k->type, k->offset };
+	struct smr_cow_rmap_entry ce;
+	struct rmap_ent e;
+
+	if (rmap_decode(&nk, v, len, &e)) {
+		it->bad++;
+		return 0;
+	}
+	ce.off = e.off;
+	ce.len = e.len;
+	ce.owner = e.owner;
+	ce.released = rmap_in_list(&it->c->free_prev, e.off, e.len) ||
+		      rmap_in_list(&it->c->free_cur, e.off, e.len);
+	return it->fn(it->arg, &ce);
+}
+
+int smr_cow_rmap_iterate(struct smr_cow *c, smr_cow_rmap_fn fn, void *arg,
+			 uint64_t *nr_bad)
+{
+	struct smr_nkey from = { 0, 0, 0 };
+	struct smr_nkey to = { UINT64_MAX, UINT8_MAX, UINT64_MAX };
+	struct rmap_iter it = { .c = c, .fn = fn, .arg = arg };
+	int rc;
+
+	if (!c->alloc)
+		return -EOPNOTSUPP;
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_bt_iterate_locked(c, SMR_TREE_RMAP, &from, &to,
+				   rmap_iter_item, &it);
+	pthread_rwlock_unlock(&c->lock);
+	if (nr_bad)
+		*nr_bad = it.bad;
+	return rc < 0 ? rc : 0;
+}
+
+int smr_cow_rmap_rebuild(struct smr_txn *t, const struct smr_cow_rmap_entry *e,
+			 size_t n)
+{
+	struct smr_cow *c = t->c;
+	uint64_t bs = c->sb.block_size;
+	int rc = 0;
+
+	if (!c->alloc)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].len || e[i].off % bs || e[i].len % bs ||
+		    e[i].off < c->sb.data_start ||
+		    e[i].len > c->sb.capacity - e[i].off ||
+		    (i && e[i - 1].off + e[i - 1].len > e[i].off))
+			return -EINVAL;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->read_only) {
+		rc = -EROFS;
+		goto out;
+	}
+	/* Every item out, from the first on. */
+	for (;;) {
+		struct smr_nkey from = { 0, 0, 0 }, found;
+
+		rc = smr_bt_step_locked(c, SMR_TREE_RMAP, &from, true, &found,
+					NULL, NULL);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (!rc)
+			rc = smr_bt_delete_locked(c, SMR_TREE_RMAP, &found);
+		if (rc)
+			goto out;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct rmap_ent re = { .off = e[i].off, .len = e[i].len,
+				       .owner = e[i].owner };
+
+		rc = rmap_put_locked(c, &re);
+	}
+	c->changed = true;
+out:
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 static void gc_kick(struct smr_cow *c, uint64_t len);
 
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,

@@ -338,6 +338,45 @@ struct smr_cow_salvage {
  */
 int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r);
 
+/*
+ * One entry of the engine's reverse map of data extents (docs/FORMAT.md,
+ * "Reverse map of data extents"): byte d of [off, off + len) belongs to
+ * the item keyed (owner.objid, owner.type, owner.offset + d).
+ */
+struct smr_cow_rmap_entry {
+	uint64_t off;
+	uint64_t len;
+	struct smr_key owner;
+	/* smr_cow_rmap_iterate: the entry lies in data the newest checkpoint
+	 * released (written but not yet referenced when it was taken), which
+	 * a read-write open drops; expected after a crash, not a problem. */
+	bool released;
+};
+
+typedef int (*smr_cow_rmap_fn)(void *arg, const struct smr_cow_rmap_entry *e);
+
+/*
+ * fsck: call @fn for every entry of the reverse map, in device order,
+ * under the shared engine lock (@fn must not call the engine). An item
+ * that does not decode is logged with its key, counted in *@nr_bad and
+ * not passed on. @fn returns 0 to go on, 1 to stop, or a negative errno
+ * that is returned. Returns 0, -EOPNOTSUPP (an engine without a reverse
+ * map), -ENOMEM or a node's read error.
+ */
+int smr_cow_rmap_iterate(struct smr_cow *c, smr_cow_rmap_fn fn, void *arg,
+			 uint64_t *nr_bad);
+
+/*
+ * fsck's repair: replace the whole reverse map, in @t's transaction, by
+ * the @n entries of @e (their `released` is ignored). They must be sorted
+ * by offset, not overlap, be whole blocks and lie in the managed range:
+ * else -EINVAL and nothing is changed. -EROFS, -EOPNOTSUPP, -ENOMEM,
+ * insert errors (after which the map may be partial: safe, since the
+ * cleaner checks every move against the owner, and a new check finds it).
+ */
+int smr_cow_rmap_rebuild(struct smr_txn *t, const struct smr_cow_rmap_entry *e,
+			 size_t n);
+
 /* Commit even when nothing changed: a new checkpoint record (fsck, after a
  * damaged newer record or an allocator repair). -EROFS, commit errors. */
 int smr_cow_commit_forced(struct smr_cow *c);

@@ -10,11 +10,17 @@
  * Two passes over the FS tree: the first collects the inodes (in key order,
  * so sorted by number), the second checks everything that refers to them.
  * Memory is a few dozen bytes per inode and 16 per extent.
+ *
+ * smr_ns_check_rmap compares the engine's reverse map of data extents
+ * with the extent items (one pass over each, both sorted by device
+ * offset; 32 bytes per extent and 48 per entry) and rebuilds it from
+ * them on request.
  */
 #include "namespace/ns_priv.h"
 
 #include <endian.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,14 +66,19 @@ struct ck {
 static void ck_report(struct ck *ck, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Count a problem in *@problems; log the first NS_CHECK_MAX_REPORTS. */
+static void ns_vreport(uint64_t *problems, const char *fmt, va_list ap)
+{
+	if ((*problems)++ < NS_CHECK_MAX_REPORTS)
+		smr_vlog(SMR_LOG_ERR, fmt, ap);
+}
+
 static void ck_report(struct ck *ck, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (ck->problems++ >= NS_CHECK_MAX_REPORTS)
-		return;
 	va_start(ap, fmt);
-	smr_vlog(SMR_LOG_ERR, fmt, ap);
+	ns_vreport(&ck->problems, fmt, ap);
 	va_end(ap);
 }
 
@@ -518,4 +529,336 @@ int smr_ns_for_each_extent(struct smr_ns *ns, smr_ns_extent_fn fn, void *arg)
 	if (w.err)
 		return w.err;
 	return rc < 0 ? rc : 0;
+}
+
+/* ========================================================================
+ * The engine's reverse map, against the extent items
+ * ======================================================================== */
+
+/* A data extent as an extent item references it. */
+struct rm_ref {
+	uint64_t off, len;  /* device range */
+	uint64_t ino, foff; /* the item's key */
+};
+
+struct rm {
+	struct smr_ns *ns;
+	uint64_t data_start, capacity;
+	struct rm_ref *ref;
+	size_t nref, cref;
+	struct smr_cow_rmap_entry *ent; /* not released, in device order */
+	size_t nent, cent;
+	struct smr_data_extent *cov;    /* what the entries cover, merged */
+	size_t ncov, ccov;
+	struct smr_ns_rmap_check *r;
+};
+
+static void rm_report(struct rm *rm, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void rm_report(struct rm *rm, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ns_vreport(&rm->r->problems, fmt, ap);
+	va_end(ap);
+}
+
+/* The owner of an entry, for a message. */
+static const char *rm_owner(char *buf, size_t size, const struct smr_key *k)
+{
+	if (k->type == SMR_NS_T_EXTENT)
+		snprintf(buf, size, "inode %llu at file offset %llu",
+			 (unsigned long long)k->objid,
+			 (unsigned long long)k->offset);
+	else
+		snprintf(buf, size, "key (%llu, %u, %llu), not an extent item",
+			 (unsigned long long)k->objid, k->type,
+			 (unsigned long long)k->offset);
+	return buf;
+}
+
+static int rm_extent_item(void *arg, const struct smr_key *k, const void *val,
+			  size_t len)
+{
+	struct rm *rm = arg;
+	struct smr_ns_extent_d d;
+	uint64_t off, elen, bs = rm->ns->bsize;
+
+	if (k->type != SMR_NS_T_EXTENT || k->objid == SMR_NS_META_OBJID ||
+	    len < sizeof(d))
+		return 0;
+	memcpy(&d, val, sizeof(d));
+	off = le64toh(d.dev_off);
+	elen = le64toh(d.len);
+	/* What the engine could never map (smr_ns_check and the space
+	 * audit report it): left out of the comparison and the rebuild. */
+	if (!elen || off % bs || elen % bs || off < rm->data_start ||
+	    off > rm->capacity || elen > rm->capacity - off)
+		return 0;
+	if (smr_array_grow((void **)&rm->ref, &rm->cref, rm->nref,
+			   sizeof(*rm->ref)))
+		return -ENOMEM;
+	rm->ref[rm->nref++] = (struct rm_ref){
+		.off = off, .len = elen, .ino = k->objid, .foff = k->offset};
+	return 0;
+}
+
+static int rm_entry(void *arg, const struct smr_cow_rmap_entry *e)
+{
+	struct rm *rm = arg;
+	struct smr_data_extent *last;
+
+	rm->r->entries++;
+	if (e->released) {
+		rm->r->released++;
+		return 0;
+	}
+	if (smr_array_grow((void **)&rm->ent, &rm->cent, rm->nent,
+			   sizeof(*rm->ent)))
+		return -ENOMEM;
+	rm->ent[rm->nent++] = *e;
+	/* Entries come by start: extend the last covered range, or begin
+	 * one. */
+	last = rm->ncov ? &rm->cov[rm->ncov - 1] : NULL;
+	if (last && e->off <= last->off + last->len) {
+		last->len = SMR_MAX(last->len, e->off + e->len - last->off);
+		return 0;
+	}
+	if (smr_array_grow((void **)&rm->cov, &rm->ccov, rm->ncov,
+			   sizeof(*rm->cov)))
+		return -ENOMEM;
+	rm->cov[rm->ncov].off = e->off;
+	rm->cov[rm->ncov++].len = e->len;
+	return 0;
+}
+
+static int rm_ref_cmp(const void *a, const void *b)
+{
+	const struct rm_ref *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Sort the references by device offset and cut what two items share
+ * (smr_ns_check reports it) from the later one: one owner per byte. */
+static void rm_sort_refs(struct rm *rm)
+{
+	uint64_t end = 0;
+	size_t n = 0;
+
+	if (rm->nref > 1)
+		qsort(rm->ref, rm->nref, sizeof(*rm->ref), rm_ref_cmp);
+	for (size_t i = 0; i < rm->nref; i++) {
+		struct rm_ref x = rm->ref[i];
+
+		if (x.off + x.len <= end)
+			continue;
+		if (x.off < end) {
+			x.len -= end - x.off;
+			x.foff += end - x.off;
+			x.off = end;
+		}
+		end = x.off + x.len;
+		rm->ref[n++] = x;
+	}
+	rm->nref = n;
+}
+
+/* The first reference that ends after @off (references do not overlap,
+ * so their ends are in order too). */
+static size_t rm_first_ref(const struct rm *rm, uint64_t off)
+{
+	size_t lo = 0, hi = rm->nref;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rm->ref[mid].off + rm->ref[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Each entry: no overlap with an earlier one, every byte referenced, by
+ * the item the entry names. */
+static void rm_check_entries(struct rm *rm)
+{
+	uint64_t max_end = 0, max_at = 0;
+	char who[96];
+
+	for (size_t i = 0; i < rm->nent; i++) {
+		const struct smr_cow_rmap_entry *e = &rm->ent[i];
+		uint64_t end = e->off + e->len, pos = e->off;
+		uint64_t stale = 0, stale_at = 0;
+		bool wrong = false;
+
+		rm_owner(who, sizeof(who), &e->owner);
+		if (i && e->off < max_end)
+			rm_report(rm, "reverse map: entries for device bytes "
+				  "from %llu and from %llu overlap (this one "
+				  "names %s)", (unsigned long long)max_at,
+				  (unsigned long long)e->off, who);
+		if (end > max_end) {
+			max_end = end;
+			max_at = e->off;
+		}
+		for (size_t j = rm_first_ref(rm, e->off);
+		     j < rm->nref && rm->ref[j].off < end; j++) {
+			const struct rm_ref *x = &rm->ref[j];
+			uint64_t p = SMR_MAX(pos, x->off);
+
+			if (x->off > pos) {
+				if (!stale)
+					stale_at = pos;
+				stale += x->off - pos;
+			}
+			if (!wrong &&
+			    (e->owner.type != SMR_NS_T_EXTENT ||
+			     e->owner.objid != x->ino ||
+			     e->owner.offset + (p - e->off) !=
+				     x->foff + (p - x->off))) {
+				wrong = true;
+				rm_report(rm, "reverse map: the entry for device "
+					  "bytes [%llu, %llu) names %s, but "
+					  "byte %llu is inode %llu's at file "
+					  "offset %llu",
+					  (unsigned long long)e->off,
+					  (unsigned long long)end, who,
+					  (unsigned long long)p,
+					  (unsigned long long)x->ino,
+					  (unsigned long long)(x->foff + p -
+							       x->off));
+			}
+			pos = SMR_MIN(end, x->off + x->len);
+		}
+		if (pos < end) {
+			if (!stale)
+				stale_at = pos;
+			stale += end - pos;
+		}
+		if (stale)
+			rm_report(rm, "reverse map: the entry for device bytes "
+				  "[%llu, %llu) (%s) is stale: %llu bytes from "
+				  "byte %llu are referenced by no extent item",
+				  (unsigned long long)e->off,
+				  (unsigned long long)end, who,
+				  (unsigned long long)stale,
+				  (unsigned long long)stale_at);
+	}
+}
+
+/* Each referenced byte has an entry. */
+static void rm_check_refs(struct rm *rm)
+{
+	size_t c = 0;
+
+	for (size_t i = 0; i < rm->nref; i++) {
+		const struct rm_ref *x = &rm->ref[i];
+		uint64_t end = x->off + x->len, pos = x->off;
+		uint64_t gap = 0, gap_at = 0;
+
+		while (c < rm->ncov && rm->cov[c].off + rm->cov[c].len <= pos)
+			c++;
+		for (size_t j = c; j < rm->ncov && rm->cov[j].off < end; j++) {
+			if (rm->cov[j].off > pos) {
+				if (!gap)
+					gap_at = pos;
+				gap += rm->cov[j].off - pos;
+			}
+			pos = SMR_MIN(end, rm->cov[j].off + rm->cov[j].len);
+		}
+		if (pos < end) {
+			if (!gap)
+				gap_at = pos;
+			gap += end - pos;
+		}
+		if (gap)
+			rm_report(rm, "reverse map: inode %llu, file offset %llu, "
+				  "device bytes [%llu, %llu): %llu bytes from "
+				  "byte %llu have no entry (the cleaner cannot "
+				  "move them)", (unsigned long long)x->ino,
+				  (unsigned long long)x->foff,
+				  (unsigned long long)x->off,
+				  (unsigned long long)end,
+				  (unsigned long long)gap,
+				  (unsigned long long)gap_at);
+	}
+}
+
+/* The map again from the extent items, one entry per item. */
+static int rm_rebuild(struct rm *rm)
+{
+	struct smr_cow_rmap_entry *e;
+	struct smr_txn *t;
+	int rc;
+
+	e = calloc(rm->nref ? rm->nref : 1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < rm->nref; i++) {
+		e[i].off = rm->ref[i].off;
+		e[i].len = rm->ref[i].len;
+		e[i].owner = ns_key(rm->ref[i].ino, SMR_NS_T_EXTENT,
+				    rm->ref[i].foff);
+	}
+	rc = smr_txn_begin(rm->ns->cow, &t);
+	if (!rc) {
+		rc = smr_cow_rmap_rebuild(t, e, rm->nref);
+		smr_txn_end(t);
+	}
+	free(e);
+	if (!rc)
+		smr_info("reverse map rebuilt from the extent items: %zu "
+			 "entries", rm->nref);
+	return rc;
+}
+
+int smr_ns_check_rmap(struct smr_ns *ns, bool repair,
+		      struct smr_ns_rmap_check *r)
+{
+	struct smr_key from = ns_key(0, 0, 0);
+	struct smr_key to = ns_key(UINT64_MAX, UINT8_MAX, UINT64_MAX);
+	struct smr_cow_info info;
+	struct rm rm = { .ns = ns, .r = r };
+	uint64_t bad = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	smr_cow_info(ns->cow, &info);
+	rm.data_start = info.data_start;
+	rm.capacity = info.capacity;
+	pthread_mutex_lock(&ns->lock);
+	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to, rm_extent_item,
+			    &rm);
+	if (!rc)
+		rc = smr_cow_rmap_iterate(ns->cow, rm_entry, &rm, &bad);
+	if (rc)
+		goto out;
+	rm_sort_refs(&rm);
+	if (bad)
+		rm_report(&rm, "reverse map: %llu items do not decode",
+			  (unsigned long long)bad);
+	rm_check_entries(&rm);
+	rm_check_refs(&rm);
+	if (r->problems > NS_CHECK_MAX_REPORTS)
+		smr_err("... and %llu more reverse-map problems",
+			(unsigned long long)(r->problems -
+					     NS_CHECK_MAX_REPORTS));
+	if (repair && r->problems) {
+		rc = rm_rebuild(&rm);
+		if (!rc)
+			r->fixed = r->problems;
+	}
+out:
+	pthread_mutex_unlock(&ns->lock);
+	free(rm.ref);
+	free(rm.ent);
+	free(rm.cov);
+	return rc;
 }

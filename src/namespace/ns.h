@@ -358,6 +358,33 @@ typedef int (*smr_ns_extent_fn)(void *arg, uint64_t ino, uint64_t file_off,
 				uint64_t dev_off, uint64_t len);
 int smr_ns_for_each_extent(struct smr_ns *ns, smr_ns_extent_fn fn, void *arg);
 
+/* What smr_ns_check_rmap() found and did. */
+struct smr_ns_rmap_check {
+	uint64_t problems; /* each logged (the first 100) */
+	uint64_t fixed;    /* of them, repaired by rebuilding the map */
+	uint64_t entries;  /* entries of the map */
+	uint64_t released; /* of them, of data in flight at the checkpoint,
+			    * dropped by the next read-write open: expected
+			    * after a crash, not problems */
+};
+
+/*
+ * fsck: check the engine's reverse map of data extents against the extent
+ * items, which are the truth: every entry names the extent item (inode,
+ * file offset) that references its bytes, and every referenced byte has
+ * exactly one entry. Reported: entries over bytes nothing references
+ * (stale), entries naming another owner than the item that references
+ * their bytes, entries that overlap, items that do not decode, and
+ * referenced bytes without an entry (which the cleaner can never move,
+ * so their zone is never reclaimed). With @repair (and a problem found),
+ * the map is rebuilt from the extent items, one entry per item, in a
+ * transaction of its own (the caller commits). Holds the namespace lock.
+ * Fills *@r; returns 0 (problems or not), -EOPNOTSUPP (an engine without
+ * a reverse map), -ENOMEM, engine errors.
+ */
+int smr_ns_check_rmap(struct smr_ns *ns, bool repair,
+		      struct smr_ns_rmap_check *r);
+
 /* ------------------------------------------------------------------------
  * Figures (smrfsctl stat and zones, through the daemon): the engine's
  * structs of cow/cow.h, passed up unchanged.

@@ -94,6 +94,12 @@ int smr_parse_size(const char *s, uint64_t *bytes);
 /* Format @bytes for humans ("256 MiB", "1.50 GiB") into @buf; returns buf. */
 char *smr_format_size(uint64_t bytes, char *buf, size_t len);
 
+/*
+ * Make room for element @n of the array *@p of *@cap elements of @size
+ * bytes (realloc, doubling): 0, or -ENOMEM with the array unchanged.
+ */
+int smr_array_grow(void **p, size_t *cap, size_t n, size_t size);
+
 /* ------------------------------------------------------------------------
  * Failpoints (tests of process death)
  *
