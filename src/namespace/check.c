@@ -551,6 +551,7 @@ struct rm {
 	struct smr_data_extent *cov;    /* what the entries cover, merged */
 	size_t ncov, ccov;
 	struct smr_ns_rmap_check *r;
+	bool quiet; /* count only: a repair, after a check that logged */
 };
 
 static void rm_report(struct rm *rm, const char *fmt, ...)
@@ -560,6 +561,10 @@ static void rm_report(struct rm *rm, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (rm->quiet) {
+		rm->r->problems++;
+		return;
+	}
 	va_start(ap, fmt);
 	ns_vreport(&rm->r->problems, fmt, ap);
 	va_end(ap);
@@ -815,7 +820,8 @@ static int rm_rebuild(struct rm *rm)
 	free(e);
 	if (!rc)
 		smr_info("reverse map rebuilt from the extent items: %zu "
-			 "entries", rm->nref);
+			 "entries (%llu problems)", rm->nref,
+			 (unsigned long long)rm->r->problems);
 	return rc;
 }
 
@@ -825,7 +831,7 @@ int smr_ns_check_rmap(struct smr_ns *ns, bool repair,
 	struct smr_key from = ns_key(0, 0, 0);
 	struct smr_key to = ns_key(UINT64_MAX, UINT8_MAX, UINT64_MAX);
 	struct smr_cow_info info;
-	struct rm rm = { .ns = ns, .r = r };
+	struct rm rm = { .ns = ns, .r = r, .quiet = repair };
 	uint64_t bad = 0;
 	int rc;
 
@@ -846,7 +852,7 @@ int smr_ns_check_rmap(struct smr_ns *ns, bool repair,
 			  (unsigned long long)bad);
 	rm_check_entries(&rm);
 	rm_check_refs(&rm);
-	if (r->problems > NS_CHECK_MAX_REPORTS)
+	if (!repair && r->problems > NS_CHECK_MAX_REPORTS)
 		smr_err("... and %llu more reverse-map problems",
 			(unsigned long long)(r->problems -
 					     NS_CHECK_MAX_REPORTS));

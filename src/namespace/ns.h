@@ -376,8 +376,9 @@ struct smr_ns_rmap_check {
  * (stale), entries naming another owner than the item that references
  * their bytes, entries that overlap, items that do not decode, and
  * referenced bytes without an entry (which the cleaner can never move,
- * so their zone is never reclaimed). With @repair (and a problem found),
- * the map is rebuilt from the extent items, one entry per item, in a
+ * so their zone is never reclaimed). With @repair, problems are counted
+ * but not logged (a check before logged them) and, if there is any, the
+ * map is rebuilt from the extent items, one entry per item, in a
  * transaction of its own (the caller commits). Holds the namespace lock.
  * Fills *@r; returns 0 (problems or not), -EOPNOTSUPP (an engine without
  * a reverse map), -ENOMEM, engine errors.
