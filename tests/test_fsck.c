@@ -1068,6 +1068,22 @@ static uint64_t first_extent(struct smr_cow *cow, uint64_t ino)
 	return ea.found ? ea.dev_off : 0;
 }
 
+static uint64_t first_extent_of(uint64_t ino)
+{
+	uint64_t off = 0;
+	struct fs f;
+
+	SMR_ASSERT_OK(fs_open(&f, false));
+	if (f.cow) {
+		off = first_extent(f.cow, ino);
+		fs_close(&f);
+	}
+	return off;
+}
+
+/* @len of rmap_set(): an item of the wrong size. */
+#define RMAP_SET_BAD UINT64_MAX
+
 /* Put (or, with @len 0, delete) the reverse-map entry at @off. */
 static void rmap_set(uint64_t off, uint64_t len, uint64_t ino, uint64_t foff)
 {
@@ -1084,7 +1100,8 @@ static void rmap_set(uint64_t off, uint64_t len, uint64_t ino, uint64_t foff)
 	SMR_ASSERT_OK(fs_open(&f, false));
 	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
 	if (len)
-		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_RMAP, &k, &d, sizeof(d)));
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_RMAP, &k, &d,
+					 len == RMAP_SET_BAD ? 16 : sizeof(d)));
 	else
 		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_RMAP, &k));
 	smr_txn_end(t);
@@ -1148,15 +1165,16 @@ check:
 	CU_ASSERT(r.rmap_entries > 0);
 }
 
-enum rm_damage { RM_STALE, RM_MISSING, RM_OWNER, RM_OVERLAP, RM_NR };
+enum rm_damage { RM_STALE, RM_MISSING, RM_OWNER, RM_OVERLAP, RM_BAD, RM_NR };
 static const char *const rm_name[RM_NR] = { "stale", "missing", "owner",
-					    "overlap" };
+					    "overlap", "bad" };
 
 /*
  * Entries changed through the engine's item API: one over data nothing
  * references any more (stale), one taken out (missing: the cleaner could
- * never empty the zone), one naming the wrong file offset, and a stale
- * one overlapping a live one. Each is found (4), the map rebuilt (1),
+ * never empty the zone), one naming the wrong file offset, a stale one
+ * overlapping a live one, and an item that does not decode. Each is
+ * found (4), the map rebuilt (1),
  * the next check clean (0), and the zone then cleanable.
  */
 static void test_rmap(void)
@@ -1166,13 +1184,10 @@ static void test_rmap(void)
 		enum rm_damage dmg = (enum rm_damage)(v % RM_NR);
 		struct smr_fsck_result r;
 		uint64_t dead, f1, f2, entries;
-		struct fs f;
 
 		dead = populate_cleanable(k);
-		SMR_ASSERT_OK(fs_open(&f, false));
-		f1 = first_extent(f.cow, ino_f1);
-		f2 = first_extent(f.cow, ino_f2);
-		fs_close(&f);
+		f1 = first_extent_of(ino_f1);
+		f2 = first_extent_of(ino_f2);
 		CU_ASSERT_FATAL(f1 && f2);
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
 		entries = r.rmap_entries;
@@ -1190,6 +1205,9 @@ static void test_rmap(void)
 			break;
 		case RM_OVERLAP:
 			rmap_set(f1 + 4096, 4096, ino_f2, 0);
+			break;
+		case RM_BAD:
+			rmap_set(dead, RMAP_SET_BAD, 0, 0);
 			break;
 		default:
 			break;
@@ -1231,8 +1249,32 @@ static bool big_intact(uint64_t ino)
 	return ok;
 }
 
-/* A damaged leaf of the reverse map: the tree is salvaged without it, and
- * the map then rebuilt from the extent items. */
+/* The root of the reverse map, as it is on a small filesystem: one leaf.
+ * Open falls back to the previous checkpoint, or takes the newest anyway
+ * when that one shares the root (reads through it fail); either way the
+ * repair salvages the tree (empty) and then rebuilds the map. */
+static void test_rmap_root(void)
+{
+	for (int k = 0; k < 2; k++) {
+		uint64_t root;
+		struct fs f;
+
+		populate_cleanable((enum kind)k);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_RMAP].level, 0);
+		root = f.cow->trees[SMR_TREE_RMAP].addr;
+		fs_close(&f);
+		CU_ASSERT_FATAL(root != 0);
+		flip(root + 200);
+
+		check_repair_clean();
+		mounts_clean();
+		clean_zone_of(first_extent_of(ino_f1));
+	}
+}
+
+/* A damaged leaf of a reverse map of several leaves: the tree is salvaged
+ * without it, and the map then rebuilt from the extent items. */
 static void test_rmap_node(void)
 {
 	for (int k = 0; k < 2; k++) {
@@ -1377,6 +1419,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "leak", test_leak },
 	{ "wp", test_wp },
 	{ "rmap", test_rmap },
+	{ "rmap_root", test_rmap_root },
 	{ "rmap_node", test_rmap_node },
 	{ "powercut", test_powercut },
 	{ NULL, NULL },
