@@ -49,6 +49,7 @@ assert d["exit_code"] == 0 and d["problems"] == 0 and d["fixed"] == 0, d
 assert d["allocator"] == "flash", d
 c = d["checked"]
 assert c["inodes"] == 1 and c["nodes"] >= 1 and c["generation"] >= 2, d
+assert c["rmap_entries"] == 0, d
 PY
 
 # The second superblock copy, damaged.
