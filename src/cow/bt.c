@@ -380,8 +380,16 @@ static int node_drop(struct smr_cow *c, struct smr_node *n)
 	return rc;
 }
 
-/* Copy-on-write: a dirty copy of clean node @n, which is dropped. The
- * caller's pin moves to the copy. Exclusive lock held. */
+/*
+ * Copy-on-write: a dirty copy of clean node @n, which is dropped. The
+ * caller's pin moves to the copy. Exclusive lock held.
+ *
+ * The clean node's image exists on the device; the cache needs no second
+ * one. When the caller's pin is the only one, the node itself becomes the
+ * copy: it takes a temporary address and moves to the dirty list, and its
+ * block is released as a dropped node's is. This saves allocating, zeroing
+ * and copying a node for every node a transaction touches first.
+ */
 static int node_cow(struct smr_cow *c, struct smr_node **np)
 {
 	struct smr_node *n = *np, *copy;
@@ -389,6 +397,22 @@ static int node_cow(struct smr_cow *c, struct smr_node **np)
 
 	if (n->dirty)
 		return 0;
+	pthread_mutex_lock(&c->cache_lock);
+	if (n->pin == 1) {
+		uint64_t old = n->addr;
+
+		hash_del(c, n);
+		nlist_del(&c->lru, n);
+		n->addr = SMR_TMP_ADDR | c->next_tmp++;
+		n->gen = c->gen + 1;
+		n->dirty = true;
+		hash_add(c, n);
+		nlist_add_tail(&c->dirty, n);
+		pthread_mutex_unlock(&c->cache_lock);
+		c->changed = true;
+		return smr_xlist_add(&c->free_cur, old, c->ns);
+	}
+	pthread_mutex_unlock(&c->cache_lock);
 	copy = node_new(c, n->tree, n->level);
 	if (!copy)
 		return -ENOMEM;
