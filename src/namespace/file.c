@@ -88,20 +88,39 @@ static int ns_ext_decode(struct smr_ns *ns, const struct smr_key *k,
 	return 0;
 }
 
+/* The item of @e in @v; returns its length. */
+static size_t ns_ext_encode(const struct ns_ext *e, union ns_ext_buf *v)
+{
+	memset(&v->d, 0, sizeof(v->d));
+	v->d.dev_off = htole64(e->dev);
+	v->d.len = htole64(e->len);
+	v->d.gen = htole64(e->gen);
+	v->d.nr_csums = htole32(e->n);
+	for (uint32_t i = 0; i < e->n; i++)
+		v->d.csums[i] = htole64(e->csums[i]);
+	return sizeof(v->d) + 8 * (size_t)e->n;
+}
+
 static int ns_ext_put(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 		      const struct ns_ext *e)
 {
 	struct smr_key k = ns_key(ino, SMR_NS_T_EXTENT, e->foff);
 	union ns_ext_buf v;
+	size_t len = ns_ext_encode(e, &v);
 
-	memset(&v.d, 0, sizeof(v.d));
-	v.d.dev_off = htole64(e->dev);
-	v.d.len = htole64(e->len);
-	v.d.gen = htole64(e->gen);
-	v.d.nr_csums = htole32(e->n);
-	for (uint32_t i = 0; i < e->n; i++)
-		v.d.csums[i] = htole64(e->csums[i]);
-	return ns_bt_put(ns, t, &k, &v, sizeof(v.d) + 8 * e->n);
+	return ns_bt_put(ns, t, &k, &v, len);
+}
+
+/* Put @e where the map holds @was now (the same key; NULL: nothing). */
+static int ns_ext_put_was(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			  const struct ns_ext *e, const union ns_ext_buf *was,
+			  size_t was_len)
+{
+	struct smr_key k = ns_key(ino, SMR_NS_T_EXTENT, e->foff);
+	union ns_ext_buf v;
+	size_t len = ns_ext_encode(e, &v);
+
+	return ns_bt_put_was(ns, t, &k, &v, len, was, was_len);
 }
 
 /*
@@ -139,22 +158,34 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
 /*
  * Cut [@a, @b) (block-aligned) out of the map: extents inside go, extents
  * across an end keep the part outside, and the device space of what was cut
- * is freed when the transaction commits.
+ * is freed when the transaction commits. If @left is not NULL, it is set to
+ * the extent the map keeps just before @a when the cut shortened one
+ * (left->n == 0 otherwise), which saves the caller a lookup.
+ *
+ * The items changed here were just read, so the undo log is given what
+ * they held; a key at @b inside an extent holds nothing (extents do not
+ * overlap).
  */
 static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
-			   struct ns_inode *ip, uint64_t a, uint64_t b)
+			   struct ns_inode *ip, uint64_t a, uint64_t b,
+			   struct ns_ext *left)
 {
 	struct ns_ext *e, *piece;
+	union ns_ext_buf *was;
 	uint64_t pos = a, bs = ns->bsize;
 	int rc = 0;
 
-	e = malloc(2 * sizeof(*e));
+	if (left)
+		left->n = 0;
+	e = malloc(2 * sizeof(*e) + sizeof(*was));
 	if (!e)
 		return -ENOMEM;
 	piece = e + 1;
+	was = (union ns_ext_buf *)(e + 2);
 	while (pos < b) {
 		uint64_t s, end, os, oe;
 		struct smr_key k;
+		size_t was_len;
 
 		rc = ns_ext_find(ns, ip->ino, pos, e);
 		if (rc == -ENOENT) {
@@ -175,6 +206,7 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 		if (rc)
 			break;
 		ip->bytes -= SMR_MIN(ip->bytes, oe - os);
+		was_len = ns_ext_encode(e, was);
 		if (end > b) {
 			uint32_t skip = (uint32_t)((b - s) / bs);
 
@@ -185,17 +217,19 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			piece->n = e->n - skip;
 			memcpy(piece->csums, e->csums + skip,
 			       8 * (size_t)piece->n);
-			rc = ns_ext_put(ns, t, ip->ino, piece);
+			rc = ns_ext_put_was(ns, t, ip->ino, piece, NULL, 0);
 			if (rc)
 				break;
 		}
 		if (s < a) {
 			e->len = a - s;
 			e->n = (uint32_t)(e->len / bs);
-			rc = ns_ext_put(ns, t, ip->ino, e);
+			rc = ns_ext_put_was(ns, t, ip->ino, e, was, was_len);
+			if (!rc && left)
+				*left = *e;
 		} else {
 			k = ns_key(ip->ino, SMR_NS_T_EXTENT, s);
-			rc = ns_bt_delete(ns, t, &k);
+			rc = ns_bt_delete_was(ns, t, &k, was, was_len);
 		}
 		if (rc)
 			break;
@@ -209,7 +243,7 @@ int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip)
 {
 	return ns_punch_locked(ns, t, ip, 0,
-			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize));
+			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize), NULL);
 }
 
 /* ========================================================================
@@ -247,7 +281,8 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
 		b0 = (pos - e->foff) / bs;
 		b1 = SMR_DIV_ROUND_UP(piece_end - e->foff, bs);
 		nbytes = (b1 - b0) * bs;
-		dbuf = smr_cow_buf_alloc(nbytes);
+		/* The read fills it whole (holes of a zone as zeros). */
+		dbuf = smr_cow_buf_alloc_uninit(nbytes);
 		if (!dbuf) {
 			rc = -ENOMEM;
 			break;
@@ -329,22 +364,36 @@ out_err:
  * Writing
  * ======================================================================== */
 
-/* Put @e in the map, merged into the extent before it when both are
- * contiguous on the device and the result fits an item. */
+/*
+ * Put @e in the map where nothing is mapped (punched), merged into the
+ * extent before it when both are contiguous on the device and the result
+ * fits an item. @prev is that extent if the caller knows it (prev->n != 0),
+ * else it is looked up; either way @prev is scratch space afterwards.
+ */
 static int ns_ext_insert(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 			 struct ns_ext *e, struct ns_ext *prev)
 {
-	if (e->foff >= ns->bsize &&
-	    ns_ext_find(ns, ino, e->foff - 1, prev) == 0 &&
-	    prev->foff + prev->len == e->foff &&
-	    prev->dev + prev->len == e->dev && prev->gen == e->gen &&
-	    prev->n + e->n <= SMR_NS_EXTENT_MAX_BLOCKS) {
-		memcpy(prev->csums + prev->n, e->csums, 8 * (size_t)e->n);
-		prev->n += e->n;
-		prev->len += e->len;
-		return ns_ext_put(ns, t, ino, prev);
-	}
-	return ns_ext_put(ns, t, ino, e);
+	union ns_ext_buf *was;
+	size_t was_len;
+	int rc;
+
+	if (!prev->n && (e->foff < ns->bsize ||
+			 ns_ext_find(ns, ino, e->foff - 1, prev) != 0))
+		prev->n = 0;
+	if (!prev->n || prev->foff + prev->len != e->foff ||
+	    prev->dev + prev->len != e->dev || prev->gen != e->gen ||
+	    prev->n + e->n > SMR_NS_EXTENT_MAX_BLOCKS)
+		return ns_ext_put_was(ns, t, ino, e, NULL, 0);
+	was = malloc(sizeof(*was));
+	if (!was)
+		return -ENOMEM;
+	was_len = ns_ext_encode(prev, was);
+	memcpy(prev->csums + prev->n, e->csums, 8 * (size_t)e->n);
+	prev->n += e->n;
+	prev->len += e->len;
+	rc = ns_ext_put_was(ns, t, ino, prev, was, was_len);
+	free(was);
+	return rc;
 }
 
 /* One piece of a write: at most one extent item's worth of blocks, written
@@ -416,7 +465,9 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 			return rc;
 		}
 	}
-	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len);
+	/* The extent the punch leaves before the piece, if it shortened one,
+	 * is the first insert's neighbour. */
+	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, prev);
 	for (; !rc && mapped < pc->n; mapped++) {
 		e->foff = foff;
 		e->dev = pc->dx[mapped].off;
@@ -425,6 +476,8 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 		e->n = (uint32_t)(e->len / bs);
 		memcpy(e->csums, pc->csums + (foff - pc->a) / bs,
 		       8 * (size_t)e->n);
+		if (mapped)
+			prev->n = 0;
 		rc = ns_ext_insert(ns, t, ip->ino, e, prev);
 		if (rc)
 			break;
@@ -564,7 +617,8 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	struct ns_ext *e = malloc(2 * sizeof(*e));
-	uint8_t *wbuf = smr_cow_buf_alloc(SMR_MIN(maxp, size));
+	/* Each piece is copied in whole before it is written. */
+	uint8_t *wbuf = smr_cow_buf_alloc_uninit(SMR_MIN(maxp, size));
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc = 0, rc2;
@@ -610,12 +664,14 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc) {
 			ns_piece_drop(t, pc, 0);
 		} else {
+			struct ns_inode was = in;
+
 			rc = ns_piece_map_locked(ns, t, &in, pc, e);
 			if (!rc)
 				ns_wrote(cr, &in, a + len);
 			if (!rc && *done == 0)
 				rc = ns_xattr_drop_caps_locked(ns, t, ino);
-			rc2 = ns_inode_put(ns, t, &in);
+			rc2 = ns_inode_put_was(ns, t, &in, &was);
 			if (!rc)
 				rc = rc2;
 		}
@@ -722,7 +778,7 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	if (size < ip->size) {
 		rc = ns_punch_locked(ns, t, ip, keep,
-				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs));
+				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs), NULL);
 		if (!rc && size % bs)
 			rc = ns_zero_partial(ns, t, ip, size, keep);
 		if (rc)
@@ -782,7 +838,7 @@ int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 		} else {
 			rc = ns_zero_partial(ns, t, &in, off, a);
 			if (!rc && a < b)
-				rc = ns_punch_locked(ns, t, &in, a, b);
+				rc = ns_punch_locked(ns, t, &in, a, b, NULL);
 			if (!rc)
 				rc = ns_zero_partial(ns, t, &in, b, pend);
 		}

@@ -143,6 +143,17 @@ int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
 	return ns_bt_put(ns, t, &k, &d, sizeof(d));
 }
 
+int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
+		     const struct ns_inode *ip, const struct ns_inode *was)
+{
+	struct smr_key k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
+	struct smr_ns_inode_d d, old;
+
+	ns_inode_to_disk(ip, &d);
+	ns_inode_to_disk(was, &old);
+	return ns_bt_put_was(ns, t, &k, &d, sizeof(d), &old, sizeof(old));
+}
+
 void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
 		   struct smr_ns_attr *attr)
 {

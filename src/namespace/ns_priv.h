@@ -70,6 +70,9 @@ uint64_t ns_name_hash(const char *name, size_t len);
 int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip);
 int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
 		 const struct ns_inode *ip);
+/* ns_inode_put of an inode read in this call as @was (ns_bt_put_was). */
+int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
+		     const struct ns_inode *ip, const struct ns_inode *was);
 void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
 		   struct smr_ns_attr *attr);
 int ns_meta_put(struct smr_ns *ns, struct smr_txn *t);
@@ -131,6 +134,15 @@ int ns_bt_put(struct smr_ns *ns, struct smr_txn *t, const struct smr_key *key,
 	      const void *val, size_t len);
 int ns_bt_delete(struct smr_ns *ns, struct smr_txn *t,
 		 const struct smr_key *key);
+/* As ns_bt_put and ns_bt_delete, for a caller that has just read what
+ * @key holds (@old, @old_len bytes; NULL: nothing) and changed nothing of
+ * it since: the undo log keeps @old without looking the item up again. */
+int ns_bt_put_was(struct smr_ns *ns, struct smr_txn *t,
+		  const struct smr_key *key, const void *val, size_t len,
+		  const void *old, size_t old_len);
+int ns_bt_delete_was(struct smr_ns *ns, struct smr_txn *t,
+		     const struct smr_key *key, const void *old,
+		     size_t old_len);
 /* Device space leaves the map: freed when the call succeeds. */
 int ns_data_release(struct smr_ns *ns, struct smr_txn *t, uint64_t off,
 		    uint64_t len);

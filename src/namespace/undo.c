@@ -112,6 +112,30 @@ static struct ns_undo *ns_undo_active(struct smr_ns *ns)
 	return u && u->depth && !u->replaying ? u : NULL;
 }
 
+/* Keep that @key holds @val (@len bytes), or nothing when @val is NULL. */
+static int ns_undo_keep(struct ns_undo *u, const struct smr_key *key,
+			const void *val, size_t len)
+{
+	struct ns_undo_rec *r;
+	int rc;
+
+	if (!val)
+		len = 0;
+	r = malloc(sizeof(*r) + len);
+	if (!r)
+		return -ENOMEM;
+	r->kind = NS_UNDO_ITEM;
+	r->key = *key;
+	r->absent = !val;
+	r->len = len;
+	if (len)
+		memcpy(r->val, val, len);
+	rc = ns_undo_push(u, r);
+	if (rc)
+		free(r);
+	return rc;
+}
+
 /* Keep what @key holds now. -ENOENT (nothing kept) when it is absent and
  * @need says the change requires it to be there. */
 static int ns_undo_keep_item(struct smr_ns *ns, const struct smr_key *key,
@@ -119,7 +143,6 @@ static int ns_undo_keep_item(struct smr_ns *ns, const struct smr_key *key,
 {
 	struct ns_undo *u = ns_undo_active(ns);
 	uint8_t val[SMR_COW_MAX_ITEM];
-	struct ns_undo_rec *r;
 	size_t len = sizeof(val);
 	int rc;
 
@@ -130,20 +153,7 @@ static int ns_undo_keep_item(struct smr_ns *ns, const struct smr_key *key,
 		return rc;
 	if (rc == -ENOENT && need)
 		return rc;
-	if (rc == -ENOENT)
-		len = 0;
-	r = malloc(sizeof(*r) + len);
-	if (!r)
-		return -ENOMEM;
-	r->kind = NS_UNDO_ITEM;
-	r->key = *key;
-	r->absent = rc == -ENOENT;
-	r->len = len;
-	memcpy(r->val, val, len);
-	rc = ns_undo_push(u, r);
-	if (rc)
-		free(r);
-	return rc;
+	return ns_undo_keep(u, key, rc == -ENOENT ? NULL : val, len);
 }
 
 static int ns_undo_keep_range(struct smr_ns *ns, enum ns_undo_kind kind,
@@ -221,6 +231,26 @@ int ns_bt_delete(struct smr_ns *ns, struct smr_txn *t,
 		 const struct smr_key *key)
 {
 	int rc = ns_undo_keep_item(ns, key, true);
+
+	return rc ? rc : smr_bt_delete(t, SMR_TREE_FS, key);
+}
+
+int ns_bt_put_was(struct smr_ns *ns, struct smr_txn *t,
+		  const struct smr_key *key, const void *val, size_t len,
+		  const void *old, size_t old_len)
+{
+	struct ns_undo *u = ns_undo_active(ns);
+	int rc = u && !u->overflow ? ns_undo_keep(u, key, old, old_len) : 0;
+
+	return rc ? rc : smr_bt_put(t, SMR_TREE_FS, key, val, len);
+}
+
+int ns_bt_delete_was(struct smr_ns *ns, struct smr_txn *t,
+		     const struct smr_key *key, const void *old,
+		     size_t old_len)
+{
+	struct ns_undo *u = ns_undo_active(ns);
+	int rc = u && !u->overflow ? ns_undo_keep(u, key, old, old_len) : 0;
 
 	return rc ? rc : smr_bt_delete(t, SMR_TREE_FS, key);
 }
