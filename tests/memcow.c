@@ -441,6 +441,18 @@ void *smr_cow_buf_alloc(size_t len)
 	return p;
 }
 
+/* Filled with a pattern, not zeroed, so that a caller relying on zeros
+ * it was not promised reads garbage in the tests. */
+void *smr_cow_buf_alloc_uninit(size_t len)
+{
+	size_t al = SMR_ROUND_UP(len ? len : 1, 4096);
+	void *p = aligned_alloc(4096, al);
+
+	if (p)
+		memset(p, 0xa5, al);
+	return p;
+}
+
 void smr_cow_buf_free(void *buf)
 {
 	free(buf);

@@ -223,6 +223,10 @@ struct smr_data_extent {
 
 /* Buffers for data I/O: aligned for direct I/O, zero-filled. */
 void *smr_cow_buf_alloc(size_t len);
+/* The same, not zero-filled, for a buffer filled whole before use (a read
+ * into it, or a copy of a write's data): a 1 MiB write need not clear a
+ * megabyte first. Freed with smr_cow_buf_free. */
+void *smr_cow_buf_alloc_uninit(size_t len);
 void smr_cow_buf_free(void *buf);
 
 /*

@@ -1114,6 +1114,11 @@ void *smr_cow_buf_alloc(size_t len)
 	return smr_dev_buf_alloc(len);
 }
 
+void *smr_cow_buf_alloc_uninit(size_t len)
+{
+	return smr_dev_buf_alloc_uninit(len);
+}
+
 void smr_cow_buf_free(void *buf)
 {
 	smr_dev_buf_free(buf);

@@ -355,13 +355,21 @@ const char *smr_dev_path(const struct smr_dev *dev)
 	return dev->path;
 }
 
-void *smr_dev_buf_alloc(size_t len)
+void *smr_dev_buf_alloc_uninit(size_t len)
 {
 	void *p;
 
 	if (posix_memalign(&p, SMR_DEV_BUF_ALIGN, len ? len : 1))
 		return NULL;
-	memset(p, 0, len);
+	return p;
+}
+
+void *smr_dev_buf_alloc(size_t len)
+{
+	void *p = smr_dev_buf_alloc_uninit(len);
+
+	if (p)
+		memset(p, 0, len);
 	return p;
 }
 

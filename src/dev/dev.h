@@ -168,6 +168,9 @@ const char *smr_dev_path(const struct smr_dev *dev);
 
 /* Aligned, zero-filled I/O buffer of @len bytes, or NULL. */
 void *smr_dev_buf_alloc(size_t len);
+/* The same, not zero-filled: for a buffer that is filled whole before use
+ * (a read into it, or a copy). */
+void *smr_dev_buf_alloc_uninit(size_t len);
 void smr_dev_buf_free(void *buf);
 
 /* ------------------------------------------------------------------------
