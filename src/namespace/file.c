@@ -170,18 +170,14 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t a, uint64_t b,
 			   struct ns_ext *left)
 {
-	struct ns_ext *e, *piece;
-	union ns_ext_buf *was;
+	/* A few KiB on the stack: no allocation for every write. */
+	struct ns_ext ebuf, piecebuf, *e = &ebuf, *piece = &piecebuf;
+	union ns_ext_buf wasbuf, *was = &wasbuf;
 	uint64_t pos = a, bs = ns->bsize;
 	int rc = 0;
 
 	if (left)
 		left->n = 0;
-	e = malloc(2 * sizeof(*e) + sizeof(*was));
-	if (!e)
-		return -ENOMEM;
-	piece = e + 1;
-	was = (union ns_ext_buf *)(e + 2);
 	while (pos < b) {
 		uint64_t s, end, os, oe;
 		struct smr_key k;
@@ -235,7 +231,6 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			break;
 		pos = oe;
 	}
-	free(e);
 	return rc;
 }
 
@@ -256,12 +251,9 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
 			  uint64_t off, uint64_t len, uint8_t *buf)
 {
 	uint64_t pos = off, end = off + len, bs = ns->bsize;
-	struct ns_ext *e;
+	struct ns_ext ebuf, *e = &ebuf;
 	int rc = 0;
 
-	e = malloc(sizeof(*e));
-	if (!e)
-		return -ENOMEM;
 	while (pos < end) {
 		uint64_t b0, b1, piece_end, nbytes;
 		uint8_t *dbuf;
@@ -317,7 +309,6 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
 			break;
 		pos = piece_end;
 	}
-	free(e);
 	return rc;
 }
 
@@ -615,8 +606,9 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			    uint64_t size, uint64_t *done)
 {
 	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
-	struct ns_piece *pc = malloc(sizeof(*pc));
-	struct ns_ext *e = malloc(2 * sizeof(*e));
+	/* A few KiB on the stack: no allocation for every write. */
+	struct ns_piece pcbuf, *pc = &pcbuf;
+	struct ns_ext ebuf[2], *e = ebuf;
 	/* Each piece is copied in whole before it is written. */
 	uint8_t *wbuf = smr_cow_buf_alloc_uninit(SMR_MIN(maxp, size));
 	struct ns_inode in;
@@ -624,7 +616,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	int rc = 0, rc2;
 
 	*done = 0;
-	if (!pc || !e || !wbuf) {
+	if (!wbuf) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -683,8 +675,6 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 out_free:
 	smr_cow_buf_free(wbuf);
-	free(e);
-	free(pc);
 	return rc;
 }
 
