@@ -114,7 +114,16 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 		eend = e.off + e.len;
 		if (eend <= off)
 			return 0;
-		rc = smr_bt_delete_locked(c, SMR_TREE_RMAP, &found);
+		/* An entry that starts before the range keeps its key: its
+		 * value is rewritten in place rather than deleted and put
+		 * again (a random overwrite trims the middle of an entry). */
+		if (e.off < off) {
+			piece = e;
+			piece.len = off - e.off;
+			rc = rmap_put_locked(c, &piece);
+		} else {
+			rc = smr_bt_delete_locked(c, SMR_TREE_RMAP, &found);
+		}
 		if (rc)
 			return rc;
 		if (eend > end) {
@@ -126,11 +135,8 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 			if (rc)
 				return rc;
 		}
-		if (e.off < off) {
-			piece = e;
-			piece.len = off - e.off;
-			return rmap_put_locked(c, &piece);
-		}
+		if (e.off < off)
+			return 0;
 		end = e.off;
 	}
 	return 0;
