@@ -478,6 +478,18 @@ static void test_fail_reads_resets(void)
 	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 7));
 	CU_ASSERT_EQUAL(smr_dev_zone_wp(lower, 7), zstart(7));
 
+	/* Failed flushes: the second fails, the writes before it stay. */
+	rule.what = SMR_FAULT_FAIL_FLUSHES;
+	rule.after = 1;
+	rule.error = -EREMOTEIO;
+	SMR_ASSERT_OK(smr_fault_arm(f, &rule));
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	SMR_ASSERT_OK(append(dev, 7, BS, 5));
+	SMR_ASSERT_RC(smr_dev_flush(dev), -EREMOTEIO);
+	CU_ASSERT_TRUE(holds(dev, zstart(7), BS, 5));
+	smr_fault_disarm(f);
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+
 	SMR_ASSERT_OK(smr_dev_close(dev));
 	smr_fault_free(f);
 	smr_dev_buf_free(b);

@@ -56,8 +56,8 @@ struct smr_fault {
 
 	/* One rule per kind of operation; what == SMR_FAULT_NONE: disarmed.
 	 * The counts are operations seen since the rule was armed. */
-	struct smr_fault_rule wrule, rrule, zrule;
-	uint64_t wcount, rcount, zcount;
+	struct smr_fault_rule wrule, rrule, zrule, frule;
+	uint64_t wcount, rcount, zcount, fcount;
 
 	bool cut;              /* power cut: nothing reaches lower any more */
 	struct fault_ovl *ovl; /* writes and resets lost to the cut, in order */
@@ -313,7 +313,10 @@ static int fault_flush(struct smr_dev *dev)
 
 	pthread_mutex_lock(&f->lock);
 	f->st.flushes++;
-	if (!f->cut) {
+	if (!f->cut && fault_fires(&f->frule, &f->fcount)) {
+		f->st.failed++;
+		rc = fault_error(&f->frule);
+	} else if (!f->cut) {
 		rc = smr_dev_flush(f->lower);
 		if (!rc)
 			rc = fault_log(f, SMR_FOP_FLUSH, 0, 0, UINT32_MAX,
@@ -521,6 +524,10 @@ int smr_fault_arm(struct smr_fault *f, const struct smr_fault_rule *r)
 		slot = &f->zrule;
 		count = &f->zcount;
 		break;
+	case SMR_FAULT_FAIL_FLUSHES:
+		slot = &f->frule;
+		count = &f->fcount;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -537,6 +544,7 @@ void smr_fault_disarm(struct smr_fault *f)
 	f->wrule.what = SMR_FAULT_NONE;
 	f->rrule.what = SMR_FAULT_NONE;
 	f->zrule.what = SMR_FAULT_NONE;
+	f->frule.what = SMR_FAULT_NONE;
 	pthread_mutex_unlock(&f->lock);
 }
 

@@ -95,6 +95,10 @@ enum smr_fault_what {
 	/* Zone resets after the first @after fail with @error (the zone is
 	 * left as it was). */
 	SMR_FAULT_FAIL_RESETS = 5,
+	/* Flushes after the first @after fail with @error. The writes before
+	 * them still reach the lower device (a failed flush says nothing
+	 * about what is durable). */
+	SMR_FAULT_FAIL_FLUSHES = 6,
 };
 
 /* Operations are counted as the fault device receives them: a read or write
@@ -108,7 +112,7 @@ struct smr_fault_rule {
 
 /*
  * Arm @r. There is one slot per kind of operation: a write rule (FAIL_WRITES,
- * DROP_WRITES or TEAR_WRITE), a read rule and a reset rule; arming replaces
+ * DROP_WRITES or TEAR_WRITE), a read rule, a reset rule and a flush rule; arming replaces
  * the rule in its slot and restarts its count from 0 (operations before the
  * call do not count). Returns 0, or -EINVAL for an unknown @r->what, for
  * SMR_FAULT_NONE, or for an @error that is not negative.

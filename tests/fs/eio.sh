@@ -4,10 +4,11 @@
 # has the fault device under the filesystem (tests/fs/fault_daemon.h):
 #  - a failed read, and a data block whose checksum does not match, give
 #    EIO to the caller; the filesystem goes on;
-#  - a failed metadata write turns the filesystem read-only: the fsync that
-#    needed it fails with EIO, later changes get EROFS, reads go on, the log
-#    says so once; after the fault clears, a remount finds everything
-#    committed before it, fsck.smrfs finds nothing, and writes work again;
+#  - a failed metadata write or flush turns the filesystem read-only: the
+#    fsync that needed it fails with EIO, later changes get EROFS, reads go
+#    on, the log says so once; after the fault clears, a remount finds
+#    everything committed before it, fsck.smrfs finds nothing, and writes
+#    work again;
 #  - failed zone resets lose nothing and do not stop the filesystem: the
 #    zones are reset later.
 . "${srcdir:-.}/tests/fs/lib.sh"
@@ -152,15 +153,18 @@ umount_fs "$M"
 # ------------------------------------------------------------------------
 # After AFTER writes pass. A commit that creates a file writes three
 # times: its nodes, the allocator state, the checkpoint record; each fails
-# in turn.
-for after in 0 1 2; do
-	note "failed writes after $after: read-only, nothing committed lost"
-	fault_mount "writes:$after"
+# in turn. Then each of its two flushes (before and after the checkpoint
+# record) fails.
+for rule in writes:0 writes:1 writes:2 flushes:0 flushes:1; do
+	after=${rule#*:}
+	[ "${rule%:*}" = writes ] || after=f$after
+	note "failed $rule: read-only, nothing committed lost"
+	fault_mount "$rule"
 	kept=$(op write "$M/kept-$after" 20000)
 	expect OK mkdir "$M/dir-$after"
 	expect OK fsync "$M/dir-$after"
 	fault_signal USR1
-	if [ $after -eq 0 ]; then
+	if [ "$after" = 0 ]; then
 		# A data write fails at once.
 		expect EIO write "$M/lost-data" 8192
 	fi

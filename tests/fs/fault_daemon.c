@@ -46,6 +46,8 @@ static int parse_rule(const char *spec, struct smr_fault_rule *r)
 		r->what = SMR_FAULT_FAIL_WRITES;
 	else if (!strcmp(what, "resets"))
 		r->what = SMR_FAULT_FAIL_RESETS;
+	else if (!strcmp(what, "flushes"))
+		r->what = SMR_FAULT_FAIL_FLUSHES;
 	else
 		return -EINVAL;
 	r->after = after;
@@ -60,7 +62,7 @@ int fault_daemon_init(void)
 
 	if (spec && parse_rule(spec, &fd_state.rule)) {
 		fprintf(stderr, "SMRFS_FAULT='%s': expected "
-			"reads|writes|resets[:AFTER[:ERRNO]]\n", spec);
+			"reads|writes|resets|flushes[:AFTER[:ERRNO]]\n", spec);
 		return -EINVAL;
 	}
 	return -pthread_sigmask(SIG_BLOCK, &s, NULL);

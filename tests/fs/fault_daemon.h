@@ -5,7 +5,7 @@
  * filesystem, so that the I/O error tests can make the device fail under a
  * live mount.
  *
- * The rule comes from SMRFS_FAULT, "reads|writes|resets[:AFTER[:ERRNO]]"
+ * The rule comes from SMRFS_FAULT, "reads|writes|resets|flushes[:AFTER[:ERRNO]]"
  * (AFTER operations of that kind still pass, default 0; ERRNO a positive
  * errno number, default EIO). It is armed when the daemon receives SIGUSR1
  * (so that a test picks the moment: after its setup is committed) and
