@@ -150,6 +150,7 @@ void smr_alloc_close(struct smr_alloc *a)
 	pthread_mutex_unlock(&a->lock);
 	free(a->unsettled.x);
 	free(a->unsettled_at_commit.x);
+	free(a->unsettled_reloc.x);
 	for (int i = 0; i < SMR_STREAM_NR; i++)
 		pthread_mutex_destroy(&a->stream_lock[i]);
 	pthread_mutex_destroy(&a->lock);
@@ -222,12 +223,20 @@ static int set_remove(struct smr_extent_set *s, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static int unsettled_remove(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	int rc = set_remove(&a->unsettled, off, len);
+	int rc2 = set_remove(&a->unsettled_reloc, off, len);
+
+	return rc ? rc : rc2;
+}
+
 int smr_alloc_settle(struct smr_alloc *a, uint64_t off, uint64_t len)
 {
 	int rc;
 
 	pthread_mutex_lock(&a->lock);
-	rc = set_remove(&a->unsettled, off, len);
+	rc = unsettled_remove(a, off, len);
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -267,7 +276,7 @@ int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&a->lock);
 	rc = a->ops->free(a, off, len);
 	if (!rc)
-		rc = set_remove(&a->unsettled, off, len);
+		rc = unsettled_remove(a, off, len);
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -278,7 +287,7 @@ void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len)
 		return;
 	pthread_mutex_lock(&a->lock);
 	a->ops->write_failed(a, off, len);
-	(void)set_remove(&a->unsettled, off, len); /* not an error to lose */
+	(void)unsettled_remove(a, off, len); /* not an error to lose */
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -319,6 +328,53 @@ void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp)
 	pthread_mutex_lock(&a->lock);
 	a->ops->space(a, sp);
 	pthread_mutex_unlock(&a->lock);
+}
+
+static int ext_off_cmp(const void *pa, const void *pb)
+{
+	const struct smr_extent *x = pa, *y = pb;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+void smr_alloc_space_freeing(struct smr_alloc *a, struct smr_extent *x,
+			     size_t n, struct smr_space *sp)
+{
+	struct smr_extent *all = x;
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&a->lock);
+	/* A copy the cleaner has not settled yet: either it replaces its
+	 * original, which is then freed, or it is dropped; one of the two
+	 * is dead space. Without memory for the list, the copies count as
+	 * used a moment longer. */
+	if (a->unsettled_reloc.n) {
+		all = malloc((n + a->unsettled_reloc.n) * sizeof(*all));
+		if (all) {
+			if (n)
+				memcpy(all, x, n * sizeof(*all));
+			memcpy(all + n, a->unsettled_reloc.x,
+			       a->unsettled_reloc.n * sizeof(*all));
+			n += a->unsettled_reloc.n;
+		} else {
+			all = x;
+		}
+	}
+	if (n > 1)
+		qsort(all, n, sizeof(*all), ext_off_cmp);
+	if (a->ops->space_freeing) {
+		a->ops->space_freeing(a, all, n, sp);
+	} else {
+		a->ops->space(a, sp);
+		for (size_t i = 0; i < n; i++)
+			bytes += all[i].len;
+		bytes = SMR_MIN(bytes, sp->used);
+		sp->used -= bytes;
+		sp->reclaimable += bytes;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (all != x)
+		free(all);
 }
 
 int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
@@ -378,6 +434,7 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		    struct smr_extent *ext, unsigned int max_ext)
 {
 	pthread_mutex_t *sl = smr_alloc_stream_lock(a, stream);
+	bool reloc = stream == SMR_STREAM_RELOC || (hint && hint->reloc);
 	const uint8_t *p = buf;
 	uint64_t got = 0, done = 0;
 	unsigned int n = 0, i;
@@ -391,11 +448,17 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		 * neither. */
 		pthread_mutex_lock(&a->lock);
 		rc = set_reserve(&a->unsettled, max_ext - n);
+		if (!rc && reloc)
+			rc = set_reserve(&a->unsettled_reloc, max_ext - n);
 		if (!rc)
 			rc = a->ops->alloc(a, len - got, hint, stream, ext + n,
 					   max_ext - n);
-		for (int k = 0; k < rc; k++)
+		for (int k = 0; k < rc; k++) {
 			a->unsettled.x[a->unsettled.n++] = ext[n + k];
+			if (reloc)
+				a->unsettled_reloc.x[a->unsettled_reloc.n++] =
+					ext[n + k];
+		}
 		pthread_mutex_unlock(&a->lock);
 		if (rc < 0)
 			break;

@@ -226,6 +226,15 @@ struct smr_alloc_ops {
 	void (*space)(struct smr_alloc *a, struct smr_space *sp);
 
 	/*
+	 * As space, as if the @n allocated extents @x (sorted by offset, not
+	 * overlapping) had been freed: what the layer above has released
+	 * and will free with its next commits. May be NULL: their bytes then
+	 * move from used to reclaimable.
+	 */
+	void (*space_freeing)(struct smr_alloc *a, const struct smr_extent *x,
+			      size_t n, struct smr_space *sp);
+
+	/*
 	 * Pick a zone to clean by @policy: one that holds dead bytes, is not
 	 * open for writing and not reserved. Returns 0 with *@zno set,
 	 * -ENOENT if no zone is worth cleaning. May be NULL (the module does
@@ -278,6 +287,10 @@ struct smr_alloc {
 		struct smr_extent *x;
 		size_t n, cap;
 	} unsettled, unsettled_at_commit;
+	/* The part of unsettled that the cleaner wrote (hint->reloc): copies
+	 * of data still counted live where it was, so not counted again by
+	 * smr_alloc_space_freeing(). */
+	struct smr_extent_set unsettled_reloc;
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -337,6 +350,10 @@ int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
 		     struct smr_alloc_ref *ref);
 int smr_alloc_committed(struct smr_alloc *a);
 void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp);
+/* smr_alloc_space as if @x were freed (see space_freeing), and with the
+ * cleaner's copies not yet settled as free too; sorts @x. */
+void smr_alloc_space_freeing(struct smr_alloc *a, struct smr_extent *x,
+			     size_t n, struct smr_space *sp);
 int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
 		      uint32_t *zno);
 int smr_alloc_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,

@@ -238,7 +238,11 @@ static int zoned_setup(struct smr_alloc *a, struct zoned *m)
 		return -EINVAL;
 	}
 	m->budget = limit == UINT32_MAX ? UINT32_MAX : limit - outside;
-	m->reserve = SMR_MIN((uint32_t)RESERVE_ZONES, m->nz / 4);
+	/* Cleaning needs a zone for its copies, one for the nodes it makes
+	 * dirty and the last for the allocator's state: fewer, and a full
+	 * device could not clean itself, whatever it had to clean. Only a
+	 * device too small to spare them (under 6 zones) has less. */
+	m->reserve = m->nz >= 2 * RESERVE_ZONES ? RESERVE_ZONES : m->nz / 4;
 	set_slots(a, m);
 
 	for (uint32_t i = 0; i < m->nz; i++) {
@@ -813,11 +817,32 @@ static int zoned_committed(struct smr_alloc *a)
 	return 0;
 }
 
-static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
+/* Bytes of the sorted extents @x[*@k...] inside [@zs, @ze); moves *@k past
+ * those that end there. */
+static uint64_t freed_in(const struct smr_extent *x, size_t n, size_t *k,
+			 uint64_t zs, uint64_t ze)
+{
+	uint64_t b = 0;
+
+	while (*k < n && x[*k].off + x[*k].len <= zs)
+		(*k)++;
+	for (size_t j = *k; j < n && x[j].off < ze; j++) {
+		b += SMR_MIN(x[j].off + x[j].len, ze) - SMR_MAX(x[j].off, zs);
+		if (x[j].off + x[j].len <= ze)
+			*k = j + 1;
+	}
+	return b;
+}
+
+static void zoned_space_freeing(struct smr_alloc *a,
+				const struct smr_extent *x, size_t n,
+				struct smr_space *sp)
 {
 	struct zoned *m = a->priv;
+	size_t k = 0;
 	uint32_t reserved = 0;
 	bool data_slot[SMR_STREAM_NR] = { false };
+	uint64_t mixed = 0, zcap = m->nz ? m->z[m->nz - 1].cap : 0;
 
 	/* What is left in an open zone is free only if a data stream writes
 	 * there; metadata's and relocation's zones are part of the reserve. */
@@ -827,8 +852,16 @@ static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
 	memset(sp, 0, sizeof(*sp));
 	for (uint32_t i = 0; i < m->nz; i++) {
 		const struct zz *z = &m->z[i];
+		uint64_t zs = smr_dev_zone_start(a->dev, m->first + i);
+		uint64_t live = z->live;
 		bool data = false;
 
+		if (n && z->state != ZS_FREE && z->state != ZS_BAD) {
+			/* Not inside SMR_MIN: it would run twice. */
+			uint64_t freed = freed_in(x, n, &k, zs, zs + z->cap);
+
+			live -= SMR_MIN(live, freed);
+		}
 		switch (z->state) {
 		case ZS_BAD:
 			continue;
@@ -843,20 +876,45 @@ static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
 		case ZS_OPEN:
 			for (int s = 0; s < SMR_STREAM_NR; s++)
 				data |= m->slot[s] == i && data_slot[s];
-			sp->used += z->live;
-			sp->reclaimable += z->ap - z->live;
+			sp->used += live;
+			sp->reclaimable += z->ap - live;
 			if (data)
 				sp->free += z->cap - z->ap;
 			else
 				sp->reserved += z->cap - z->ap;
 			break;
 		default: /* FULL, RETIRING: the tail is unwritable */
-			sp->used += z->live;
-			sp->reclaimable += z->cap - z->live;
+			sp->used += live;
+			sp->reclaimable += z->cap - live;
+			/* User data the cleaner would copy to relocation
+			 * (what it moves from its own and the cold stream's
+			 * zones goes to the cold stream, nodes go to the
+			 * metadata stream: their tails are accounted). */
+			if (live && live < z->cap && z->stream == SMR_STREAM_HOT)
+				mixed += live;
 			break;
 		}
 		sp->capacity += z->cap;
 	}
+	/* Getting the dead bytes of zones that still hold live user data
+	 * back means copying that to the relocation stream, whose last zone
+	 * is then left part empty, and relocation's zones are the cleaner's:
+	 * that tail is not reclaimable for data, it is reserved. */
+	if (mixed && zcap) {
+		uint32_t r = m->slot[a->stream_share[SMR_STREAM_RELOC]];
+		uint64_t room = r == NO_SLOT ? 0 : m->z[r].cap - m->z[r].ap;
+		uint64_t tail = mixed <= room ? 0 :
+				(zcap - (mixed - room) % zcap) % zcap;
+
+		tail = SMR_MIN(tail, sp->reclaimable);
+		sp->reclaimable -= tail;
+		sp->reserved += tail;
+	}
+}
+
+static void zoned_space(struct smr_alloc *a, struct smr_space *sp)
+{
+	zoned_space_freeing(a, NULL, 0, sp);
 }
 
 static double gc_score(const struct zoned *m, const struct zz *z,
@@ -943,6 +1001,7 @@ const struct smr_alloc_ops smr_zoned_ops = {
 	.commit = zoned_commit,
 	.committed = zoned_committed,
 	.space = zoned_space,
+	.space_freeing = zoned_space_freeing,
 	.gc_pick = zoned_gc_pick,
 	.zone_live = zoned_zone_live,
 	.stats = zoned_stats,

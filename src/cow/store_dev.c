@@ -1198,19 +1198,11 @@ int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
 	return c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
 }
 
-static uint64_t xlist_bytes(const struct smr_xlist *l)
-{
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < l->n; i++)
-		n += l->x[i].len;
-	return n;
-}
-
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 {
 	struct smr_space s = { 0 };
-	uint64_t pending;
+	struct smr_extent *x = NULL;
+	size_t n = 0;
 
 	memset(sp, 0, sizeof(*sp));
 	sp->block_size = c->sb.block_size;
@@ -1220,15 +1212,24 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	 * until then the allocator still counts them as used, though a writer
 	 * short of space gets them back at once (smr_cow_clean_for_space
 	 * commits as often as that takes). Count them as reclaimable from the
-	 * moment they are freed. */
+	 * moment they are freed: the allocator works out, zone by zone, what
+	 * a writer can then really get. Without memory for the list, they
+	 * count as used until handed over. */
 	pthread_rwlock_rdlock(&c->lock);
-	pending = xlist_bytes(&c->free_cur) + xlist_bytes(&c->free_prev);
+	if (c->free_cur.n + c->free_prev.n)
+		x = malloc((c->free_cur.n + c->free_prev.n) * sizeof(*x));
+	if (x) {
+		memcpy(x, c->free_cur.x, c->free_cur.n * sizeof(*x));
+		memcpy(x + c->free_cur.n, c->free_prev.x,
+		       c->free_prev.n * sizeof(*x));
+		n = c->free_cur.n + c->free_prev.n;
+	}
 	pthread_rwlock_unlock(&c->lock);
-	smr_alloc_space(c->alloc, &s);
-	pending = SMR_MIN(pending, s.used);
+	smr_alloc_space_freeing(c->alloc, x, n, &s);
+	free(x);
 	sp->capacity = s.capacity;
-	sp->used = s.used - pending;
+	sp->used = s.used;
 	sp->free = s.free;
-	sp->reclaimable = s.reclaimable + pending;
+	sp->reclaimable = s.reclaimable;
 	sp->reserved = s.reserved;
 }

@@ -3,7 +3,8 @@
 # statfs tells the truth at every moment, on a zoned loop directory and on a
 # regular file: filled to ENOSPC it says (about) nothing is available; after
 # a delete it rises at once, with commits held off, and a writer really gets
-# what it says.
+# what it says, also when the freed space lies among live data (every other
+# file deleted) and must be cleaned to be had.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 
@@ -55,6 +56,34 @@ check_dev() {
 	[ "$left" -lt $((total / 100)) ] ||
 		fail "$dev: $left bytes available after the second ENOSPC"
 	rm "$M/b" || fail "rm"
+
+	# Many files, every other one deleted: the dead space is spread over
+	# zones that still hold live data, and a writer gets it only by
+	# cleaning; the relocated data then fills part of a zone.
+	python3 - "$M" <<'EOF' || fail "$dev: small files"
+import os, sys
+m, buf, n = sys.argv[1], os.urandom(256 * 1024), 0
+try:
+    while True:
+        with open(os.path.join(m, "s%05d" % n), "wb") as f:
+            f.write(buf)
+        n += 1
+except OSError as e:
+    if e.errno != 28:
+        raise
+for k in range(0, n, 2):
+    os.unlink(os.path.join(m, "s%05d" % k))
+print("%d files, half deleted" % n)
+EOF
+	sleep 1
+	back=$(avail)
+	note "$dev: after deleting every other file statfs says $back"
+	[ "$back" -ge $((wrote / 4)) ] ||
+		fail "$dev: only $back available after deleting half of $wrote"
+	again=$(fill "$M/c")
+	note "$dev: wrote $again bytes again"
+	[ "$again" -ge $((back * 95 / 100)) ] ||
+		fail "$dev: statfs promised $back bytes, a writer got $again"
 	umount_fs "$M"
 }
 
