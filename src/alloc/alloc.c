@@ -248,7 +248,9 @@ size_t smr_alloc_unsettled_at_commit(struct smr_alloc *a, struct smr_extent *x,
 
 	pthread_mutex_lock(&a->lock);
 	n = a->unsettled_at_commit.n;
-	memcpy(x, a->unsettled_at_commit.x, SMR_MIN(n, max) * sizeof(*x));
+	if (n && max) /* no array before the first commit */
+		memcpy(x, a->unsettled_at_commit.x,
+		       SMR_MIN(n, max) * sizeof(*x));
 	pthread_mutex_unlock(&a->lock);
 	return n;
 }
@@ -303,8 +305,9 @@ int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
 	if (!rc)
 		rc = a->ops->commit(a, gen, ref);
 	if (!rc) {
-		memcpy(a->unsettled_at_commit.x, a->unsettled.x,
-		       a->unsettled.n * sizeof(*a->unsettled.x));
+		if (a->unsettled.n)
+			memcpy(a->unsettled_at_commit.x, a->unsettled.x,
+			       a->unsettled.n * sizeof(*a->unsettled.x));
 		a->unsettled_at_commit.n = a->unsettled.n;
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -1219,10 +1219,12 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	if (c->free_cur.n + c->free_prev.n)
 		x = malloc((c->free_cur.n + c->free_prev.n) * sizeof(*x));
 	if (x) {
-		memcpy(x, c->free_cur.x, c->free_cur.n * sizeof(*x));
-		memcpy(x + c->free_cur.n, c->free_prev.x,
-		       c->free_prev.n * sizeof(*x));
-		n = c->free_cur.n + c->free_prev.n;
+		/* Either list may be empty, with no array (NULL is not for
+		 * memcpy even for 0 bytes). */
+		for (size_t i = 0; i < c->free_cur.n; i++)
+			x[n++] = c->free_cur.x[i];
+		for (size_t i = 0; i < c->free_prev.n; i++)
+			x[n++] = c->free_prev.x[i];
 	}
 	pthread_rwlock_unlock(&c->lock);
 	smr_alloc_space_freeing(c->alloc, x, n, &s);
