@@ -407,13 +407,42 @@ static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
 }
 
 /*
+ * Temperature. Data that is rewritten soon should not share a zone with
+ * data that stays, or every zone holds some of both and the cleaner moves
+ * the staying part again and again. A file's data is taken to live about
+ * as long as the file went unwritten before: an overwrite of a file that
+ * was written within the last heat_window bytes of user writes (an eighth
+ * of the capacity) is hot; an overwrite of one written longer ago, or not
+ * since it left the table (NS_HEAT_SLOTS inodes, by inode number, kept in
+ * memory only), is cold. New data (at or past the end of the file) has no
+ * history and goes hot, as it always did. Takes the clock forward by @len;
+ * namespace lock held.
+ */
+static enum smr_data_temp ns_temp_locked(struct smr_ns *ns, uint64_t ino,
+					 uint64_t a, uint64_t len,
+					 uint64_t size)
+{
+	/* Fibonacci hashing: consecutive inode numbers spread out. */
+	struct ns_heat *h = &ns->heat[(ino * 0x9e3779b97f4a7c15ULL) >>
+				      (64 - NS_HEAT_BITS)];
+	bool recent = h->ino == ino &&
+		      ns->heat_clock - h->clock < ns->heat_window;
+
+	ns->heat_clock += len;
+	h->ino = ino;
+	h->clock = ns->heat_clock;
+	return a >= size || recent ? SMR_DATA_HOT : SMR_DATA_COLD;
+}
+
+/*
  * Write [@a, @a + @len) of whole blocks from @wbuf (an engine buffer) to new
- * space and checksum it. Needs no namespace lock: nothing references the
- * new space until ns_piece_map_locked() maps it.
+ * space of temperature @temp and checksum it. Needs no namespace lock:
+ * nothing references the new space until ns_piece_map_locked() maps it.
  */
 static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 			  uint64_t a, const uint8_t *wbuf, uint64_t len,
-			  uint64_t near, struct ns_piece *pc)
+			  uint64_t near, enum smr_data_temp temp,
+			  struct ns_piece *pc)
 {
 	uint64_t bs = ns->bsize;
 
@@ -421,7 +450,7 @@ static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 
 	pc->a = a;
 	pc->len = len;
-	pc->n = smr_cow_data_write_owned(ns->cow, SMR_DATA_HOT, near, &owner,
+	pc->n = smr_cow_data_write_owned(ns->cow, temp, near, &owner,
 					 wbuf, len, pc->dx, NS_WRITE_EXTS);
 	if (pc->n < 0)
 		return pc->n;
@@ -494,7 +523,8 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 	if (!pc)
 		return -ENOMEM;
 	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
-			    ns_near(ns, ip->ino, a, e + 1), pc);
+			    ns_near(ns, ip->ino, a, e + 1),
+			    ns_temp_locked(ns, ip->ino, a, len, ip->size), pc);
 	if (!rc) {
 		rc = ns_piece_map_locked(ns, t, ip, pc, e);
 		/* Earlier pieces stay; nothing of this one does. */
@@ -622,25 +652,29 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	while (*done < size) {
 		uint64_t a = off + *done, len = SMR_MIN(maxp, size - *done);
+		enum smr_data_temp temp;
 		uint64_t near, gen;
 
 		pthread_mutex_lock(&ns->lock);
 		rc = ns_get_writable(ns, ino, &in);
 		near = rc ? 0 : ns_near(ns, ino, a, e);
+		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
+							  in.size);
 		gen = in.gen;
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
 
 		memcpy(wbuf, buf + *done, len);
-		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, pc);
+		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, temp,
+				    pc);
 		/* Out of space with dead space about: clean and retry (no
 		 * lock is held here, which cleaning needs). */
 		for (int i = 0; rc == -ENOSPC && i < 8; i++) {
 			if (smr_cow_clean_for_space(ns->cow))
 				break;
 			rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near,
-					    pc);
+					    temp, pc);
 		}
 		if (rc)
 			break;

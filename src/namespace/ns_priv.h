@@ -39,6 +39,16 @@ struct ns_ref {
  * millions of inodes a walk of a big tree makes the kernel hold. */
 #define NS_REF_BUCKETS_MIN 1024
 
+/* Recently written inodes whose last write the namespace remembers, to
+ * tell hot data from cold (file.c, "Temperature"). */
+#define NS_HEAT_BITS 12
+#define NS_HEAT_SLOTS (1U << NS_HEAT_BITS)
+
+struct ns_heat {
+	uint64_t ino;   /* 0: empty */
+	uint64_t clock; /* ns->heat_clock after the inode's last write */
+};
+
 struct smr_ns {
 	struct smr_cow *cow;
 	struct smr_ns_opts opts;
@@ -51,6 +61,9 @@ struct smr_ns {
 	struct ns_ref **refs;          /* nr_buckets chains (a power of 2) */
 	size_t nr_buckets, nr_refs;
 	struct ns_undo *undo;         /* the running call's undo log */
+	uint64_t heat_clock;          /* bytes written by users, this mount */
+	uint64_t heat_window;         /* rewritten within this: hot */
+	struct ns_heat heat[NS_HEAT_SLOTS]; /* by inode number */
 };
 
 static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
