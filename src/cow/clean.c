@@ -699,8 +699,10 @@ static enum smr_stream victim_dest(const struct smr_gc_victim *v)
 }
 
 /* Room the copies of one pass may take: what relocation can have, less
- * the tails of open zones it cannot write (up to one), two zones for the
- * nodes the pass makes dirty and the allocator's last zone. */
+ * the tails of the two data streams' open zones (counted free, and
+ * relocation may write neither: the hot one never, the cold one not for
+ * copies of user-written zones), two zones for the nodes the pass makes
+ * dirty and the allocator's last zone. */
 static uint64_t pass_room(struct smr_cow *c)
 {
 	struct smr_space sp;
@@ -709,7 +711,7 @@ static uint64_t pass_room(struct smr_cow *c)
 
 	smr_alloc_space(c->alloc, &sp);
 	room = sp.free + sp.reserved;
-	return room > 4 * zl ? room - 4 * zl : 0;
+	return room > 5 * zl ? room - 5 * zl : 0;
 }
 
 /*
