@@ -8,8 +8,9 @@
  * files), and reports WA = device bytes written / user bytes written over
  * the overwrite phase, for U = 50, 75, 90% under the greedy and the
  * cost-benefit policy. Runs through the namespace library directly (no
- * FUSE). Cleaning runs in the writing thread whenever fewer than 4 zones
- * are free, with the policy under test, as the background thread would.
+ * FUSE). Before each write, the writing thread takes the step the
+ * background thread would (smr_cow_clean_auto) with the policy under test
+ * and the default watermarks (BENCH_WA_GC_LOW, BENCH_WA_GC_HIGH set them).
  *
  * Usage: bench_wa [DIR] [ZONES] [ZONE_MIB] [PASSES]
  *   DIR       scratch directory (default $TMPDIR or /tmp)
