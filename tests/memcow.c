@@ -431,26 +431,26 @@ int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
  * Data
  * ------------------------------------------------------------------------ */
 
-void *smr_cow_buf_alloc(size_t len)
+static void *mc_buf(size_t len, int fill)
 {
 	size_t al = SMR_ROUND_UP(len ? len : 1, 4096);
 	void *p = aligned_alloc(4096, al);
 
 	if (p)
-		memset(p, 0, al);
+		memset(p, fill, al);
 	return p;
+}
+
+void *smr_cow_buf_alloc(size_t len)
+{
+	return mc_buf(len, 0);
 }
 
 /* Filled with a pattern, not zeroed, so that a caller relying on zeros
  * it was not promised reads garbage in the tests. */
 void *smr_cow_buf_alloc_uninit(size_t len)
 {
-	size_t al = SMR_ROUND_UP(len ? len : 1, 4096);
-	void *p = aligned_alloc(4096, al);
-
-	if (p)
-		memset(p, 0xa5, al);
-	return p;
+	return mc_buf(len, 0xa5);
 }
 
 void smr_cow_buf_free(void *buf)
