@@ -685,33 +685,40 @@ static void test_truncate(void)
 	fs_teardown();
 }
 
+#define PUNCH_KEEP (SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE)
+
 static void test_fallocate_lseek(void)
 {
 	uint8_t buf[5 * 4096], want[5 * 4096];
+	struct smr_ns_setattr sa = { 0 };
 	struct smr_ns_attr a;
 	uint64_t f, r;
 
 	fs_setup();
 	f = mkfile(ROOT, "f", 0644);
-	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, 0, 0, 10000));
+	/* No space can be reserved for copy-on-write: only punching is
+	 * honoured, and a refused mode changes nothing. */
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0, 0, 10000), -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_KEEP_SIZE, 0,
+				       50000), -EOPNOTSUPP);
 	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
-	CU_ASSERT_EQUAL(a.size, 10000);
-	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_KEEP_SIZE, 0,
-				       50000));
-	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
-	CU_ASSERT_EQUAL(a.size, 10000);
+	CU_ASSERT_EQUAL(a.size, 0);
+	CU_ASSERT_EQUAL(a.blocks, 0);
 	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_PUNCH_HOLE, 0, 1),
 		      -EOPNOTSUPP);
 	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0x10, 0, 1), -EOPNOTSUPP);
-	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0, 0, 0), -EINVAL);
-	SMR_ASSERT_RC(smr_ns_fallocate(ns, ROOT, 0, 0, 1), -EISDIR);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, PUNCH_KEEP, 0, 0), -EINVAL);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, ROOT, PUNCH_KEEP, 0, 1), -EISDIR);
+	/* Punching past the end neither grows the file nor fails. */
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, PUNCH_KEEP, 0, 10000));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 0);
 
 	fill_pattern(want, sizeof(want), 9);
 	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, want, sizeof(want)),
 			(ssize_t)sizeof(want));
 	/* Punch [1000, 13000): zeros there, whole blocks 1 and 2 dropped. */
-	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_PUNCH_HOLE |
-				       SMR_NS_FALLOC_KEEP_SIZE, 1000, 12000));
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, PUNCH_KEEP, 1000, 12000));
 	memset(want + 1000, 0, 12000);
 	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf),
 			(ssize_t)sizeof(buf));
@@ -734,7 +741,9 @@ static void test_fallocate_lseek(void)
 		      -ENXIO);
 	SMR_ASSERT_RC(smr_ns_lseek(ns, f, 0, SEEK_END, &r), -EINVAL);
 	/* A hole at the end: SEEK_DATA past the last extent is ENXIO. */
-	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, 0, 0, 100000));
+	sa.valid = SMR_NS_SET_SIZE;
+	sa.size = 100000;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
 	SMR_ASSERT_RC(smr_ns_lseek(ns, f, sizeof(buf), SEEK_DATA, &r),
 		      -ENXIO);
 	SMR_ASSERT_OK(smr_ns_lseek(ns, f, sizeof(buf) + 1, SEEK_HOLE, &r));

@@ -812,24 +812,28 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 	return 0;
 }
 
+/*
+ * Only PUNCH_HOLE|KEEP_SIZE is honoured. Mode 0 and KEEP_SIZE promise that
+ * later writes into the range will not fail for want of space. Every write
+ * here goes to new space (copy-on-write), so blocks allocated now could not
+ * take those writes, and without a reservation of free space the promise
+ * would be a lie. They get -EOPNOTSUPP, as on btrfs zoned; callers fall back
+ * (glibc's posix_fallocate writes the blocks, fsx skips the mode).
+ */
 int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 		     uint64_t len)
 {
-	uint64_t bs = ns->bsize, end;
+	uint64_t bs = ns->bsize, pend, a, b;
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc;
 
-	if (mode & ~(SMR_NS_FALLOC_KEEP_SIZE | SMR_NS_FALLOC_PUNCH_HOLE))
-		return -EOPNOTSUPP;
-	if ((mode & SMR_NS_FALLOC_PUNCH_HOLE) &&
-	    !(mode & SMR_NS_FALLOC_KEEP_SIZE))
+	if (mode != (SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE))
 		return -EOPNOTSUPP;
 	if (len == 0 || off > NS_MAX_FILE_END)
 		return -EINVAL;
 	if (len > NS_MAX_FILE_END - off)
 		return -EFBIG;
-	end = off + len;
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_inode_get(ns, ino, &in);
 	if (rc)
@@ -842,33 +846,26 @@ int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 		rc = -ENODEV;
 		goto out_unlock;
 	}
-	if (mode == SMR_NS_FALLOC_KEEP_SIZE ||
-	    (mode == 0 && end <= in.size))
-		goto out_unlock; /* nothing is reserved ahead of writes */
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
-	if (mode == 0) {
-		in.size = end;
+	pend = SMR_MIN(off + len, in.size);
+	a = SMR_ROUND_UP(off, bs);
+	b = SMR_ROUND_DOWN(pend, bs);
+	if (off >= pend)
+		goto out_times;
+	if (a > b) {
+		/* Inside one block. */
+		rc = ns_zero_partial(ns, t, &in, off, pend);
 	} else {
-		uint64_t pend = SMR_MIN(end, in.size);
-		uint64_t a = SMR_ROUND_UP(off, bs), b = SMR_ROUND_DOWN(pend, bs);
-
-		if (off >= pend)
-			goto out_times;
-		if (a > b) {
-			/* Inside one block. */
-			rc = ns_zero_partial(ns, t, &in, off, pend);
-		} else {
-			rc = ns_zero_partial(ns, t, &in, off, a);
-			if (!rc && a < b)
-				rc = ns_punch_locked(ns, t, &in, a, b, NULL);
-			if (!rc)
-				rc = ns_zero_partial(ns, t, &in, b, pend);
-		}
-		if (rc)
-			goto out_end;
+		rc = ns_zero_partial(ns, t, &in, off, a);
+		if (!rc && a < b)
+			rc = ns_punch_locked(ns, t, &in, a, b, NULL);
+		if (!rc)
+			rc = ns_zero_partial(ns, t, &in, b, pend);
 	}
+	if (rc)
+		goto out_end;
 out_times:
 	in.mtime = in.ctime = ns_now();
 	rc = ns_inode_put(ns, t, &in);

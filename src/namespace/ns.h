@@ -252,11 +252,11 @@ int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync);
 #define SMR_NS_FALLOC_PUNCH_HOLE 0x02 /* = FALLOC_FL_PUNCH_HOLE */
 
 /*
- * Mode 0 extends the size to @off + @len (no space is reserved: a later
- * write may still get -ENOSPC); KEEP_SIZE alone does nothing;
  * PUNCH_HOLE|KEEP_SIZE drops the extents inside the range and zeroes the
- * partial blocks at its ends. -EOPNOTSUPP other modes (PUNCH_HOLE without
- * KEEP_SIZE too), -EINVAL len 0 or a negative range, -ENODEV not a regular
+ * partial blocks at its ends; it is the only mode. Mode 0 and KEEP_SIZE
+ * would have to reserve space for later copy-on-write writes, which smrfs
+ * cannot promise: -EOPNOTSUPP, as for every other mode (PUNCH_HOLE without
+ * KEEP_SIZE too). -EINVAL len 0 or a negative range, -ENODEV not a regular
  * file, -EISDIR a directory, -EFBIG past 2^63-1.
  */
 int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,

@@ -551,7 +551,8 @@ static const struct cr_op cr_ace_ops[] = {
 	{ CR_SETXATTR, "foo", "user.x", 0, 100, 0 },
 	{ CR_SETXATTR, "A", "user.big", 0, 5000, 0 },     /* several items */
 	{ CR_RMXATTR, "foo", "user.a", 0, 0, 0 },
-	{ CR_FALLOC, "foo", NULL, 0, 50000, 0 },
+	{ CR_FALLOC, "foo", NULL, 0, 50000,
+	  SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE },
 	{ CR_FALLOC, "foo", NULL, 2000, 7000,
 	  SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE },
 	{ CR_CHMOD, "foo", NULL, 0, 0, 0600 },
@@ -718,9 +719,8 @@ void cr_random_workload(struct cr_workload *w, uint64_t seed, size_t n)
 			o.kind = CR_FALLOC;
 			o.off = smr_test_rand(&s) % 60000;
 			o.len = 1 + smr_test_rand(&s) % 30000;
-			if (smr_test_rand(&s) % 2)
-				o.mode = SMR_NS_FALLOC_PUNCH_HOLE |
-					 SMR_NS_FALLOC_KEEP_SIZE;
+			o.mode = SMR_NS_FALLOC_PUNCH_HOLE |
+				 SMR_NS_FALLOC_KEEP_SIZE;
 			break;
 		default:
 			o.kind = CR_CHMOD;

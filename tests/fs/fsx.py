@@ -8,7 +8,9 @@ Usage: python3 fsx.py [--ops N] [--seed S] [--maxlen BYTES] DIR
 Works on the files DIR/fsx-0 and DIR/fsx-1 (created). Operations, chosen at
 random: write (anywhere, also past the end), read, truncate (up and down),
 fallocate (punch hole, keep size, mode 0; each dropped for the run when the
-filesystem says EOPNOTSUPP, as fsx does), writes and reads through mmap,
+filesystem says EOPNOTSUPP, as fsx does: smrfs honours only the punch, a
+copy-on-write filesystem cannot reserve space for later writes), writes and
+reads through mmap,
 copy_file_range (within a file and between the two), fsync, fdatasync,
 close and reopen, and a look at SEEK_DATA/SEEK_HOLE (every byte the model
 holds that is not zero must lie in data). Every read is compared with the

@@ -17,12 +17,28 @@ OPS=${FSX_OPS:-2500}
 SEEDS=${FSX_SEEDS:-1 2}
 M=$T/mnt
 
+# Punching holes is honoured; preallocation (keep size, mode 0) must be
+# refused, not faked. A run of a few hundred operations tries every mode.
+check_falloc() {
+	[ "$OPS" -ge 500 ] || return 0
+	unsup=$(sed -n 's/.*not supported: //p' "$T/fsx.out")
+	case ", $unsup," in
+	*" punch,"*) fail "fallocate punch hole refused" ;;
+	esac
+	case ", $unsup," in
+	*" extend,"*" keep,"*) ;;
+	*) fail "preallocation not refused (not supported: $unsup)" ;;
+	esac
+}
+
 run() { # run DEVICE OPTS: every seed, then the check after a remount
 	for seed in $SEEDS; do
 		mount_fs "$1" "$M" "$2"
 		mkdir -p "$M/s$seed" || fail "mkdir"
-		python3 "$FSX" --ops "$OPS" --seed "$seed" "$M/s$seed" ||
-			fail "fsx seed $seed on $1"
+		python3 "$FSX" --ops "$OPS" --seed "$seed" "$M/s$seed" \
+			>"$T/fsx.out" || fail "fsx seed $seed on $1"
+		cat "$T/fsx.out"
+		check_falloc
 		umount_fs "$M"
 		"$FSCK" -n "$1" >"$T/fsck.out" 2>&1 ||
 			fail "fsck.smrfs -n $1: $(cat "$T/fsck.out")"
