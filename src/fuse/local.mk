@@ -30,6 +30,7 @@ tests_fs_ns_audit_LDADD = libsmrfs.la
 SMR_FS_TESTS = \
 	tests/fs/mount_zloop.sh \
 	tests/fs/mount_file.sh \
+	tests/fs/mount_relative.sh \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \

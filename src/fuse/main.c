@@ -57,6 +57,8 @@ struct mount_opts {
 	char *fsname;      /* owned */
 	char *subtype;     /* owned */
 	char *fuse_opts;   /* owned: passed on to libfuse */
+	char *dev_path;    /* owned: dev made absolute (what dev points to) */
+	char *mnt_path;    /* owned: mnt made absolute (what mnt points to) */
 };
 
 static void usage(FILE *f)
@@ -252,6 +254,37 @@ static int parse_args(int argc, char **argv, struct mount_opts *mo)
 			" DEVICE MOUNTPOINT [-o OPTIONS] (see --help)\n");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * Make the device and the mount point absolute paths. In the background the
+ * daemon changes to /, and libfuse unmounts by the path it was given: a
+ * relative mount point would then name another directory, and SIGTERM
+ * would leave a dead mount behind. The mount table shows the device as
+ * given, which should not depend on where mount.smrfs was started.
+ */
+static int resolve_paths(struct mount_opts *mo)
+{
+	int rc;
+
+	mo->mnt_path = realpath(mo->mnt, NULL);
+	if (!mo->mnt_path) {
+		rc = -errno;
+		fprintf(stderr, PROG ": mount point %s: %s\n", mo->mnt,
+			strerror(-rc));
+		return rc;
+	}
+	mo->mnt = mo->mnt_path;
+#ifndef SMR_FUSE_MEMCOW /* there DEVICE is only a name */
+	mo->dev_path = realpath(mo->dev, NULL);
+	if (!mo->dev_path) {
+		rc = -errno;
+		fprintf(stderr, PROG ": %s: %s\n", mo->dev, strerror(-rc));
+		return rc;
+	}
+	mo->dev = mo->dev_path;
+#endif
 	return 0;
 }
 
@@ -527,6 +560,8 @@ int main(int argc, char **argv)
 	if (fault_daemon_init())
 		goto out_opts;
 #endif
+	if (resolve_paths(&mo))
+		goto out_opts;
 	if (stat(mo.mnt, &st)) {
 		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
 			strerror(errno));
@@ -599,5 +634,7 @@ out_opts:
 	free(mo.fsname);
 	free(mo.subtype);
 	free(mo.fuse_opts);
+	free(mo.dev_path);
+	free(mo.mnt_path);
 	return ret;
 }
