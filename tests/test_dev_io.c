@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dev/dev.h"
+#include "dev/dev_priv.h"
 #include "dev/fault.h"
 
 #define ZS SMR_MIB
@@ -543,6 +544,110 @@ static void test_differential(void)
 	free(ib);
 }
 
+/*
+ * A request the kernel never completes must not hang a batch. The wrapped
+ * backend hands out, for the first request of a batch, one end of a pipe
+ * that blocks (empty for a read, full for a write): io_uring parks that
+ * request for ever, as it does when no worker thread can be created for
+ * it. The batch must cancel it after its deadline, do it synchronously on
+ * the real backend, and come out with the right bytes.
+ */
+static const struct smr_dev_backend_ops *stall_real;
+static int stall_fd = -1;
+
+static int stall_io_target(struct smr_dev *dev, uint64_t off, size_t len,
+			   int *fd, uint64_t *file_off)
+{
+	if (stall_fd >= 0) {
+		*fd = stall_fd;
+		*file_off = 0;
+		stall_fd = -1;
+		return 0;
+	}
+	return stall_real->io_target(dev, off, len, fd, file_off);
+}
+
+static int stall_pipe[2] = { -1, -1 };
+
+static void stall_io_release(struct smr_dev *dev, uint64_t off, int fd)
+{
+	if (fd == stall_pipe[0] || fd == stall_pipe[1])
+		return;
+	if (stall_real->io_release)
+		stall_real->io_release(dev, off, fd);
+}
+
+/* Two requests in one batch (a single one is done synchronously): the
+ * first one stalls, the second follows it on the device. */
+static void stall_batch(struct smr_dev *dev, uint8_t *model, uint64_t off,
+			size_t len, bool wr)
+{
+	uint8_t *b = smr_dev_buf_alloc(2 * len);
+	struct smr_io io[2];
+
+	for (int i = 0; i < 2; i++)
+		io[i] = (struct smr_io){ wr ? SMR_IO_WRITE : SMR_IO_READ,
+					 b + i * len, len, off + i * len, 1 };
+	if (wr) {
+		char junk[4096] = { 0 };
+
+		/* A full pipe: a write to it blocks. */
+		CU_ASSERT_FATAL(fcntl(stall_pipe[1], F_SETFL, O_NONBLOCK) == 0);
+		while (write(stall_pipe[1], junk, sizeof(junk)) > 0)
+			;
+		CU_ASSERT_FATAL(fcntl(stall_pipe[1], F_SETFL, 0) == 0);
+		fill(b, 2 * len, off + 7);
+		memcpy(model + off, b, 2 * len);
+		stall_fd = stall_pipe[1];
+	} else {
+		char junk[4096];
+
+		/* An empty pipe: a read of it blocks. */
+		CU_ASSERT_FATAL(fcntl(stall_pipe[0], F_SETFL, O_NONBLOCK) == 0);
+		while (read(stall_pipe[0], junk, sizeof(junk)) > 0)
+			;
+		CU_ASSERT_FATAL(fcntl(stall_pipe[0], F_SETFL, 0) == 0);
+		stall_fd = stall_pipe[0];
+	}
+	SMR_ASSERT_OK(smr_dev_submit(dev, io, 2));
+	CU_ASSERT_EQUAL(io[0].result, 0);
+	CU_ASSERT_EQUAL(io[1].result, 0);
+	CU_ASSERT_EQUAL(stall_fd, -1); /* the stalled path was taken */
+	if (!wr)
+		CU_ASSERT_EQUAL(memcmp(b, model + off, 2 * len), 0);
+	smr_dev_buf_free(b);
+}
+
+static void test_stall(void)
+{
+	struct smr_dev_backend_ops ops;
+	uint8_t *model = NULL;
+	struct smr_dev *dev = mkdev("io-stall", 0, &model);
+
+	alarm(60); /* the bug this tests is a hang */
+	CU_ASSERT_FATAL(pipe(stall_pipe) == 0);
+	stall_real = dev->ops;
+	ops = *dev->ops;
+	ops.io_target = stall_io_target;
+	ops.io_release = stall_io_release;
+	dev->ops = &ops;
+
+	/* A conventional zone, then a sequential one at its write pointer. */
+	stall_batch(dev, model, 8192, 16384, true);
+	stall_batch(dev, model, NCNV * ZS, 65536, true);
+	stall_batch(dev, model, 8192, 16384, false);
+	stall_batch(dev, model, NCNV * ZS, 65536, false);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, NCNV), NCNV * ZS + 2 * 65536);
+
+	dev->ops = stall_real;
+	check_all(dev, model);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	close(stall_pipe[0]);
+	close(stall_pipe[1]);
+	free(model);
+	alarm(0);
+}
+
 static const struct smr_test io_tests[] = {
 	{ "many_in_flight", test_many_in_flight },
 	{ "batch_errors", test_batch_errors },
@@ -550,6 +655,7 @@ static const struct smr_test io_tests[] = {
 	{ "differential", test_differential },
 	{ "threads", test_threads },
 	{ "file_batch", test_file_batch },
+	{ "stall", test_stall },
 	{ NULL, NULL },
 };
 

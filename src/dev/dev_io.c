@@ -19,6 +19,16 @@
  *
  * Rings are kept in a small pool per handle: a call takes one (creating it
  * the first time) and gives it back, so that threads never share a ring.
+ *
+ * A request must not be able to hang the filesystem. The kernel runs
+ * buffered I/O that would block (a zone file on tmpfs or on a disk) in
+ * io_uring's worker threads, and a worker that cannot be created leaves
+ * the request queued for ever, with nothing in flight. So the wait for
+ * completions has a deadline: after SMR_RING_STALL_MS without one, every
+ * request still on the ring is cancelled, and those the kernel had not
+ * started (completed with -ECANCELED) are done synchronously instead.
+ * Requests already running are not cancelled and complete as usual, so a
+ * slow device costs nothing but the cancel requests.
  */
 #include <liburing.h>
 #include <stdlib.h>
@@ -31,6 +41,7 @@
 #define SMR_MERGE_MAX 64
 #define SMR_MERGE_BYTES (8 * SMR_MIB)
 #define SMR_IO_CHUNK ((size_t)SMR_GIB) /* largest single transfer */
+#define SMR_RING_STALL_MS 1000
 
 struct smr_dev_uring {
 	struct io_uring ring;
@@ -56,6 +67,8 @@ struct piece {
 	struct piece *memb; /* next member */
 	struct iovec *iov;  /* nmemb entries, for a merged head */
 	int fd;             /* while on the ring: the io_target descriptor */
+	bool on_ring;       /* issued, its completion not yet seen */
+	bool cancelled;     /* a cancel was sent for it (stall) */
 };
 
 /* The writes of one sequential zone in this batch. */
@@ -79,6 +92,7 @@ struct batch {
 	struct piece *ready, *ready_tail;
 	unsigned int inflight;
 	unsigned int left; /* pieces not finished */
+	unsigned int cancels; /* cancel requests whose completion is due */
 };
 
 /* ------------------------------------------------------------------------
@@ -366,14 +380,24 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 				    (unsigned int)SMR_MIN(p->len, SMR_IO_CHUNK),
 				    foff);
 	io_uring_sqe_set_data(sqe, p);
+	p->on_ring = true;
 	b->inflight++;
 	return 0;
 }
 
 static void piece_complete(struct batch *b, struct piece *p, int res)
 {
+	bool cancelled = p->cancelled;
+
 	b->inflight--;
+	p->on_ring = false;
+	p->cancelled = false;
 	piece_release(b, p);
+	if (res == -ECANCELED && cancelled) {
+		/* Stalled and never started: do it here instead. */
+		piece_sync(b, p);
+		return;
+	}
 	if (res == -EINTR || res == -EAGAIN) {
 		ready_push(b, p);
 		return;
@@ -526,9 +550,83 @@ static int split(struct batch *b, struct smr_io *ios, unsigned int n)
  * The loop
  * ------------------------------------------------------------------------ */
 
+/* A completion of ours: a piece's, or a cancel request's (no data; it may
+ * also come in a later batch on the ring, and is ignored there). */
+static void cqe_complete(struct batch *b, struct io_uring_cqe *cqe)
+{
+	struct piece *p = io_uring_cqe_get_data(cqe);
+
+	if (p)
+		piece_complete(b, p, cqe->res);
+	else if (b->cancels)
+		b->cancels--;
+}
+
+/* Nothing completed for SMR_RING_STALL_MS: cancel what is on the ring. */
+static void ring_cancel_stalled(struct batch *b)
+{
+	static bool told;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < b->nr_pieces; i++) {
+		struct piece *p = &b->pieces[i];
+		struct io_uring_sqe *sqe;
+
+		if (!p->on_ring)
+			continue;
+		sqe = io_uring_get_sqe(b->ring);
+		if (!sqe)
+			break;
+		io_uring_prep_cancel(sqe, p, 0);
+		io_uring_sqe_set_data(sqe, NULL);
+		p->cancelled = true;
+		b->cancels++;
+		n++;
+	}
+	if (n && !__atomic_test_and_set(&told, __ATOMIC_RELAXED))
+		smr_warn("%s: no I/O completion for %d ms: cancelling %u requests, to be done synchronously if not yet started (logged once)",
+			 b->dev->path, SMR_RING_STALL_MS, n);
+}
+
+/* Submit what is queued, wait for completions (at most SMR_RING_STALL_MS,
+ * then cancel the stalled requests) and take all that are there. */
+static int ring_wait(struct batch *b)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = SMR_RING_STALL_MS / 1000,
+		.tv_nsec = (SMR_RING_STALL_MS % 1000) * 1000000L,
+	};
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen;
+	int rc;
+
+	do
+		rc = io_uring_submit(b->ring);
+	while (rc == -EINTR || rc == -EAGAIN);
+	if (rc < 0)
+		return rc;
+	do
+		rc = io_uring_wait_cqe_timeout(b->ring, &cqe, &ts);
+	while (rc == -EINTR);
+	if (rc == -ETIME) {
+		ring_cancel_stalled(b);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	do {
+		seen = 0;
+		io_uring_for_each_cqe(b->ring, head, cqe) {
+			cqe_complete(b, cqe);
+			seen++;
+		}
+		io_uring_cq_advance(b->ring, seen);
+	} while (io_uring_peek_cqe(b->ring, &cqe) == 0);
+	return 0;
+}
+
 static int run(struct batch *b)
 {
-	struct io_uring_cqe *cqe;
 	int rc;
 
 	while (b->left) {
@@ -551,27 +649,9 @@ static int run(struct batch *b)
 				b->ready_tail = p;
 		}
 		if (b->inflight) {
-			do
-				rc = io_uring_submit(b->ring);
-			while (rc == -EINTR || rc == -EAGAIN);
+			rc = ring_wait(b);
 			if (rc < 0)
 				return rc;
-			do
-				rc = io_uring_wait_cqe(b->ring, &cqe);
-			while (rc == -EINTR);
-			if (rc < 0)
-				return rc;
-			do {
-				unsigned int head, seen = 0;
-
-				io_uring_for_each_cqe(b->ring, head, cqe) {
-					piece_complete(
-						b, io_uring_cqe_get_data(cqe),
-						cqe->res);
-					seen++;
-				}
-				io_uring_cq_advance(b->ring, seen);
-			} while (io_uring_peek_cqe(b->ring, &cqe) == 0);
 			continue;
 		}
 		/* Nothing of ours in flight: whatever is busy belongs to
@@ -629,7 +709,10 @@ int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
 		struct io_uring_cqe *cqe;
 
 		while (b.inflight && io_uring_wait_cqe(b.ring, &cqe) == 0) {
-			piece_complete(&b, io_uring_cqe_get_data(cqe), -EIO);
+			struct piece *p = io_uring_cqe_get_data(cqe);
+
+			if (p)
+				piece_complete(&b, p, -EIO);
 			io_uring_cqe_seen(b.ring, cqe);
 		}
 		io_uring_queue_exit(&r->ring);
