@@ -150,7 +150,8 @@ int smr_cow_check(struct smr_cow *c);
  * Transactions
  * ------------------------------------------------------------------------ */
 
-/* Join the running transaction. -EROFS when read-only. */
+/* Join the running transaction. -EROFS when read-only. Handles nest; each
+ * ends on the thread that began it. */
 int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp);
 /* Leave it. The changes commit with the next commit. */
 void smr_txn_end(struct smr_txn *t);

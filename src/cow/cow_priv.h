@@ -176,6 +176,8 @@ struct smr_cow {
 	pthread_t timer;
 	bool timer_running;
 	bool timer_stop;         /* txn_lock */
+	bool commit_asked;       /* txn_lock: the timer thread commits at
+				  * once (dirty bound, nested begin) */
 	pthread_cond_t timer_cond;
 
 	struct smr_cow_stats stats; /* updated with atomics */

@@ -195,30 +195,54 @@ static size_t dirty_bound(struct smr_cow *c)
 	return c->cache_bytes / 2;
 }
 
+/*
+ * Handles the calling thread holds, on any engine. A thread that holds one
+ * must not wait for a commit (the commit waits for its handle), so its
+ * nested begins neither wait for a freeze nor commit themselves.
+ */
+static __thread unsigned int txn_held;
+
+/* Ask the timer thread for a commit now (txn_lock held). */
+static void ask_commit_locked(struct smr_cow *c)
+{
+	c->commit_asked = true;
+	pthread_cond_broadcast(&c->timer_cond);
+}
+
 int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 {
 	struct smr_txn *t;
 
 	if (smr_cow_is_read_only(c))
 		return -EROFS;
-	/* Too much dirty metadata: commit before taking more (unless a
-	 * handle is open: it may be the caller's own). */
-	pthread_mutex_lock(&c->txn_lock);
-	bool idle = !c->nr_handles;
+	/*
+	 * Too much dirty metadata: commit before taking more. A thread that
+	 * holds no handle commits itself: the commit waits for the open
+	 * handles to end and lets no new one begin meanwhile, so the bound
+	 * holds however the writers' handles overlap. A thread inside a
+	 * handle of its own (a nested begin) cannot wait for that, so it
+	 * has the timer thread commit, which happens once it ends.
+	 */
+	if (smr_cache_dirty_bytes(c) > dirty_bound(c)) {
+		if (!txn_held) {
+			int rc = smr_cow_commit_now(c);
 
-	pthread_mutex_unlock(&c->txn_lock);
-	if (idle && smr_cache_dirty_bytes(c) > dirty_bound(c)) {
-		int rc = smr_cow_commit_now(c);
-
-		if (rc)
-			return rc;
+			if (rc)
+				return rc;
+		} else {
+			pthread_mutex_lock(&c->txn_lock);
+			ask_commit_locked(c);
+			pthread_mutex_unlock(&c->txn_lock);
+		}
 	}
 	t = malloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->c = c;
 	pthread_mutex_lock(&c->txn_lock);
-	while (c->committing)
+	/* A nested begin joins even while a commit waits: that commit waits
+	 * for this thread's outer handle, so it has not frozen the trees. */
+	while (c->committing && !txn_held)
 		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
 	if (c->read_only) {
 		pthread_mutex_unlock(&c->txn_lock);
@@ -227,6 +251,7 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	}
 	c->nr_handles++;
 	pthread_mutex_unlock(&c->txn_lock);
+	txn_held++;
 	*tp = t;
 	return 0;
 }
@@ -238,6 +263,7 @@ void smr_txn_end(struct smr_txn *t)
 	if (!t)
 		return;
 	c = t->c;
+	txn_held--;
 	pthread_mutex_lock(&c->txn_lock);
 	if (!--c->nr_handles)
 		pthread_cond_broadcast(&c->txn_cond);
@@ -249,6 +275,8 @@ void smr_txn_end(struct smr_txn *t)
  * Timer
  * ------------------------------------------------------------------------ */
 
+/* Commits every opts.commit_secs, and at once when a nested begin found
+ * dirty metadata past its bound (commit_asked). */
 static void *timer_main(void *arg)
 {
 	struct smr_cow *c = arg;
@@ -258,9 +286,13 @@ static void *timer_main(void *arg)
 	while (!c->timer_stop) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += secs;
-		pthread_cond_timedwait(&c->timer_cond, &c->txn_lock, &ts);
+		if (!c->commit_asked) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += secs;
+			pthread_cond_timedwait(&c->timer_cond, &c->txn_lock,
+					       &ts);
+		}
+		c->commit_asked = false;
 		if (c->timer_stop || c->read_only)
 			continue;
 		pthread_mutex_unlock(&c->txn_lock);
