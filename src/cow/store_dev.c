@@ -13,10 +13,12 @@
  *     holds the newest checkpoints and a torn write hits only the oldest.
  *   zone 0 sequential (SMR_CKPT_ZONELOG): zones 0 and 1 are a log; each
  *     starts with a superblock copy followed by appended checkpoints. When
- *     the active zone is full, the other zone (holding only older
- *     checkpoints) is reset, gets a superblock copy and the next checkpoint,
- *     and only once that checkpoint is durable is the full zone finished;
- *     it is reset when the log comes back to it. Data from zone 2.
+ *     the active zone cannot take another checkpoint, it is finished first
+ *     (its checkpoints stay readable; the log never holds two zones
+ *     active), then the other zone (holding only older checkpoints) is
+ *     reset and gets a superblock copy and the next checkpoint; the
+ *     finished zone is reset when the log comes back to it. Data from
+ *     zone 2.
  */
 #include "cow/cow_priv.h"
 
