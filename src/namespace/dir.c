@@ -311,7 +311,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 {
 	struct ns_inode dir, in;
 	struct smr_txn *t;
-	struct ns_ref *r = NULL;
+	bool reffed = false;
 	int64_t now = ns_now();
 	uint64_t ino;
 	int rc;
@@ -329,11 +329,11 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	ino = ns->next_ino;
 	if (open || ns->opts.track_lookups) {
-		r = ns_ref_find(ns, ino, true);
-		if (!r) {
+		if (!ns_ref_find(ns, ino, true)) {
 			rc = -ENOMEM;
 			goto out_unlock;
 		}
+		reffed = true;
 	}
 
 	memset(&in, 0, sizeof(in));
@@ -388,18 +388,20 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_meta_put(ns, t);
 	if (rc)
 		goto out_end;
-	if (r) {
-		if (open)
-			r->nopen++;
-		if (ns->opts.track_lookups)
-			r->nlookup++;
-		r = NULL;
+	if (reffed) {
+		struct ns_ref *r = ns_ref_find(ns, ino, false);
+
+		if (r && open)
+			ns_ref_inc(&r->nopen);
+		if (r && ns->opts.track_lookups)
+			ns_ref_inc(&r->nlookup);
+		reffed = false;
 	}
 	ns_inode_attr(ns, &in, attr);
 out_end:
 	rc = ns_txn_end(ns, t, rc);
 out_unref:
-	if (r)
+	if (reffed)
 		ns_ref_drop_if_unused(ns, ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);

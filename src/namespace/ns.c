@@ -247,77 +247,98 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
  * References: kernel lookups and opens keep an unlinked inode alive
  * ======================================================================== */
 
-static struct ns_ref **ns_ref_head(struct smr_ns *ns, uint64_t ino)
+static size_t ns_ref_slot(const struct smr_ns *ns, uint64_t ino)
 {
-	return &ns->refs[ino & (ns->nr_buckets - 1)];
+	return (size_t)((ino * 0x9e3779b97f4a7c15ULL) >> 20) &
+	       (ns->nr_slots - 1);
 }
 
-/* Double the buckets (start them); on failure the chains just get longer. */
-static void ns_ref_grow(struct smr_ns *ns)
+/* Rebuild the table with @n slots; on failure it stays as it is. */
+static int ns_ref_resize(struct smr_ns *ns, size_t n)
 {
-	size_t n = ns->nr_buckets ? 2 * ns->nr_buckets : NS_REF_BUCKETS_MIN;
-	struct ns_ref **old = ns->refs, **nb = calloc(n, sizeof(*nb));
-	size_t old_n = ns->nr_buckets;
+	struct ns_ref *old = ns->refs, *nt = calloc(n, sizeof(*nt));
+	size_t old_n = ns->nr_slots;
 
-	if (!nb)
-		return;
-	ns->refs = nb;
-	ns->nr_buckets = n;
+	if (!nt)
+		return -ENOMEM;
+	ns->refs = nt;
+	ns->nr_slots = n;
 	for (size_t i = 0; i < old_n; i++) {
-		struct ns_ref *r = old[i], *next;
+		size_t s;
 
-		for (; r; r = next) {
-			struct ns_ref **head = ns_ref_head(ns, r->ino);
-
-			next = r->next;
-			r->next = *head;
-			*head = r;
-		}
+		if (!old[i].ino)
+			continue;
+		for (s = ns_ref_slot(ns, old[i].ino); nt[s].ino;
+		     s = (s + 1) & (n - 1))
+			;
+		nt[s] = old[i];
 	}
 	free(old);
+	return 0;
 }
 
+/*
+ * The reference entry of @ino, made (with zero counts) if @create. The
+ * pointer is good until the next call that makes or drops an entry.
+ */
 struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create)
 {
-	struct ns_ref **head, *r;
+	size_t s;
 
-	if (ns->nr_buckets)
-		for (r = *ns_ref_head(ns, ino); r; r = r->next)
-			if (r->ino == ino)
-				return r;
-	if (!create)
+	if (ns->nr_slots)
+		for (s = ns_ref_slot(ns, ino); ns->refs[s].ino;
+		     s = (s + 1) & (ns->nr_slots - 1))
+			if (ns->refs[s].ino == ino)
+				return &ns->refs[s];
+	if (!create || !ino)
 		return NULL;
-	if (ns->nr_refs >= 2 * ns->nr_buckets)
-		ns_ref_grow(ns);
-	if (!ns->nr_buckets)
-		return NULL;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	r->ino = ino;
-	head = ns_ref_head(ns, ino);
-	r->next = *head;
-	*head = r;
+	if ((ns->nr_refs + 1) * 4 > ns->nr_slots * 3 &&
+	    ns_ref_resize(ns, ns->nr_slots ? 2 * ns->nr_slots
+					    : NS_REF_SLOTS_MIN) &&
+	    ns->nr_refs + 1 >= ns->nr_slots)
+		return NULL; /* full, and no memory to grow */
+	for (s = ns_ref_slot(ns, ino); ns->refs[s].ino;
+	     s = (s + 1) & (ns->nr_slots - 1))
+		;
+	ns->refs[s] = (struct ns_ref){ .ino = ino };
 	ns->nr_refs++;
-	return r;
+	return &ns->refs[s];
+}
+
+void ns_ref_inc(uint32_t *count)
+{
+	if (*count != UINT32_MAX)
+		(*count)++;
+}
+
+static void ns_ref_sub(uint32_t *count, uint64_t n)
+{
+	if (*count != UINT32_MAX)
+		*count = *count > n ? (uint32_t)(*count - n) : 0;
 }
 
 void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino)
 {
-	struct ns_ref **pp, *r;
+	struct ns_ref *r = ns_ref_find(ns, ino, false);
+	size_t mask = ns->nr_slots - 1, hole, s;
 
-	if (!ns->nr_buckets)
+	if (!r || r->nlookup || r->nopen)
 		return;
-	for (pp = ns_ref_head(ns, ino); (r = *pp); pp = &r->next) {
-		if (r->ino != ino)
-			continue;
-		if (r->nlookup || r->nopen)
-			return;
-		*pp = r->next;
-		free(r);
-		ns->nr_refs--;
-		return;
+	/* Backward-shift deletion: move up each later entry of the run that
+	 * may sit in the hole (its home slot is not between hole and it). */
+	hole = (size_t)(r - ns->refs);
+	for (s = (hole + 1) & mask; ns->refs[s].ino; s = (s + 1) & mask) {
+		size_t home = ns_ref_slot(ns, ns->refs[s].ino);
+
+		if (((s - home) & mask) >= ((s - hole) & mask)) {
+			ns->refs[hole] = ns->refs[s];
+			hole = s;
+		}
 	}
+	ns->refs[hole].ino = 0;
+	ns->nr_refs--;
+	if (ns->nr_slots > NS_REF_SLOTS_MIN && ns->nr_refs * 8 < ns->nr_slots)
+		ns_ref_resize(ns, ns->nr_slots / 2);
 }
 
 void ns_lookup_ref(struct smr_ns *ns, uint64_t ino)
@@ -328,7 +349,7 @@ void ns_lookup_ref(struct smr_ns *ns, uint64_t ino)
 		return;
 	r = ns_ref_find(ns, ino, true);
 	if (r)
-		r->nlookup++;
+		ns_ref_inc(&r->nlookup);
 	/* Out of memory: the inode may go at its last unlink while the
 	 * kernel still knows it; it then answers -ENOENT, never wrong data. */
 }
@@ -385,7 +406,7 @@ void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup)
 	pthread_mutex_lock(&ns->lock);
 	r = ns_ref_find(ns, ino, false);
 	if (r) {
-		r->nlookup = r->nlookup > nlookup ? r->nlookup - nlookup : 0;
+		ns_ref_sub(&r->nlookup, nlookup);
 		ns_maybe_destroy_locked(ns, ino);
 	}
 	pthread_mutex_unlock(&ns->lock);
@@ -410,7 +431,7 @@ int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags)
 		rc = -ENOMEM;
 		goto out;
 	}
-	r->nopen++;
+	ns_ref_inc(&r->nopen);
 out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -423,7 +444,7 @@ void smr_ns_release(struct smr_ns *ns, uint64_t ino)
 	pthread_mutex_lock(&ns->lock);
 	r = ns_ref_find(ns, ino, false);
 	if (r && r->nopen) {
-		r->nopen--;
+		ns_ref_sub(&r->nopen, 1);
 		ns_maybe_destroy_locked(ns, ino);
 	}
 	pthread_mutex_unlock(&ns->lock);
@@ -612,14 +633,6 @@ void smr_ns_close(struct smr_ns *ns)
 	if (!ns)
 		return;
 	smr_cow_set_relocate_hook(ns->cow, NULL, NULL);
-	for (size_t i = 0; i < ns->nr_buckets; i++) {
-		struct ns_ref *r = ns->refs[i], *next;
-
-		for (; r; r = next) {
-			next = r->next;
-			free(r);
-		}
-	}
 	ns_undo_free(ns);
 	free(ns->refs);
 	pthread_mutex_destroy(&ns->lock);

@@ -26,18 +26,21 @@ struct ns_inode {
 	uint64_t rdev, gen, flags, next_seq, parent;
 };
 
-/* References the kernel and open files hold on an inode. */
+/*
+ * References the kernel and open files hold on an inode, in an open
+ * addressing table (16 bytes an entry, no allocation per inode: a walk of a
+ * big tree makes the kernel hold millions). A count that reaches
+ * UINT32_MAX stays there: the inode then lives until the next mount, which
+ * reclaims it if it is unlinked, rather than go while still referenced.
+ */
 struct ns_ref {
-	uint64_t ino;
-	uint64_t nlookup;
-	uint64_t nopen;
-	struct ns_ref *next;
+	uint64_t ino;     /* 0: empty slot */
+	uint32_t nlookup;
+	uint32_t nopen;
 };
 
-/* The reference table starts with this many buckets and doubles when it
- * holds twice as many references, so that a lookup stays O(1) with the
- * millions of inodes a walk of a big tree makes the kernel hold. */
-#define NS_REF_BUCKETS_MIN 1024
+/* Smallest table; it doubles past 3/4 full and halves below 1/8. */
+#define NS_REF_SLOTS_MIN 1024
 
 /* Recently written inodes whose last write the namespace remembers, to
  * tell hot data from cold (file.c, "Temperature"). */
@@ -58,8 +61,8 @@ struct smr_ns {
 	uint64_t next_ino;
 	uint64_t next_gen;
 	uint64_t nr_inodes;
-	struct ns_ref **refs;          /* nr_buckets chains (a power of 2) */
-	size_t nr_buckets, nr_refs;
+	struct ns_ref *refs;           /* nr_slots (a power of 2), or NULL */
+	size_t nr_slots, nr_refs;
 	struct ns_undo *undo;         /* the running call's undo log */
 	uint64_t heat_clock;          /* bytes written by users, this mount */
 	uint64_t heat_window;         /* rewritten within this: hot */
@@ -103,6 +106,7 @@ bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip);
 
 /* References */
 struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create);
+void ns_ref_inc(uint32_t *count);
 void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino);
 void ns_lookup_ref(struct smr_ns *ns, uint64_t ino);
 
