@@ -121,6 +121,63 @@ static void node_free(struct smr_node *n)
 	free(n);
 }
 
+/*
+ * Node memory is recycled: an evicted or dropped node goes on a short
+ * spare list, and the next node is made from it. Without this, a walk of a
+ * big tree frees and allocates a node-size buffer for every node read, from
+ * whichever thread's malloc arena, and the arenas fragment until the
+ * daemon holds several times the cache bound.
+ */
+#define SMR_NODE_SPARE_MAX 64
+
+static struct smr_node *node_alloc(struct smr_cow *c)
+{
+	struct smr_node *n;
+
+	pthread_mutex_lock(&c->cache_lock);
+	n = c->spare;
+	if (n) {
+		c->spare = n->hnext;
+		c->nr_spare--;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	if (n) {
+		uint8_t *buf = n->buf;
+
+		memset(n, 0, sizeof(*n));
+		n->buf = buf;
+		return n;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->buf = smr_node_buf_alloc(c->ns);
+	if (!n->buf) {
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* Give back a node that is in no list or hash; cache_lock held. */
+static void node_release_locked(struct smr_cow *c, struct smr_node *n)
+{
+	if (c->nr_spare >= SMR_NODE_SPARE_MAX) {
+		node_free(n);
+		return;
+	}
+	n->hnext = c->spare;
+	c->spare = n;
+	c->nr_spare++;
+}
+
+static void node_release(struct smr_cow *c, struct smr_node *n)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	node_release_locked(c, n);
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
 void smr_cache_fini(struct smr_cow *c)
 {
 	if (c->hash) {
@@ -133,6 +190,13 @@ void smr_cache_fini(struct smr_cow *c)
 			}
 		}
 	}
+	while (c->spare) {
+		struct smr_node *n = c->spare;
+
+		c->spare = n->hnext;
+		node_free(n);
+	}
+	c->nr_spare = 0;
 	free(c->hash);
 	free(c->scratch[0]);
 	free(c->scratch[1]);
@@ -208,7 +272,7 @@ static void cache_shrink_locked(struct smr_cow *c)
 		if (!n->pin) {
 			nlist_del(&c->lru, n);
 			hash_del(c, n);
-			node_free(n);
+			node_release_locked(c, n);
 			__atomic_fetch_add(&c->stats.evictions, 1,
 					   __ATOMIC_RELAXED);
 		}
@@ -286,14 +350,9 @@ static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
 
 	if (addr & SMR_TMP_ADDR)
 		return smr_corrupt(addr, "btree: dangling reference to an unwritten node");
-	n = calloc(1, sizeof(*n));
+	n = node_alloc(c);
 	if (!n)
 		return -ENOMEM;
-	n->buf = smr_node_buf_alloc(c->ns);
-	if (!n->buf) {
-		free(n);
-		return -ENOMEM;
-	}
 	rc = c->sops->read(c, addr, n->buf, c->ns);
 	if (rc) {
 		smr_err("btree node at byte %" PRIu64 " of tree %u: read failed: %s",
@@ -319,8 +378,8 @@ static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
 	if (other) {
 		/* Another reader loaded it meanwhile. */
 		other->pin++;
+		node_release_locked(c, n);
 		pthread_mutex_unlock(&c->cache_lock);
-		node_free(n);
 		*np = other;
 		return 0;
 	}
@@ -332,7 +391,7 @@ static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
 	return 0;
 
 out_free:
-	node_free(n);
+	node_release(c, n);
 	return rc;
 }
 
@@ -340,15 +399,10 @@ out_free:
 static struct smr_node *node_new(struct smr_cow *c, uint32_t tree,
 				 uint16_t level)
 {
-	struct smr_node *n = calloc(1, sizeof(*n));
+	struct smr_node *n = node_alloc(c);
 
 	if (!n)
 		return NULL;
-	n->buf = smr_node_buf_alloc(c->ns);
-	if (!n->buf) {
-		free(n);
-		return NULL;
-	}
 	smr_node_init(n->buf, c->ns, level, tree);
 	n->addr = SMR_TMP_ADDR | c->next_tmp++;
 	n->gen = c->gen + 1;
@@ -374,8 +428,8 @@ static int node_drop(struct smr_cow *c, struct smr_node *n)
 	pthread_mutex_lock(&c->cache_lock);
 	hash_del(c, n);
 	nlist_del(n->dirty ? &c->dirty : &c->lru, n);
+	node_release_locked(c, n);
 	pthread_mutex_unlock(&c->cache_lock);
-	node_free(n);
 	c->changed = true;
 	return rc;
 }

@@ -162,6 +162,9 @@ struct smr_cow {
 	size_t hash_size, nr_cached; /* cache_lock */
 	struct smr_nlist lru;    /* clean nodes; cache_lock */
 	struct smr_nlist dirty;  /* dirty nodes; cache_lock */
+	struct smr_node *spare;  /* freed nodes kept for reuse (hnext);
+				  * cache_lock */
+	size_t nr_spare;         /* cache_lock */
 	uint64_t next_tmp;       /* lock excl. */
 
 	pthread_mutex_t txn_lock;
