@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# "make install DESTDIR=..." of this build: the daemon in sbindir, the
+# mount(8) helper link where configure put it (/sbin for the prefixes
+# /usr and /usr/local), naming the daemon by its installed path, and the
+# man pages; "make uninstall" removes the link with the rest.
+# make check passes the installation directories (Makefile.am).
+set -u
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -n "${SMR_SBINDIR:-}" ] || skip "run by make check"
+MAKE=${MAKE:-make}
+T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-install.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$T"' EXIT
+D=$T/root
+
+case $SMR_PREFIX in
+/usr | /usr/local)
+	[ -n "$SMR_MOUNTHELPERDIR" ] ||
+		fail "prefix $SMR_PREFIX but no mount helper link configured" ;;
+esac
+
+$MAKE -C "${top_builddir:-.}" install DESTDIR="$D" >"$T/log" 2>&1 ||
+	fail "make install: $(tail -20 "$T/log")"
+[ -x "$D$SMR_SBINDIR/mount.smrfs" ] || fail "no $SMR_SBINDIR/mount.smrfs"
+for m in mount.smrfs mkfs.smrfs fsck.smrfs smrfsctl; do
+	[ -f "$D$SMR_MANDIR/man8/$m.8" ] || fail "no man page $m.8"
+done
+L=
+if [ -n "$SMR_MOUNTHELPERDIR" ] &&
+	! [ "$D$SMR_MOUNTHELPERDIR" -ef "$D$SMR_SBINDIR" ]; then
+	L=$D$SMR_MOUNTHELPERDIR/mount.smrfs
+	[ -L "$L" ] || fail "no mount helper link $SMR_MOUNTHELPERDIR/mount.smrfs"
+	[ "$(readlink "$L")" = "$SMR_SBINDIR/mount.smrfs" ] ||
+		fail "the link names $(readlink "$L")"
+	echo "mount helper: $SMR_MOUNTHELPERDIR/mount.smrfs -> $(readlink "$L")"
+fi
+
+$MAKE -C "${top_builddir:-.}" uninstall DESTDIR="$D" >"$T/log" 2>&1 ||
+	fail "make uninstall: $(tail -20 "$T/log")"
+[ -z "$L" ] || ! [ -L "$L" ] || fail "make uninstall left the link"
+left=$(find "$D" ! -type d)
+[ -z "$left" ] || fail "make uninstall left: $left"
+exit 0
