@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +289,41 @@ static int resolve_paths(struct mount_opts *mo)
 	return 0;
 }
 
+/*
+ * libfuse prints its own complaint about options it does not know ("fuse:
+ * unknown option(s): ..."), which with ours made two lines for one mistake.
+ * While the session is made its messages are caught here instead, to be
+ * told as part of our one line. (A log function takes no argument, so this
+ * is the program's state, like the held log below.)
+ */
+static char fuse_said[256];
+
+static void catch_fuse_log(enum fuse_log_level level, const char *fmt,
+			   va_list ap)
+{
+	size_t n = strlen(fuse_said);
+
+	(void)level;
+	if (n < sizeof(fuse_said) - 1)
+		vsnprintf(fuse_said + n, sizeof(fuse_said) - n, fmt, ap);
+}
+
+/* "fuse: unknown option(s): `-o x'\n" -> "unknown option(s): `-o x'" */
+static const char *fuse_said_line(void)
+{
+	char *s = fuse_said, *nl;
+
+	if (!strncmp(s, "fuse: ", 6))
+		s += 6;
+	nl = strchr(s, '\n');
+	if (nl)
+		*nl = 0;
+	return s;
+}
+
 /* The session's userdata gets the namespace handle later: the session is
- * made (and the options checked) before the filesystem opens. */
+ * made (and the options checked) before the filesystem opens. On failure
+ * one line says why. */
 static struct fuse_session *make_session(struct mount_opts *mo,
 					 const char *argv0,
 					 struct smr_fuse_data *data)
@@ -319,10 +353,20 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 		fargv[fargc++] = "-d";
 	fargv[fargc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
+	fuse_said[0] = 0;
+	fuse_set_log_func(catch_fuse_log);
 	se = fuse_session_new(&args, &smr_fuse_ops, sizeof(smr_fuse_ops),
 			      data);
+	fuse_set_log_func(NULL); /* back to libfuse's own, on stderr */
 	fuse_opt_free_args(&args);
 	free(opts);
+	if (!se && fuse_said[0])
+		fprintf(stderr, PROG ": bad FUSE options: %s (see --help)\n",
+			fuse_said_line());
+	else if (!se)
+		fprintf(stderr, PROG ": bad FUSE options (see --help)\n");
+	else if (fuse_said[0])
+		fputs(fuse_said, stderr);
 	return se;
 }
 
@@ -573,10 +617,8 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	se = make_session(&mo, argv[0], &data);
-	if (!se) {
-		fprintf(stderr, PROG ": bad FUSE options (see --help)\n");
+	if (!se)
 		goto out_opts;
-	}
 	if (!mo.foreground && go_background(&status_fd))
 		goto out_session;
 	if (!mo.debug)

@@ -47,9 +47,13 @@ done
 note "a wrong FUSE option is refused before the device is touched"
 "$MKFS" "$T/zero" >/dev/null || fail "mkfs"
 sum=$(md5sum <"$T/zero")
-expect_fail "unknown -o option" "$MOUNT" "$T/zero" "$M" -f -o no_such_opt
-is_mounted "$M" && fail "mounted despite a bad option"
-[ "$(md5sum <"$T/zero")" = "$sum" ] || fail "bad option wrote to the device"
+for o in no_such_opt uid=5 max_read=many; do
+	expect_fail "-o $o" "$MOUNT" "$T/zero" "$M" -f -o "$o"
+	is_mounted "$M" && fail "mounted despite -o $o"
+	[ "$(md5sum <"$T/zero")" = "$sum" ] || fail "-o $o wrote to the device"
+	[ "$(wc -l <"$T/out")" -eq 1 ] || fail "-o $o: not one line: $(cat "$T/out")"
+	grep -q "${o%%=*}" "$T/out" || fail "-o $o: message: $(cat "$T/out")"
+done
 
 note "a damaged superblock: the copy serves; both damaged: refused"
 truncate -s 64M "$T/sb" || fail "truncate"
