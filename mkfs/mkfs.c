@@ -8,7 +8,9 @@
  * regular file or block device, or smrfs's own superblock on any device)
  * unless -f. The engine formats the device (resetting every sequential
  * zone first); the root directory is then made through the namespace layer
- * and committed through the same path the daemon uses.
+ * and committed through the same path the daemon uses. A dry run (-n) does
+ * all of it on a scratch view of the device (dev/fault.h) that keeps the
+ * writes in memory, so that it prints what a real run would.
  */
 #include <blkid/blkid.h>
 #include <ctype.h>
@@ -21,6 +23,7 @@
 
 #include "cow/cow.h"
 #include "dev/dev.h"
+#include "dev/fault.h"
 #include "namespace/ns.h"
 
 #define PROG "mkfs.smrfs"
@@ -222,14 +225,9 @@ static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 	       info->format_minor, info->node_size);
 	printf("  label:      %s\n", info->label[0] ? info->label : "(none)");
 	printf("  UUID:       %s\n", u);
-	if (sp)
-		printf("  usable:     %s free of %s managed\n",
-		       smr_format_size(sp->free, b1, sizeof(b1)),
-		       smr_format_size(sp->capacity, b2, sizeof(b2)));
-	else
-		printf("  managed:    from byte %llu of %s\n",
-		       (unsigned long long)info->data_start,
-		       smr_format_size(info->capacity, b2, sizeof(b2)));
+	printf("  usable:     %s free of %s managed\n",
+	       smr_format_size(sp->free, b1, sizeof(b1)),
+	       smr_format_size(sp->capacity, b2, sizeof(b2)));
 }
 
 static int make_fs(const struct mkfs_opts *mo)
@@ -239,12 +237,12 @@ static int make_fs(const struct mkfs_opts *mo)
 		.label = mo->label,
 		.uuid = mo->have_uuid ? mo->uuid : NULL,
 		.alloc = mo->alloc,
-		.dry_run = mo->dry_run,
 	};
 	struct smr_ns_cred cr = { getuid(), getgid(), NULL, 0 };
 	struct smr_cow_info info;
 	struct smr_cow_space sp;
-	struct smr_dev *dev;
+	struct smr_dev *dev, *target;
+	struct smr_fault *scratch = NULL;
 	struct smr_cow *cow;
 	int rc;
 
@@ -264,11 +262,22 @@ static int make_fs(const struct mkfs_opts *mo)
 	rc = check_existing(mo, dev);
 	if (rc)
 		goto out_dev;
+	/* The device is open read-only for a dry run: the view writes
+	 * nothing through to it. */
+	target = dev;
+	if (mo->dry_run) {
+		rc = smr_fault_open_scratch(dev, &scratch, &target);
+		if (rc) {
+			fprintf(stderr, PROG ": %s: %s\n", mo->dev,
+				strerror(-rc));
+			goto out_dev;
+		}
+	}
 	memset(&info, 0, sizeof(info));
 	/* One line on failure, with the engine's reason in it. */
 	last_err[0] = 0;
 	smr_log_set_sink(keep_error_sink);
-	rc = smr_cow_format(dev, &fo, &info);
+	rc = smr_cow_format(target, &fo, &info);
 	smr_log_set_sink(NULL);
 	if (rc) {
 		char what[128];
@@ -288,17 +297,13 @@ static int make_fs(const struct mkfs_opts *mo)
 				last_err);
 		else
 			fprintf(stderr, PROG ": %s: %s\n", mo->dev, what);
-		goto out_dev;
+		goto out_target;
 	}
-	if (mo->dry_run) {
-		print_summary(mo, dev, &info, NULL);
-		goto out_dev;
-	}
-	rc = smr_cow_open(dev, NULL, &cow);
+	rc = smr_cow_open(target, NULL, &cow);
 	if (rc) {
 		fprintf(stderr, PROG ": %s: opening the new filesystem: %s\n",
 			mo->dev, strerror(-rc));
-		goto out_dev;
+		goto out_target;
 	}
 	rc = smr_ns_mkfs(cow, &cr);
 	if (rc)
@@ -312,6 +317,11 @@ static int make_fs(const struct mkfs_opts *mo)
 	}
 	if (!rc)
 		print_summary(mo, dev, &info, &sp);
+out_target:
+	if (scratch) {
+		smr_dev_close(target);
+		smr_fault_free(scratch);
+	}
 out_dev:
 	if (smr_dev_close(dev) && !rc) {
 		fprintf(stderr, PROG ": %s: flushing the device failed\n",

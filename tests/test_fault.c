@@ -381,6 +381,44 @@ static void test_drop_writes(void)
 	free(path);
 }
 
+/* The scratch view of a device opened read-only: writable, reads see what
+ * went through it, and the device below is never touched. */
+static void test_scratch(void)
+{
+	struct smr_dev_opts ro = { .read_only = true };
+	char *path = new_zloop();
+	struct smr_dev *lower = open_dev(path), *dev;
+	struct smr_fault *f;
+	uint8_t *before;
+
+	SMR_ASSERT_OK(append(lower, 2, 2 * BS, 1));
+	SMR_ASSERT_OK(put(lower, 4 * BS, BS, 2));
+	before = snapshot(lower);
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	SMR_ASSERT_OK(smr_dev_open(path, &ro, &lower));
+	SMR_ASSERT_OK(smr_fault_open_scratch(lower, &f, &dev));
+	CU_ASSERT_FALSE(smr_dev_info(dev)->read_only);
+	CU_ASSERT_TRUE(smr_fault_is_cut(f));
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 2));
+	CU_ASSERT_TRUE(zeros(dev, zstart(2), ZONE));
+	SMR_ASSERT_OK(append(dev, 2, BS, 3));
+	SMR_ASSERT_OK(put(dev, 4 * BS, BS, 4));
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	CU_ASSERT_TRUE(holds(dev, zstart(2), BS, 3));
+	CU_ASSERT_TRUE(holds(dev, 4 * BS, BS, 4));
+	CU_ASSERT_EQUAL(smr_fault_nr_records(f), 0);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_fault_free(f);
+	CU_ASSERT_TRUE(same_image(lower, before));
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	lower = open_dev(path);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(lower, 2), zstart(2) + 2 * BS);
+	CU_ASSERT_TRUE(same_image(lower, before));
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	smr_dev_buf_free(before);
+	drop_path(path);
+}
+
 static void test_tear_write(void)
 {
 	char *path = new_zloop();
@@ -1001,6 +1039,7 @@ static const struct smr_test fault_tests[] = {
 	{ "record", test_record },
 	{ "fail_writes", test_fail_writes },
 	{ "drop_writes", test_drop_writes },
+	{ "scratch", test_scratch },
 	{ "tear_write", test_tear_write },
 	{ "fail_reads_resets", test_fail_reads_resets },
 	{ NULL, NULL },

@@ -460,8 +460,8 @@ static const struct smr_dev_backend_ops smr_dev_fault_ops = {
  * Control
  * ------------------------------------------------------------------------ */
 
-int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
-		   struct smr_dev **devp)
+static int fault_open(struct smr_dev *lower, bool scratch,
+		      struct smr_fault **fp, struct smr_dev **devp)
 {
 	struct smr_dev_info info;
 	struct smr_fault *f;
@@ -478,9 +478,12 @@ int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
 	f->lower = lower;
 	f->linfo = *smr_dev_info(lower);
 	f->bs = f->linfo.block_size;
-	f->recording = true;
+	f->recording = !scratch;
+	f->cut = scratch;
 	f->refs = 2;
 	info = *smr_dev_info(lower);
+	if (scratch)
+		info.read_only = false; /* writes stop here */
 	rc = smr_dev_create(&smr_dev_fault_ops, f, &info, smr_dev_path(lower),
 			    &f->dev);
 	if (rc)
@@ -494,6 +497,18 @@ out_lock:
 out_free:
 	free(f);
 	return rc;
+}
+
+int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
+		   struct smr_dev **devp)
+{
+	return fault_open(lower, false, fp, devp);
+}
+
+int smr_fault_open_scratch(struct smr_dev *lower, struct smr_fault **fp,
+			   struct smr_dev **devp)
+{
+	return fault_open(lower, true, fp, devp);
 }
 
 void smr_fault_free(struct smr_fault *f)

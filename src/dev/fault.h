@@ -70,6 +70,16 @@ struct smr_fault;
  */
 int smr_fault_open(struct smr_dev *lower, struct smr_fault **fp,
 		   struct smr_dev **devp);
+/*
+ * A scratch view of @lower, for a dry run (mkfs -n) that goes through the
+ * real code: as smr_fault_open(), but the power is cut from the start, so
+ * that nothing at all reaches @lower while reads see what was written
+ * through the view; nothing is recorded; and the view is writable even when
+ * @lower was opened read-only (as it should be). What is written is kept in
+ * memory until the view and *@fp are gone.
+ */
+int smr_fault_open_scratch(struct smr_dev *lower, struct smr_fault **fp,
+			   struct smr_dev **devp);
 
 /* Release the control handle and its log. The device may be closed before or
  * after; the memory goes when both are gone. NULL is allowed. */

@@ -70,11 +70,24 @@ grep -q "damaged" "$T/out" || fail "damaged message: $(cat "$T/out")"
 is_mounted "$M" && fail "a damaged filesystem got mounted"
 [ "$(md5sum <"$T/sb")" = "$sum" ] || fail "the refused mount wrote"
 
-note "mkfs -n writes nothing"
+note "mkfs -n writes nothing and prints what mkfs prints"
+U=0a1b2c3d-0000-4000-8000-0123456789ab
+dry_run() { # dry_run DEVICE: mkfs -n, then mkfs; the same summary
+	sum=$(find "$1" -type f -exec md5sum {} + | sort)
+	"$MKFS" -n -U $U "$1" >"$T/dry.out" 2>&1 ||
+		fail "mkfs -n: $(cat "$T/dry.out")"
+	grep -q "^Would make" "$T/dry.out" ||
+		fail "mkfs -n output: $(cat "$T/dry.out")"
+	[ "$(find "$1" -type f -exec md5sum {} + | sort)" = "$sum" ] ||
+		fail "mkfs -n wrote to $1"
+	expect_fail "mount after mkfs -n" "$MOUNT" "$1" "$M" -f
+	"$MKFS" -U $U "$1" >"$T/real.out" 2>&1 ||
+		fail "mkfs: $(cat "$T/real.out")"
+	sed 's/^Would make/Made/' "$T/dry.out" | diff - "$T/real.out" ||
+		fail "mkfs -n and mkfs disagree on $1"
+}
 truncate -s 64M "$T/dry" || fail "truncate"
-sum=$(md5sum <"$T/dry")
-"$MKFS" -n "$T/dry" >"$T/out" 2>&1 || fail "mkfs -n: $(cat "$T/out")"
-grep -qi "would" "$T/out" || fail "mkfs -n output: $(cat "$T/out")"
-[ "$(md5sum <"$T/dry")" = "$sum" ] || fail "mkfs -n wrote"
-expect_fail "mount after mkfs -n" "$MOUNT" "$T/dry" "$M" -f
+dry_run "$T/dry"
+make_zloop "$T/dryzl"
+dry_run "$T/dryzl"
 exit 0
