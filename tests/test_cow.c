@@ -772,8 +772,9 @@ static void test_superblock(void)
 		close_fs(dev, c);
 	rewrite_sb(path, set_major);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EOPNOTSUPP);
+	/* An smrfs of another device is not "not smrfs". */
 	rewrite_sb(path, set_capacity);
-	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);
+	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EMEDIUMTYPE);
 	/* The recorded allocator refuses the device, unless overridden. */
 	rewrite_sb(path, set_alloc);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);

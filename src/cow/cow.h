@@ -119,7 +119,8 @@ struct smr_cow_opts {
 /*
  * Open the filesystem on @dev: read the superblocks, take the newest valid
  * checkpoint, open the allocator. Errors: -EINVAL not an smrfs device
- * (no superblock magic), -SMR_EFSCORRUPTED / -SMR_EFSBADCRC damaged beyond
+ * (no superblock magic), -EMEDIUMTYPE an smrfs superblock that describes
+ * another device (capacity, block size, zones), -SMR_EFSCORRUPTED / -SMR_EFSBADCRC damaged beyond
  * the fallbacks, -EOPNOTSUPP an unknown incompatible feature, -EROFS an
  * unknown read-only-compatible feature and !read_only, plus I/O errors.
  * Every failure is logged with what was wrong.

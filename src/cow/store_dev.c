@@ -121,14 +121,23 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 
 /*
  * The one check that a superblock describes @dev: capacity, block size,
- * zones and the checkpoint layout. Used by open (and so by fsck). Returns 0
- * or -EINVAL with a log line naming the difference.
+ * zones and the checkpoint layout. Used by open (and so by fsck). An
+ * unzoned device that can do I/O in the filesystem's block size is switched
+ * to it first. Returns 0 or -EINVAL with a log line naming the difference.
  */
 int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev)
 {
+	const struct smr_dev_info *di = smr_dev_info(dev);
 	struct smr_sb want = *sb;
 	int rc;
 
+	/* An unzoned device that can work in the filesystem's block size
+	 * takes it (a file holding a filesystem made on a 512-byte-sector
+	 * disk); the device says which it can. */
+	if (sb->block_size != di->block_size && !di->zoned &&
+	    !smr_dev_set_block_size(dev, sb->block_size))
+		smr_debug("%s: block size %u, as the filesystem was made",
+			 smr_dev_path(dev), sb->block_size);
 	rc = sd_layout(dev, &want);
 	if (rc)
 		return rc;
@@ -524,9 +533,11 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	rc = sd_check_features(c);
 	if (rc)
 		return rc;
+	/* An smrfs of another device (a copy of another size, say) is not
+	 * "not smrfs": callers say which. */
 	rc = smr_cow_validate_geometry(&c->sb, c->dev);
 	if (rc)
-		return rc;
+		return rc == -EINVAL ? -EMEDIUMTYPE : rc;
 	rc = sd_places(c, &v, &n);
 	if (rc)
 		return rc;

@@ -350,6 +350,19 @@ const struct smr_dev_info *smr_dev_info(const struct smr_dev *dev)
 	return &dev->info;
 }
 
+int smr_dev_set_block_size(struct smr_dev *dev, uint32_t bs)
+{
+	struct smr_dev_info *info = &dev->info;
+
+	if (info->zoned || !SMR_IS_POW2(bs) || bs < 512 ||
+	    info->capacity % bs)
+		return -EINVAL;
+	if (info->kind != SMR_DEV_KIND_FILE && bs % info->block_size)
+		return -EINVAL;
+	info->block_size = bs;
+	return 0;
+}
+
 const char *smr_dev_path(const struct smr_dev *dev)
 {
 	return dev->path;

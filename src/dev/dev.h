@@ -163,6 +163,16 @@ int smr_dev_open(const char *path, const struct smr_dev_opts *opts,
 int smr_dev_close(struct smr_dev *dev);
 
 const struct smr_dev_info *smr_dev_info(const struct smr_dev *dev);
+/*
+ * Make @bs the block size of an unzoned device, for a filesystem made with
+ * another one than the device reports (on a block device of 512-byte
+ * sectors, say, and then opened from a copy in a regular file). Allowed
+ * where the device does I/O in units of @bs: a regular file any power of
+ * two from 512, a block device a multiple of its logical block size. Call
+ * it right after open, before anything else uses the device. 0, or -EINVAL
+ * (a zoned device, or @bs not allowed or not dividing the capacity).
+ */
+int smr_dev_set_block_size(struct smr_dev *dev, uint32_t bs);
 /* The path the device was opened with. */
 const char *smr_dev_path(const struct smr_dev *dev);
 

@@ -491,6 +491,8 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		else
 			snprintf(what, sizeof(what), "%s",
 				 rc == -EINVAL ? "not an smrfs filesystem" :
+				 rc == -EMEDIUMTYPE ?
+				 "an smrfs filesystem made for another device" :
 				 rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC ?
 				 "the filesystem is damaged; run fsck.smrfs" :
 				 rc == -EOPNOTSUPP ?

@@ -54,4 +54,43 @@ for i in 1 2 3 4; do
 done
 rm -r "$M/tree" || fail "rm -r"
 umount_fs "$M"
+
+# A loop device has 512-byte sectors, so mkfs makes 512-byte blocks on it;
+# its backing file (4096 by default) mounts at the filesystem's block size.
+note "made on a 512-byte-sector block device, mounted from its file"
+FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
+truncate -s 64M "$T/lo.img" || fail "truncate"
+LOOP=""
+if command -v losetup >/dev/null &&
+	LOOP=$(losetup -f --show "$T/lo.img" 2>/dev/null); then
+	CLEANUP_HOOK='[ -z "$LOOP" ] || losetup -d "$LOOP"'
+	"$MKFS" "$LOOP" >"$T/out" 2>&1 || fail "mkfs $LOOP: $(cat "$T/out")"
+	if grep -q "block size 512" "$T/out"; then
+		mount_fs "$LOOP" "$M"
+		cp "$T/rnd1" "$M/f" || fail "cp onto $LOOP"
+		umount_fs "$M"
+		losetup -d "$LOOP" || fail "losetup -d"
+		LOOP=""
+		mount_fs "$T/lo.img" "$M"
+		cmp "$T/rnd1" "$M/f" || fail "the file through the image"
+		cp "$T/rnd2" "$M/g" || fail "cp onto the image"
+		umount_fs "$M"
+		if [ -x "$FSCK" ]; then
+			"$FSCK" -n "$T/lo.img" >"$T/out" 2>&1 ||
+				fail "fsck.smrfs -n: $(cat "$T/out")"
+		fi
+	else
+		note "skipped: $LOOP does not have 512-byte sectors"
+	fi
+else
+	note "skipped: no loop device"
+fi
+
+note "an smrfs of another size is refused as such"
+truncate -s 64M "$T/grown.img" || fail "truncate"
+"$MKFS" "$T/grown.img" >/dev/null || fail "mkfs"
+truncate -s 96M "$T/grown.img" || fail "truncate"
+expect_fail "mount of a grown image" "$MOUNT" "$T/grown.img" "$M" -f
+grep -q "made for another device" "$T/out" || fail "message: $(cat "$T/out")"
+[ "$(wc -l <"$T/out")" -eq 1 ] || fail "not one line: $(cat "$T/out")"
 exit 0
