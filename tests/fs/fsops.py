@@ -113,9 +113,13 @@ def ops(m):
     os.symlink("f", p("s"))
     check(os.readlink(p("s")) == "f", "readlink")
     check(read(p("s")) == b"hello world", "read through a symlink")
-    long_target = "t" * 4000
+    # The longest target is 4095 bytes (PATH_MAX with its NUL).
+    long_target = "t" * 4095
     os.symlink(long_target, p("longlink"))
-    check(os.readlink(p("longlink")) == long_target, "4000-byte symlink")
+    check(os.readlink(p("longlink")) == long_target, "4095-byte symlink")
+    check(os.lstat(p("longlink")).st_size == 4095, "size of a 4095-byte link")
+    expect_err(errno.ENAMETOOLONG, os.symlink, "t" * 4096, p("toolong"))
+    expect_err(errno.ENOENT, os.lstat, p("toolong"))
 
     # Rename rules.
     os.rename(p("f"), p("g"))
@@ -230,7 +234,7 @@ def verify(m):
     check(os.stat(p("g")).st_mode & 0o7777 == 0o600, "mode after remount")
     check(os.stat(p("g")).st_mtime == 2000, "mtime after remount")
     check(os.readlink(p("s")) == "f", "symlink after remount")
-    check(os.readlink(p("longlink")) == "t" * 4000, "long symlink")
+    check(os.readlink(p("longlink")) == "t" * 4095, "long symlink")
     check(os.getxattr(p("g"), "user.big") == pattern(65536, 2),
           "xattr after remount")
     check(os.stat(p("d")).st_nlink == 3, "dir nlink after remount")

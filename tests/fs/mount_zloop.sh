@@ -3,7 +3,8 @@
 # mkfs and mount a zoned loop directory; use it through the kernel with
 # exact errors; unmount, remount and find everything; a second mount of the
 # same device is refused; read-only mounts refuse writes; the daemon's
-# background start (as mount(8) runs it) returns only once mounted.
+# background start (as mount(8) runs it) returns only once mounted; all of
+# it once more on a zoned loop directory without conventional zones.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 Z=$T/zl
@@ -47,4 +48,30 @@ MOUNTS="$MOUNTS $M"
 is_mounted "$M" || fail "not mounted when the helper returned"
 python3 "$OPS" verify "$M" || fail "verify in background mode"
 fusermount3 -u "$M" || fail "unmount"
+i=0
+while is_mounted "$M"; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "still mounted after fusermount3 -u"
+	sleep 0.1
+done
+
+# As on ZNS drives: superblock and checkpoints go to sequential zones too.
+note "a zoned loop directory without conventional zones"
+FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
+Z0=$T/zl0
+"$CTL" zloop create "$Z0" --capacity 256M --zone-size 32M --conv-zones 0 \
+	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
+"$MKFS" "$Z0" >"$T/mkfs.out" || fail "mkfs: $(cat "$T/mkfs.out")"
+grep -q "(0 conventional)" "$T/mkfs.out" ||
+	fail "mkfs summary: $(cat "$T/mkfs.out")"
+mount_fs "$Z0" "$M"
+python3 "$OPS" ops "$M" || fail "operations without conventional zones"
+umount_fs "$M"
+if [ -x "$FSCK" ]; then
+	"$FSCK" -n "$Z0" >"$T/fsck.out" 2>&1 ||
+		fail "fsck.smrfs -n: $(cat "$T/fsck.out")"
+fi
+mount_fs "$Z0" "$M"
+python3 "$OPS" verify "$M" || fail "verify without conventional zones"
+umount_fs "$M"
 exit 0
