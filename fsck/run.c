@@ -877,6 +877,10 @@ struct fk_found {
 	uint64_t problems;  /* all */
 	uint64_t unfixable; /* of them, beyond fsck's repairs */
 	bool fatal;         /* the trees cannot be read: no repair at all */
+	const char *why;    /* what made it fatal, for the summary */
+	bool rebuild_alloc; /* a zone counts fewer live bytes than the trees
+			     * reference: a repair rebuilds the allocator
+			     * state from the device (rebuild_alloc_always) */
 	bool lost_commit;   /* the newest valid checkpoint is not the one
 			     * open uses: a repair commits anew */
 	bool salvage;       /* a tree has a damaged node: a repair rebuilds
@@ -896,6 +900,7 @@ static void fk_fatal(struct fk_found *f, const char *what, int rc)
 	smr_err("%s: %s", what, strerror(-rc));
 	fk_count(f, 1, 1);
 	f->fatal = true;
+	f->why = what;
 }
 
 /*
@@ -1025,8 +1030,12 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	fk_count(f, sc.problems, sc.unfixable);
 	/* The allocator could hand out, or a commit reset, space that is
 	 * referenced: no commit at all, not even for other repairs. */
-	if (sc.unfixable)
+	if (sc.unfixable) {
 		f->fatal = true;
+		f->why = "referenced data lies where the allocator could hand "
+			 "it out or reset it (see above)";
+	}
+	f->rebuild_alloc = sc.low > 0;
 out_walk:
 	fk_walk_free(&w);
 out_cow:
@@ -1092,10 +1101,11 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 }
 
 static int fk_repair(struct smr_dev *dev, bool lost_commit,
-		     struct smr_fsck_result *r)
+		     bool rebuild_alloc, struct smr_fsck_result *r)
 {
 	/* No timer commit in the middle of the repairs. */
-	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600 };
+	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600,
+				   .rebuild_alloc_always = rebuild_alloc };
 	struct smr_cow_space_check sc;
 	struct smr_cow *cow;
 	struct fk_walk w;
@@ -1197,8 +1207,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		goto out;
 	}
 	if (f.fatal) {
-		smr_err("the trees cannot be read whole, or the allocator could "
-			"reuse referenced space: nothing repaired");
+		smr_err("nothing repaired: %s", f.why ? f.why :
+			"no valid superblock or checkpoint");
 		r->remaining = f.problems;
 		r->exit_code = SMR_FSCK_UNCORRECTED;
 		goto out;
@@ -1215,7 +1225,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		if (rc)
 			goto out_uncorrected;
 	}
-	rc = fk_repair(dev, sup.lost_commit || f.lost_commit, r);
+	rc = fk_repair(dev, sup.lost_commit || f.lost_commit,
+		       f.rebuild_alloc, r);
 	if (rc)
 		goto out_uncorrected;
 	r->fixed += f.lost_commit;

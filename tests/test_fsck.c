@@ -1165,6 +1165,62 @@ check:
 	CU_ASSERT(r.rmap_entries > 0);
 }
 
+/*
+ * A zone counting fewer live bytes than the trees reference (the
+ * allocator state reads, but is wrong): the zone could be reset with
+ * referenced data in it. Lowered by a block, or to zero: the allocator
+ * then asks the reverse map before the reset and keeps the zone. The
+ * repair rebuilds the allocator state from the write pointers and the
+ * recount, and makes the unrelated repairs too (a link count); the cleaner
+ * then empties the zone and the files read back.
+ */
+static void test_zone_low(void)
+{
+	for (int v = 0; v < 4; v++) {
+		int k = K_ZLOG + v / 2;
+		bool to_zero = v % 2;
+		struct smr_fsck_result r;
+		uint64_t off, lower;
+		uint32_t zno;
+		int64_t before, after;
+		struct fs f;
+
+		populate_cleanable((enum kind)k);
+		off = first_extent_of(ino_f1);
+		CU_ASSERT_FATAL(off != 0);
+		zno = (uint32_t)(off / RM_ZONE);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		before = smr_alloc_zone_live(f.cow->alloc, zno);
+		CU_ASSERT_FATAL(before > 4096);
+		lower = to_zero ? (uint64_t)before : 4096;
+		SMR_ASSERT_OK(smr_alloc_free(f.cow->alloc, zno * RM_ZONE, lower));
+		/* Counted, then past both recoverable checkpoints: a zone
+		 * counted empty would be reset now. */
+		for (int i = 0; i < 3; i++)
+			SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+		after = smr_alloc_zone_live(f.cow->alloc, zno);
+		CU_ASSERT_EQUAL(after, before - (int64_t)lower);
+		CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, zno),
+				SMR_ZONE_COND_FULL);
+		fs_close(&f);
+		CU_ASSERT_TRUE(f1_intact());
+		set_nlink(ino_f2, 7);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT(r.problems >= 2);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+		CU_ASSERT(r.fixed >= 2);
+		CU_ASSERT_EQUAL(r.remaining, 0);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
+		CU_ASSERT_TRUE(f1_intact());
+		mounts_clean();
+		clean_zone_of(off);
+		CU_ASSERT_TRUE(f1_intact());
+	}
+}
+
 enum rm_damage { RM_STALE, RM_MISSING, RM_OWNER, RM_OVERLAP, RM_BAD, RM_NR };
 static const char *const rm_name[RM_NR] = { "stale", "missing", "owner",
 					    "overlap", "bad" };
@@ -1419,6 +1475,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
 	{ "wp", test_wp },
+	{ "zone_low", test_zone_low },
 	{ "rmap", test_rmap },
 	{ "rmap_root", test_rmap_root },
 	{ "rmap_node", test_rmap_node },

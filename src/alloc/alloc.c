@@ -141,6 +141,16 @@ int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
 	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, ap);
 }
 
+void smr_alloc_set_in_use(struct smr_alloc *a,
+			  bool (*fn)(void *arg, uint64_t start, uint64_t end),
+			  void *arg)
+{
+	pthread_mutex_lock(&a->lock);
+	a->in_use = fn;
+	a->in_use_arg = arg;
+	pthread_mutex_unlock(&a->lock);
+}
+
 void smr_alloc_close(struct smr_alloc *a)
 {
 	if (!a)

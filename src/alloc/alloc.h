@@ -291,6 +291,11 @@ struct smr_alloc {
 	 * of data still counted live where it was, so not counted again by
 	 * smr_alloc_space_freeing(). */
 	struct smr_extent_set unsettled_reloc;
+	/* Asked before a zone whose counter says it holds no live byte is
+	 * reset or reused (see smr_alloc_set_in_use()); NULL = not asked.
+	 * Set once before the first commit. */
+	bool (*in_use)(void *arg, uint64_t start, uint64_t end);
+	void *in_use_arg;
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -359,6 +364,19 @@ int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
 int smr_alloc_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,
 			struct smr_gc_victim *v, unsigned int max);
 int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno);
+
+/*
+ * A safety net under the live-byte counters: before a zone that counts no
+ * live byte is reset (or, conventional, reused), @fn is asked whether
+ * anything still names data in [start, end); if it answers true the
+ * counter is wrong, the zone is kept full and an error logged once
+ * (fsck.smrfs rebuilds the counters). Called from smr_alloc_committed(),
+ * a->lock held; @fn must not call the allocator. zoned only (the other
+ * modules reset nothing); NULL = no check.
+ */
+void smr_alloc_set_in_use(struct smr_alloc *a,
+			  bool (*fn)(void *arg, uint64_t start, uint64_t end),
+			  void *arg);
 void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 
 /*
@@ -409,6 +427,11 @@ struct smr_alloc_check {
 	uint64_t problems;         /* found (each logged, the first 100) */
 	uint64_t fixed;            /* of them, repaired in memory */
 	uint64_t unfixable;        /* of them, beyond a safe repair */
+	uint64_t low;              /* zoned, of them: zones counting fewer
+				    * live bytes than referenced; fixed only
+				    * by rebuilding the state from the device
+				    * (smr_alloc_open_rebuild) and checking
+				    * again with @repair */
 	uint64_t zones;            /* zoned: managed zones compared */
 	uint64_t bytes_referenced; /* the extents given plus the state */
 	uint64_t leaked;           /* rotational, flash: bytes neither
@@ -427,7 +450,9 @@ struct smr_alloc_check {
  * zone or extent and what a repair does.
  * With @repair, what is safe is fixed in memory (a zone's counter that is
  * too high, leaked space, referenced space marked free); the caller then
- * commits so the state is written by the normal commit path.
+ * commits so the state is written by the normal commit path. A zone
+ * counter that is too low is never raised in place (r->low without
+ * @repair; unfixable with it, since the caller should have rebuilt).
  * Fills *@r. Returns 0 (problems or not: see @r), -ENOMEM, -EOPNOTSUPP an
  * unknown module.
  */

@@ -21,8 +21,9 @@
  * comes back only when the zone is reset, which needs no live byte, so a
  * free of the right size anywhere below the allocation pointer has exactly
  * that effect); leaked space is freed; referenced space found free is taken
- * out of the free index. A counter that is too low cannot be raised safely
- * and is left for the report. The caller commits afterwards, so the fixed
+ * out of the free index. A counter that is too low is not raised in place:
+ * the caller rebuilds the whole state from the device (every written byte
+ * live, smr_alloc_open_rebuild) and checks again, which lowers it. The caller commits afterwards, so the fixed
  * state is persisted by the normal commit.
  */
 #include "alloc/alloc_int.h"
@@ -86,12 +87,17 @@ static int check_zoned(struct smr_alloc *a, const struct smr_extent *v,
 				break;
 			}
 			piece = SMR_MIN(end, z.start + z.len) - off;
-			if (off + piece > z.start + z.cap)
-				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the zone's capacity",
+			/* Not fixable, and no commit may follow: the next
+			 * write to the zone would land on what is referenced. */
+			if (off + piece > z.start + z.cap) {
+				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the zone's capacity (not repairable)",
 					  zno, v[i].off, v[i].len);
-			else if (smr_zone_is_seq(&z) && off + piece > z.wp)
-				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the write pointer %" PRIu64,
+				r->unfixable++;
+			} else if (smr_zone_is_seq(&z) && off + piece > z.wp) {
+				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the write pointer %" PRIu64 " (never written; not repairable)",
 					  zno, v[i].off, v[i].len, z.wp);
+				r->unfixable++;
+			}
 			count[zno] += piece;
 			off += piece;
 		}
@@ -104,12 +110,10 @@ static int check_zoned(struct smr_alloc *a, const struct smr_extent *v,
 			continue; /* not managed (offline, read-only) */
 		if ((uint64_t)live == count[zno])
 			continue;
-		ac_report(r, "zone %u: %" PRId64 " live bytes counted, %" PRIu64 " referenced%s",
-			  zno, live, count[zno],
-			  (uint64_t)live > count[zno] ?
-				  (repair ? " (counter lowered)" : " (would lower the counter)") :
-				  " (cannot be fixed: the zone could be reset with live data)");
 		if ((uint64_t)live > count[zno]) {
+			ac_report(r, "zone %u: %" PRId64 " live bytes counted, %" PRIu64 " referenced (%s)",
+				  zno, live, count[zno],
+				  repair ? "counter lowered" : "would lower the counter");
 			if (repair) {
 				uint64_t start = smr_dev_zone_start(dev, zno);
 				uint64_t diff = (uint64_t)live - count[zno];
@@ -117,7 +121,19 @@ static int check_zoned(struct smr_alloc *a, const struct smr_extent *v,
 				if (!a->ops->free(a, start, diff))
 					r->fixed++;
 			}
+		} else if (!repair) {
+			/* Raising the counter in place would trust the rest
+			 * of the state that already went wrong once: the
+			 * repair rebuilds it from the write pointers. */
+			ac_report(r, "zone %u: %" PRId64 " live bytes counted, %" PRIu64 " referenced: "
+				  "the zone could be reset with referenced data in it "
+				  "(a repair rebuilds the allocator state from the write pointers and the trees)",
+				  zno, live, count[zno]);
+			r->low++;
 		} else {
+			ac_report(r, "zone %u: %" PRId64 " live bytes counted, %" PRIu64 " referenced "
+				  "(not fixed: the allocator state was not rebuilt)",
+				  zno, live, count[zno]);
 			r->unfixable++;
 		}
 	}

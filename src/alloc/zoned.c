@@ -66,6 +66,7 @@ struct zz {
 	uint64_t dead_gen; /* the commit that found it full and dead, NOT_DEAD
 			    * if none: reset once a later commit is durable */
 	bool reset_failed; /* the last reset failed (logged once) */
+	bool kept;         /* counted empty but still in use (logged once) */
 };
 
 /* The module's state. Protected by a->lock. */
@@ -789,6 +790,20 @@ static int zoned_committed(struct smr_alloc *a)
 		 * durable checkpoint may use what died in the last. */
 		if (z->dead_gen >= durable || z->state != ZS_FULL || z->live)
 			continue;
+		/* The counter says empty; if the layer above still names
+		 * data here the counter is wrong, and a reset would lose
+		 * it. Kept full (and dead) until a repair. */
+		if (a->in_use && a->in_use(a->in_use_arg, z->start,
+					   z->start + z->cap)) {
+			if (!z->kept)
+				smr_err("alloc: zone %u counts no live byte "
+					"but holds referenced data: not reset "
+					"(fsck.smrfs -y rebuilds the counters)",
+					m->first + i);
+			z->kept = true;
+			continue;
+		}
+		z->kept = false;
 		if (!z->cnv) {
 			int r;
 

@@ -301,6 +301,7 @@ int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
 	r->problems = ac.problems;
 	r->fixed = ac.fixed;
 	r->unfixable = ac.unfixable;
+	r->low = ac.low;
 	r->zones = ac.zones;
 	r->bytes_referenced = ac.bytes_referenced;
 	r->leaked = ac.leaked;

@@ -148,6 +148,44 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
  * ------------------------------------------------------------------------ */
 
 /* Does [@off, @off + @len) lie in one extent of @l? */
+/*
+ * The allocator's safety net (smr_alloc_set_in_use): does an entry of the
+ * map name data in [@start, @end)? Asked at commit, c->lock held, before a
+ * zone counted empty is reset. An entry names live data (entries go with
+ * the data they describe, smr_cow_data_free), so a counter that reached
+ * zero under one is wrong. A map that cannot be read answers yes: keeping
+ * a zone loses nothing.
+ */
+static bool rmap_in_use(void *arg, uint64_t start, uint64_t end)
+{
+	struct smr_cow *c = arg;
+	struct smr_nkey from, found;
+	uint8_t v[sizeof(struct smr_rmap_d)];
+	size_t vlen = sizeof(v);
+	struct rmap_ent e;
+	int rc;
+
+	/* The last entry starting before @end: it or nothing. */
+	from.objid = end - 1;
+	from.type = 0xff;
+	from.offset = UINT64_MAX;
+	rc = smr_bt_step_locked(c, SMR_TREE_RMAP, &from, false, &found, v,
+				&vlen);
+	if (rc == -ENOENT)
+		return false;
+	if (!rc)
+		rc = rmap_decode(&found, v, vlen, &e);
+	if (rc)
+		return true;
+	return e.off + e.len > start;
+}
+
+void smr_rmap_guard(struct smr_cow *c)
+{
+	if (c->alloc && c->info->zoned)
+		smr_alloc_set_in_use(c->alloc, rmap_in_use, c);
+}
+
 static bool rmap_in_list(const struct smr_xlist *l, uint64_t off, uint64_t len)
 {
 	for (size_t i = 0; i < l->n; i++)

@@ -92,6 +92,7 @@ static int cow_open_common(struct smr_cow *c)
 	rc = cow_trim_released(c);
 	if (rc)
 		goto out;
+	smr_rmap_guard(c);
 	c->read_only = c->opts.read_only;
 	if (!c->read_only)
 		rc = smr_cow_start_timer(c);

@@ -105,9 +105,15 @@ struct smr_cow_opts {
 	unsigned commit_secs;  /* timer commit; 0 = 5 s; the timer thread runs
 				* only when not read-only */
 	/* fsck only: when no checkpoint's allocator state can be read, open
-	 * the newest valid checkpoint with an empty allocator (everything
-	 * free) for smr_cow_check_space to rebuild; not on zoned devices. */
+	 * the newest valid checkpoint with an allocator rebuilt from the
+	 * device (smr_alloc_open_rebuild) for smr_cow_check_space to bring
+	 * to what the trees reference. */
 	bool rebuild_alloc;
+	/* fsck only: rebuild the allocator state from the device even though
+	 * the checkpoint's own reads (it is wrong: a zone counts fewer live
+	 * bytes than the trees reference, smr_cow_space_check.low). The
+	 * checkpoint taken is the one open would take anyway. */
+	bool rebuild_alloc_always;
 	/* The cleaner (zoned devices only; see "Cleaning" below). */
 	bool gc_off;           /* no background cleaning thread */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
@@ -303,6 +309,9 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 
 struct smr_cow_space_check {
 	uint64_t problems, fixed, unfixable;
+	uint64_t low;              /* of the problems, zones counting fewer
+				    * live bytes than referenced: fixed by
+				    * opening with rebuild_alloc_always */
 	uint64_t nodes;            /* tree nodes reached */
 	uint64_t zones;            /* zones compared (zoned allocator) */
 	uint64_t data_bytes;       /* bytes of the data extents given */

@@ -284,6 +284,9 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 /* Take the reverse-map entries of [@off, @off + @len) out (trimming those
  * that straddle it). Exclusive lock held. */
 int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len);
+/* Let the allocator ask the reverse map before it resets a zone counted
+ * empty (smr_alloc_set_in_use). */
+void smr_rmap_guard(struct smr_cow *c);
 int smr_cow_gc_start(struct smr_cow *c);
 void smr_cow_gc_stop(struct smr_cow *c);
 

@@ -461,12 +461,14 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
  * predecessor: the engine and the allocator keep exactly those two intact
  * (docs/design/cow.md); older ones may name reused space. A checkpoint
  * can be used if its allocator state opens and, when @strict, every root
- * node verifies. Returns 0 with *@ck and the allocator open; 1 with the
+ * node verifies. Returns 0 with *@ck, its index in *@picked and the
+ * allocator open; 1 with the
  * last failure in *@err when neither can be used; -ENOENT or -EINVAL when
  * the allocator refuses the device (no fallback helps), -ENOMEM, -EIO.
  */
 static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
-		   struct smr_ckpt *ck, bool strict, int *err)
+		   struct smr_ckpt *ck, bool strict, int *err,
+		   uint32_t *picked)
 {
 	uint64_t want = v[0].gen;
 	uint32_t tried = 0;
@@ -513,6 +515,7 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 				 "root is damaged; reads through it fail",
 				 ck->gen);
 		sd_position(c, &v[i]);
+		*picked = i;
 		return 0;
 	}
 	return 1;
@@ -521,7 +524,7 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	struct sd_cand *v = NULL;
-	uint32_t n = 0, good = 0;
+	uint32_t n = 0, good = 0, picked = 0;
 	int rc, first = 0;
 
 	rc = sd_state_new(c);
@@ -561,10 +564,18 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	for (int strict = 1; strict >= 0 && good; strict--) {
 		int err = rc;
 
-		rc = sd_pick(c, v, good, ck, strict, &err);
+		rc = sd_pick(c, v, good, ck, strict, &err, &picked);
 		if (rc != 1)
 			break;
 		rc = err;
+	}
+	if (!rc && c->opts.rebuild_alloc_always) {
+		/* The state reads but is wrong (fsck found a zone counting
+		 * fewer live bytes than referenced): rebuilt, on the same
+		 * checkpoint. */
+		smr_alloc_close(c->alloc);
+		c->alloc = NULL;
+		rc = sd_rebuild_alloc(c, ck, &v[picked]);
 	}
 	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
 	    c->opts.rebuild_alloc)
