@@ -55,7 +55,7 @@
 struct fk_inode {
 	uint64_t ino;
 	uint32_t mode, nlink;
-	uint64_t parent;
+	uint64_t parent, size;
 	uint64_t names;   /* entries naming it (after planned drops) */
 	uint64_t subdirs; /* directories among its entries */
 	bool orphan;
@@ -256,6 +256,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->mode = le32toh(d.mode);
 		fi->nlink = le32toh(d.nlink);
 		fi->parent = le64toh(d.parent);
+		fi->size = le64toh(d.size);
 		return 0;
 	}
 	case SMR_NS_T_DIRENT:
@@ -427,6 +428,7 @@ static bool fk_nameless(const struct fk_inode *fi)
 
 struct fk_plan {
 	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
+	uint64_t dirsizes;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -492,6 +494,11 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			smr_err("inode %" PRIu64 ": link count %u, %u counted "
 				"(%sset it)", fi->ino, fi->nlink,
 				fk_want_nlink(fi), will);
+		}
+		if (S_ISDIR(fi->mode) && fi->size) {
+			p->dirsizes++;
+			smr_err("dir %" PRIu64 ": size %" PRIu64 ", directories "
+				"keep 0 (%sset it to 0)", fi->ino, fi->size, will);
 		}
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
@@ -714,7 +721,7 @@ static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 	return fk_inode_rw(cow, t, fi->ino, &in, true);
 }
 
-/* Links and the inode counter, from a fresh walk. */
+/* Links, directory sizes and the inode counter, from a fresh walk. */
 static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			 struct fk_walk *w, uint64_t *fixed)
 {
@@ -724,19 +731,28 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 		struct fk_inode *fi = &w->in[i];
 		struct smr_ns_inode_d d;
 
-		if (fi->orphan || fk_nameless(fi) ||
-		    fi->nlink == fk_want_nlink(fi))
+		bool nlink, size = S_ISDIR(fi->mode) && fi->size;
+
+		nlink = !fi->orphan && !fk_nameless(fi) &&
+			fi->nlink != fk_want_nlink(fi);
+		if (!nlink && !size)
 			continue;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
 		if (rc)
 			return rc;
-		d.nlink = htole32(fk_want_nlink(fi));
+		if (nlink)
+			d.nlink = htole32(fk_want_nlink(fi));
+		if (size)
+			d.size = 0;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, true);
 		if (rc)
 			return rc;
-		smr_info("inode %" PRIu64 ": link count set to %u", fi->ino,
-			 fk_want_nlink(fi));
-		(*fixed)++;
+		if (nlink)
+			smr_info("inode %" PRIu64 ": link count set to %u",
+				 fi->ino, fk_want_nlink(fi));
+		if (size)
+			smr_info("dir %" PRIu64 ": size set to 0", fi->ino);
+		*fixed += nlink + size;
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
 		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
@@ -1005,7 +1021,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	r->orphans = p.orphans;
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
-				   p.counters + p.strays;
+				   p.counters + p.strays + p.dirsizes;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is

@@ -618,7 +618,8 @@ static struct smr_key key(uint64_t objid, uint8_t type, uint64_t off)
 	return k;
 }
 
-static void set_nlink(uint64_t ino, uint32_t nlink)
+/* Set @ino's link count, or (@nlink UINT32_MAX) its size to @size. */
+static void set_inode(uint64_t ino, uint32_t nlink, uint64_t size)
 {
 	struct smr_key k = key(ino, SMR_NS_T_INODE, 0);
 	struct smr_ns_inode_d d;
@@ -628,11 +629,44 @@ static void set_nlink(uint64_t ino, uint32_t nlink)
 
 	SMR_ASSERT_OK(fs_open(&f, false));
 	SMR_ASSERT_OK(smr_bt_lookup(f.cow, SMR_TREE_FS, &k, &d, &len));
-	d.nlink = htole32(nlink);
+	if (nlink == UINT32_MAX)
+		d.size = htole64(size);
+	else
+		d.nlink = htole32(nlink);
 	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
 	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
 	smr_txn_end(t);
 	fs_close(&f);
+}
+
+static void set_nlink(uint64_t ino, uint32_t nlink)
+{
+	set_inode(ino, nlink, 0);
+}
+
+/* Directories keep size 0: the root's and a subdirectory's set. */
+static void test_dirsize(void)
+{
+	struct smr_fsck_result r;
+	struct smr_ns_attr a;
+	struct fs f;
+
+	populate(K_FILE, 0);
+	set_inode(ROOT, UINT32_MAX, 123456);
+	set_inode(ino_sub, UINT32_MAX, 4096);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT_EQUAL(r.problems, 2);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+	CU_ASSERT_EQUAL(r.fixed, 2);
+	CU_ASSERT_EQUAL(r.remaining, 0);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	mounts_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (f.ns) {
+		SMR_ASSERT_OK(smr_ns_getattr(f.ns, ROOT, &a));
+		CU_ASSERT_EQUAL(a.size, 0);
+		fs_close(&f);
+	}
 }
 
 static void test_nlink(void)
@@ -1467,6 +1501,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "alloc_state", test_alloc_state },
 	{ "node", test_node },
 	{ "nlink", test_nlink },
+	{ "dirsize", test_dirsize },
 	{ "missing_inode", test_missing_inode },
 	{ "dangling", test_dangling },
 	{ "nameless", test_nameless },

@@ -404,6 +404,11 @@ static void ck_inodes(struct ck *ck)
 				ck_report(ck, "dir %llu: nlink %u, expected %llu",
 					  ino, ci->nlink,
 					  (unsigned long long)want);
+			/* Sizes are not kept for directories (readdir
+			 * offsets are sequence numbers, not bytes). */
+			if (ci->size)
+				ck_report(ck, "dir %llu: size %llu, directories keep 0",
+					  ino, (unsigned long long)ci->size);
 			if (ci->dirents != ci->dirindex)
 				ck_report(ck, "dir %llu: %llu entries but %llu readdir index items",
 					  ino,
