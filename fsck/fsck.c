@@ -8,6 +8,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,41 @@ static void fsck_usage(FILE *f)
 		"  -h, --help  this text\n"
 		"\n"
 		"Exit status: 0 no errors, 1 errors corrected, 4 errors left uncorrected,\n"
-		"8 operational error (cannot open, in use, not smrfs), 16 usage error.\n");
+		"8 operational error (cannot open, in use, not smrfs), 16 usage error,\n"
+		"32 cancelled (SIGINT or SIGTERM: the check stops between phases, a\n"
+		"repair before its commit).\n");
+}
+
+/* ------------------------------------------------------------------------
+ * Cancelling: SIGINT and SIGTERM set a flag that smr_fsck_run() looks at
+ * between phases; the check then ends with status 32 instead of the
+ * process dying in the middle of a repair.
+ * ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t fsck_cancel;
+
+static void fsck_on_signal(int sig)
+{
+	(void)sig;
+	fsck_cancel = 1;
+}
+
+static void fsck_catch_signals(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fsck_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* Inherited blocked (a caller's own handling): ours now. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 /* ------------------------------------------------------------------------
@@ -277,6 +312,8 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &bar.start);
 		o.progress = fsck_bar_update;
 	}
+	o.cancel = &fsck_cancel;
+	fsck_catch_signals();
 	smr_fsck_run(&o, &r);
 	fsck_bar_erase();
 	if (json) {

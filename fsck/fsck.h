@@ -22,6 +22,7 @@
 #ifndef SMR_FSCK_FSCK_H
 #define SMR_FSCK_FSCK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,6 +54,13 @@ struct smr_fsck_opts {
 	void (*progress)(void *arg, unsigned int phase, const char *name,
 			 uint64_t done, uint64_t total);
 	void *progress_arg;
+	/*
+	 * Set (by a signal handler, or the progress callback) to stop: the
+	 * check stops at the next phase or item, and a repair before its
+	 * next commit, dropping what it has not committed; the result is
+	 * SMR_FSCK_CANCELED. NULL = never.
+	 */
+	const volatile sig_atomic_t *cancel;
 };
 
 /* Phases of a check: superblocks and checkpoints, B-trees, namespace,
@@ -80,7 +88,7 @@ struct smr_fsck_result {
  * Check (and with o->repair, repair) the filesystem on o->device. Problems
  * and repairs are logged through smr_log as they are found. Fills *@r and
  * returns r->exit_code: SMR_FSCK_OK, SMR_FSCK_FIXED, SMR_FSCK_UNCORRECTED,
- * or SMR_FSCK_OPERROR (the device cannot be opened, is in use -- logged as
+ * SMR_FSCK_CANCELED (o->cancel was set), or SMR_FSCK_OPERROR (the device cannot be opened, is in use -- logged as
  * "DEVICE is in use (mounted?)" --, is not smrfs, or an I/O or memory
  * error stopped the check).
  */

@@ -116,6 +116,12 @@ static void fk_progress(const struct smr_fsck_opts *o, unsigned int phase,
 		o->progress(o->progress_arg, phase, name, done, total);
 }
 
+/* Has the caller asked to stop (fsck.h, cancel)? */
+static bool fk_cancelled(const struct smr_fsck_opts *o)
+{
+	return o && o->cancel && *o->cancel;
+}
+
 /* bsearch() comparators: the walk's arrays are in key order, as the tree
  * iteration filled them. A key is one or two u64s. */
 static int fk_cmp_u64(uint64_t a, uint64_t b)
@@ -204,6 +210,8 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 	struct fk_walk *w = arg;
 
 	fk_progress(w->o, 4, "namespace walk", ++w->seen, w->total);
+	if (fk_cancelled(w->o))
+		return w->err = -ECANCELED;
 	if (k->objid == SMR_NS_META_OBJID) {
 		if (k->type == SMR_NS_T_META && len == sizeof(w->meta_d)) {
 			memcpy(&w->meta_d, val, len);
@@ -919,6 +927,18 @@ static void fk_fatal(struct fk_found *f, const char *what, int rc)
 	f->why = what;
 }
 
+/* A phase after the B-trees failed: fatal, unless a damaged node the
+ * salvage drops explains it (the check runs again after the salvage). */
+static void fk_phase_failed(struct fk_found *f, const char *what, int rc)
+{
+	if (f->salvage && (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC)) {
+		smr_err("%s: %s (through a damaged node: the rest of it is "
+			"checked after the salvage)", what, strerror(-rc));
+		return;
+	}
+	fk_fatal(f, what, rc);
+}
+
 /*
  * One full check of the filesystem on @dev: everything but the superblock
  * pass, with the engine read-only. Fills @r's counts and @f.
@@ -962,6 +982,8 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	/* The trees' structure: a damaged node stops everything above, until
 	 * a repair has salvaged the tree. */
 	fk_progress(o, 2, "B-trees", 0, 0);
+	if (fk_cancelled(o))
+		goto out_cancel;
 	rc = smr_cow_check(cow);
 	if (rc == -SMR_EFSBADCRC || rc == -SMR_EFSCORRUPTED) {
 		smr_err("B-tree check failed: %s (a repair rebuilds the tree "
@@ -978,6 +1000,8 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		goto out_cow;
 	}
 	fk_progress(o, 3, "namespace", 0, 0);
+	if (fk_cancelled(o))
+		goto out_cancel;
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc) {
 		fk_fatal(f, "cannot open the namespace", rc);
@@ -1008,8 +1032,10 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			 "at the checkpoint, dropped at the next read-write "
 			 "open", rm.released);
 	rc = fk_walk_progress(cow, o->scrub, o, &w);
+	if (rc == -ECANCELED)
+		goto out_walk;
 	if (rc) {
-		fk_fatal(f, "walking the namespace failed", rc);
+		fk_phase_failed(f, "walking the namespace failed", rc);
 		goto out_walk;
 	}
 	r->inodes = w.nin;
@@ -1033,9 +1059,13 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	fk_count(f, w.bad_blocks, w.bad_blocks);
 
 	fk_progress(o, 5, "space audit", 0, 0);
+	if (fk_cancelled(o)) {
+		rc = -ECANCELED;
+		goto out_walk;
+	}
 	rc = smr_cow_check_space(cow, w.ext, w.next, false, &sc);
 	if (rc) {
-		fk_fatal(f, "space audit failed", rc);
+		fk_phase_failed(f, "space audit failed", rc);
 		goto out_walk;
 	}
 	r->nodes = sc.nodes;
@@ -1056,7 +1086,10 @@ out_walk:
 	fk_walk_free(&w);
 out_cow:
 	smr_cow_close(cow);
-	return rc == -ENOMEM || rc == -EIO ? rc : 0;
+	return rc == -ENOMEM || rc == -EIO || rc == -ECANCELED ? rc : 0;
+out_cancel:
+	smr_cow_close(cow);
+	return -ECANCELED;
 }
 
 /*
@@ -1116,12 +1149,15 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 	return rc;
 }
 
-static int fk_repair(struct smr_dev *dev, bool lost_commit,
-		     bool rebuild_alloc, struct smr_fsck_result *r)
+static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
+		     bool lost_commit, bool rebuild_alloc,
+		     struct smr_fsck_result *r)
 {
-	/* No timer commit in the middle of the repairs. */
+	/* No timer commit and no cleaning in the middle of the repairs. */
 	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600,
-				   .rebuild_alloc_always = rebuild_alloc };
+				   .rebuild_alloc_always = rebuild_alloc,
+				   .gc_off = true };
+	uint64_t fixed = r->fixed;
 	struct smr_cow_space_check sc;
 	struct smr_cow *cow;
 	struct fk_walk w;
@@ -1153,6 +1189,13 @@ static int fk_repair(struct smr_dev *dev, bool lost_commit,
 	if (rc) {
 		smr_err("reverse map repair failed: %s", strerror(-rc));
 		goto out;
+	}
+	/* The last moment to stop: nothing of this pass is written yet. */
+	fk_progress(o, 5, "repairs", 2, 3);
+	if (fk_cancelled(o)) {
+		smr_cow_close_discard(cow);
+		r->fixed = fixed;
+		return -ECANCELED;
 	}
 	/* One commit for all; a damaged newer checkpoint is superseded. */
 	rc = lost_commit || sc.fixed ? smr_cow_commit_forced(cow) :
@@ -1206,10 +1249,14 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		smr_err("%s: no smrfs superblock", o->device);
 		goto out_operr;
 	}
+	if (fk_cancelled(o))
+		goto out_cancel;
 	if (sup.no_sb || !sup.ckpt_valid) {
 		f.fatal = true;
 	} else {
 		rc = fk_check_engine(dev, o, r, &f);
+		if (rc == -ECANCELED)
+			goto out_cancel;
 		if (rc)
 			goto out_operr;
 	}
@@ -1231,20 +1278,30 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	}
 
 	/* Repair: the device first, then through the engine. */
-	fk_progress(o, 5, "repairs", 0, 0);
+	fk_progress(o, 5, "repairs", 0, 3);
+	if (fk_cancelled(o))
+		goto out_cancel;
 	rc = smr_cow_check_super(dev, true, &sup);
 	if (rc)
 		goto out_operr;
 	r->fixed += sup.fixed;
 	if (f.salvage) {
+		if (fk_cancelled(o))
+			goto out_cancel;
 		rc = fk_salvage(dev, r);
 		if (rc)
 			goto out_uncorrected;
 	}
-	rc = fk_repair(dev, sup.lost_commit || f.lost_commit,
+	fk_progress(o, 5, "repairs", 1, 3);
+	if (fk_cancelled(o))
+		goto out_cancel;
+	rc = fk_repair(dev, o, sup.lost_commit || f.lost_commit,
 		       f.rebuild_alloc, r);
+	if (rc == -ECANCELED)
+		goto out_cancel;
 	if (rc)
 		goto out_uncorrected;
+	fk_progress(o, 5, "repairs", 3, 3);
 	r->fixed += f.lost_commit;
 
 	/* And check again. */
@@ -1260,6 +1317,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			goto out_operr;
 		fk_count(&f2, sup.problems, sup.unfixable);
 		rc = fk_check_engine(dev, o, &again, &f2);
+		if (rc == -ECANCELED)
+			goto out_cancel;
 		if (rc)
 			goto out_operr;
 		r->remaining = f2.problems;
@@ -1270,6 +1329,17 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 out_uncorrected:
 	r->remaining = r->problems;
 	r->exit_code = SMR_FSCK_UNCORRECTED;
+	goto out;
+out_cancel:
+	/* Between phases, or before a commit: never half a repair. */
+	if (r->fixed)
+		smr_err("cancelled: %" PRIu64 " repairs made and committed, "
+			"the rest not made", r->fixed);
+	else
+		smr_err("cancelled: nothing was written");
+	r->problems = f.problems;
+	r->remaining = f.problems;
+	r->exit_code = SMR_FSCK_CANCELED;
 	goto out;
 out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));

@@ -176,6 +176,18 @@ int smr_cow_close(struct smr_cow *c)
 	return rc;
 }
 
+void smr_cow_close_discard(struct smr_cow *c)
+{
+	if (!c)
+		return;
+	/* Read-only from here: neither the cleaner nor close commits. */
+	smr_cow_gc_stop(c);
+	pthread_mutex_lock(&c->txn_lock);
+	c->read_only = true;
+	pthread_mutex_unlock(&c->txn_lock);
+	smr_cow_close(c);
+}
+
 void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 {
 	memset(info, 0, sizeof(*info));

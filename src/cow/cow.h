@@ -138,6 +138,11 @@ int smr_cow_open(struct smr_dev *dev, const struct smr_cow_opts *o,
  * commit's error; @c is freed in every case. */
 int smr_cow_close(struct smr_cow *c);
 
+/* Close without committing: whatever changed since the last commit is
+ * dropped, and the device keeps the last checkpoint (fsck's cancelled
+ * repair). @c is freed. */
+void smr_cow_close_discard(struct smr_cow *c);
+
 void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info);
 
 /* Read-only: opened so, or turned so after a failed metadata write. */
