@@ -221,11 +221,12 @@ static void fsck_json(const char *dev, const struct smr_fsck_result *r)
 	       ", \"data_bytes\": %" PRIu64 ", \"referenced_bytes\": %" PRIu64
 	       ", \"leaked_bytes\": %" PRIu64 ", \"scrubbed_bytes\": %" PRIu64
 	       ", \"bad_data_blocks\": %" PRIu64
-	       ", \"rmap_entries\": %" PRIu64 "}}\n",
+	       ", \"rmap_entries\": %" PRIu64
+	       ", \"damaged_nodes\": %" PRIu64 "}}\n",
 	       r->gen, r->ckpt_valid, r->ckpt_bad, r->sb_bad, r->nodes,
 	       r->inodes, r->entries, r->extents, r->zones, r->data_bytes,
 	       r->bytes_referenced, r->leaked, r->scrubbed_bytes,
-	       r->bad_data_blocks, r->rmap_entries);
+	       r->bad_data_blocks, r->rmap_entries, r->bad_nodes);
 }
 
 int main(int argc, char **argv)

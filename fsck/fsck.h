@@ -77,6 +77,9 @@ struct smr_fsck_result {
 	uint64_t gen;       /* generation of the checkpoint in use */
 	uint64_t ckpt_valid, ckpt_bad, sb_bad;
 	uint64_t nodes, inodes, entries, extents, zones;
+	uint64_t bad_nodes; /* B-tree problems: nodes that fail verification
+			     * or break a rule (each with its subtree left
+			     * out of the other checks) */
 	uint64_t data_bytes, scrubbed_bytes, bad_data_blocks;
 	uint64_t bytes_referenced, leaked;
 	uint64_t rmap_entries;  /* entries of the cleaner's reverse map */

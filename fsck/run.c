@@ -946,7 +946,9 @@ static void fk_phase_failed(struct fk_found *f, const char *what, int rc)
 static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			   struct smr_fsck_result *r, struct fk_found *f)
 {
-	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true };
+	/* Reads go on past damaged nodes: everything else is checked. */
+	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true,
+				   .skip_damaged = true };
 	struct smr_cow_space_check sc;
 	struct smr_ns_rmap_check rm;
 	struct smr_cow_info info;
@@ -954,7 +956,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct smr_ns *ns = NULL;
 	struct fk_walk w;
 	struct fk_plan p;
-	uint64_t nsp = 0;
+	uint64_t nsp = 0, bad = 0;
 	int rc;
 
 	rc = smr_cow_open(dev, &co, &cow);
@@ -979,38 +981,37 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
 
-	/* The trees' structure: a damaged node stops everything above, until
-	 * a repair has salvaged the tree. */
+	/* The trees' structure: each damaged node is reported, and the
+	 * phases below read past it (what it held is missing to them). */
 	fk_progress(o, 2, "B-trees", 0, 0);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = smr_cow_check(cow);
-	if (rc == -SMR_EFSBADCRC || rc == -SMR_EFSCORRUPTED) {
-		smr_err("B-tree check failed: %s (a repair rebuilds the tree "
-			"from the items it can read, dropping the damaged node "
-			"and what lies below it; the rest is checked then)",
-			strerror(-rc));
-		fk_count(f, 1, 0);
-		f->salvage = true;
-		rc = 0;
-		goto out_cow;
-	}
+	rc = smr_cow_check_all(cow, &bad);
 	if (rc) {
 		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
+	}
+	r->bad_nodes = bad;
+	if (bad) {
+		smr_err("B-trees: %" PRIu64 " problem%s (a repair rebuilds each "
+			"damaged tree from the items it can read, dropping the "
+			"damaged nodes and what lies below them; the checks "
+			"below leave them out)", bad, bad == 1 ? "" : "s");
+		fk_count(f, bad, 0);
+		f->salvage = true;
 	}
 	fk_progress(o, 3, "namespace", 0, 0);
 	if (fk_cancelled(o))
 		goto out_cancel;
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc) {
-		fk_fatal(f, "cannot open the namespace", rc);
+		fk_phase_failed(f, "cannot open the namespace", rc);
 		goto out_cow;
 	}
 	rc = smr_ns_check(ns, &nsp);
 	if (rc && rc != -SMR_EFSCORRUPTED) {
 		smr_ns_close(ns);
-		fk_fatal(f, "namespace check failed", rc);
+		fk_phase_failed(f, "namespace check failed", rc);
 		goto out_cow;
 	}
 	/* The cleaner's reverse map against the extent items: a repair
@@ -1018,7 +1019,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	rc = smr_ns_check_rmap(ns, false, &rm);
 	smr_ns_close(ns);
 	if (rc && rc != -EOPNOTSUPP) {
-		fk_fatal(f, "reverse map check failed", rc);
+		fk_phase_failed(f, "reverse map check failed", rc);
 		goto out_cow;
 	}
 	r->rmap_entries = rm.entries;

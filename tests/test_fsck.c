@@ -542,14 +542,15 @@ static void test_alloc_state(void)
  * ------------------------------------------------------------------------ */
 
 /* A damaged leaf of the namespace's tree: the last one (inodes and their
- * extents), or the second (directory entries: names are lost, and the
- * inodes they named keep their other item or go to /lost+found). */
+ * extents), the second (directory entries: names are lost, and the inodes
+ * they named keep their other item or go to /lost+found), or both. The
+ * check reports each and checks everything else. */
 static void test_node(void)
 {
-	for (int v = 0; v < 2 * K_NR; v++) {
-		int k = v / 2, nth = 0;
+	for (int v = 0; v < 3 * K_NR; v++) {
+		int k = v / 3, mode = v % 3, nth = 0;
 		struct smr_fsck_result r;
-		uint64_t *addrs = NULL, leaf;
+		uint64_t *addrs = NULL, leaf, second = 0;
 		size_t n = 0;
 		struct fs f;
 
@@ -570,20 +571,32 @@ static void test_node(void)
 			SMR_ASSERT_OK(f.cow->sops->read(f.cow, addrs[i], nb,
 							f.cow->ns));
 			if (le64toh(h->owner) == SMR_TREE_FS &&
-			    le16toh(h->level) == 0 && (v % 2 || nth++ < 2))
+			    le16toh(h->level) == 0) {
 				leaf = addrs[i];
+				if (nth++ == 1)
+					second = leaf;
+			}
 			smr_cow_buf_free(nb);
 		}
 		pthread_rwlock_unlock(&f.cow->lock);
 		fs_close(&f);
 		CU_ASSERT_FATAL(n >= 3); /* a root and two leaves at least */
-		CU_ASSERT_FATAL(leaf != 0);
+		CU_ASSERT_FATAL(leaf != 0 && second != 0 && leaf != second);
 		free(addrs);
-		flip(leaf + 5000);
+		if (mode != 1)
+			flip(second + 5000);
+		if (mode != 0)
+			flip(leaf + 5000);
 
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
 				SMR_FSCK_UNCORRECTED);
 		CU_ASSERT(r.problems > 0);
+		/* Each damaged node, and everything else: the namespace is
+		 * walked past them. */
+		CU_ASSERT_EQUAL(r.bad_nodes, mode == 2 ? 2 : 1);
+		CU_ASSERT(r.inodes > 100);
+		CU_ASSERT(r.entries > 100);
+		CU_ASSERT(r.nodes > 2);
 		/* The library refuses the node and carries on. */
 		SMR_ASSERT_OK(fs_open(&f, true));
 		if (f.ns) {
@@ -601,7 +614,7 @@ static void test_node(void)
 		CU_ASSERT_EQUAL(r.remaining, 0);
 		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
 		CU_ASSERT_EQUAL(r.problems, 0);
-		CU_ASSERT(v % 2 ? r.inodes < 407 : r.inodes == 407);
+		CU_ASSERT(mode ? r.inodes < 407 : r.inodes == 407);
 		mounts_clean();
 		CU_ASSERT_TRUE(f1_intact());
 	}

@@ -1205,6 +1205,73 @@ out:
 	return rc;
 }
 
+/* A node that does not verify (or breaks a rule of the check). */
+static bool bt_damage(int rc)
+{
+	return rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC;
+}
+
+struct iwalk {
+	const struct smr_nkey *from, *to;
+	smr_bt_iter_fn fn;
+	void *arg;
+	bool stop;
+};
+
+/* The iteration of skip_damaged: depth first, a subtree whose node does
+ * not verify left out (fsck's smr_cow_check_all reports it). */
+static int iter_walk(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
+		     uint64_t gen, uint16_t level, struct iwalk *w)
+{
+	struct smr_node *n;
+	uint32_t cnt;
+	int rc;
+
+	rc = node_get(c, t->id, addr, gen, level, &n);
+	if (bt_damage(rc))
+		return 0;
+	if (rc)
+		return rc;
+	cnt = smr_node_nritems(n->buf);
+	for (uint32_t i = 0; i < cnt && !rc && !w->stop; i++) {
+		struct smr_nkey k;
+
+		if (level) {
+			/* Children wholly before @from, or after @to, are
+			 * not read. */
+			if (i + 1 < cnt) {
+				smr_int_key(n->buf, i + 1, &k);
+				if (smr_nkey_cmp(&k, w->from) <= 0)
+					continue;
+			}
+			smr_int_key(n->buf, i, &k);
+			if (i && smr_nkey_cmp(&k, w->to) > 0)
+				break;
+			rc = iter_walk(c, t, smr_int_addr(n->buf, i),
+				       smr_int_gen(n->buf, i),
+				       (uint16_t)(level - 1), w);
+			continue;
+		}
+		smr_leaf_key(n->buf, i, &k);
+		if (smr_nkey_cmp(&k, w->from) < 0)
+			continue;
+		if (smr_nkey_cmp(&k, w->to) > 0) {
+			w->stop = true;
+			break;
+		}
+		struct smr_key uk = { k.objid, k.type, k.offset };
+
+		rc = w->fn(w->arg, &uk, n->buf + smr_leaf_valoff(n->buf, i),
+			   smr_leaf_size(n->buf, i));
+		if (rc) {
+			w->stop = true;
+			rc = rc > 0 ? 0 : rc;
+		}
+	}
+	node_put(c, n);
+	return rc;
+}
+
 int smr_bt_iterate_locked(struct smr_cow *c, uint32_t tree,
 			  const struct smr_nkey *from,
 			  const struct smr_nkey *to, smr_bt_iter_fn fn,
@@ -1216,6 +1283,12 @@ int smr_bt_iterate_locked(struct smr_cow *c, uint32_t tree,
 
 	if (!t)
 		return -EINVAL;
+	if (c->opts.skip_damaged) {
+		struct iwalk w = { from, to, fn, arg, false };
+
+		return t->addr ? iter_walk(c, t, t->addr, t->gen, t->level,
+					   &w) : 0;
+	}
 	rc = bt_search(c, t, from, &p);
 	if (rc == -ENOENT)
 		return 0;
@@ -1415,9 +1488,16 @@ out:
 	return rc;
 }
 
+/*
+ * Check the subtree at @addr. With @bad NULL, stop at the first problem;
+ * else count each in *@bad and go on: a node that breaks a rule within
+ * itself is counted and not descended, one that does not read is counted
+ * by its parent (it returns the error), and its siblings are checked.
+ */
 static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 		      uint64_t gen, uint16_t level, const struct smr_nkey *lo,
-		      const struct smr_nkey *hi, bool root, uint64_t *items)
+		      const struct smr_nkey *hi, bool root, uint64_t *items,
+		      uint64_t *bad)
 {
 	struct smr_node *n;
 	struct smr_nkey k;
@@ -1450,6 +1530,11 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 	}
 	if (!rc && !level)
 		*items += cnt;
+	if (rc && bad && bt_damage(rc)) {
+		(*bad)++;
+		node_put(c, n);
+		return 0;
+	}
 	for (uint32_t i = 0; i < cnt && !rc && level; i++) {
 		struct smr_nkey klo, khi;
 
@@ -1459,15 +1544,21 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 		rc = check_node(c, t, smr_int_addr(n->buf, i),
 				smr_int_gen(n->buf, i), (uint16_t)(level - 1),
 				i ? &klo : lo, i + 1 < cnt ? &khi : hi, false,
-				items);
+				items, bad);
+		if (rc && bad && bt_damage(rc)) {
+			(*bad)++;
+			rc = 0;
+		}
 	}
 	node_put(c, n);
 	return rc;
 }
 
-int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
+static int bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items,
+		    uint64_t *bad)
 {
 	struct smr_tree *t = tree_get(c, tree);
+	uint64_t bad0 = bad ? *bad : 0;
 	int rc;
 
 	*nr_items = 0;
@@ -1476,10 +1567,16 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
 	if (!t->addr)
 		return 0;
 	rc = check_node(c, t, t->addr, t->gen, t->level, NULL, NULL, true,
-			nr_items);
-	if (!rc && *nr_items != t->nr_items)
+			nr_items, bad);
+	/* Items below a damaged node are not counted: no second problem. */
+	if (!rc && *nr_items != t->nr_items && (!bad || *bad == bad0))
 		rc = smr_corrupt(t->addr, "check: item count differs from the root's");
 	return rc;
+}
+
+int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items)
+{
+	return bt_check(c, tree, nr_items, NULL);
 }
 
 struct audit {
@@ -1504,6 +1601,9 @@ static int audit_walk(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 	}
 	a->addr[a->n++] = addr;
 	rc = node_get(c, t->id, addr, gen, level, &n);
+	/* Its block counted, nothing below it (skip_damaged). */
+	if (bt_damage(rc) && c->opts.skip_damaged)
+		return 0;
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; level && i < smr_node_nritems(n->buf) && !rc; i++)
@@ -1530,7 +1630,9 @@ static bool in_xlist(const struct smr_xlist *l, uint64_t addr, uint32_t len)
 	return false;
 }
 
-int smr_cow_audit_locked(struct smr_cow *c)
+/* The audit; with @bad, every problem counted there and the audit goes on
+ * (check_node). */
+static int audit(struct smr_cow *c, uint64_t *bad)
 {
 	struct audit a = { 0 };
 	int rc = 0;
@@ -1541,9 +1643,13 @@ int smr_cow_audit_locked(struct smr_cow *c)
 
 		if (!t->addr)
 			continue;
-		rc = smr_bt_check(c, id, &items);
+		rc = bt_check(c, id, &items, bad);
 		if (!rc)
 			rc = audit_walk(c, t, t->addr, t->gen, t->level, &a);
+		if (rc && bad && bt_damage(rc)) {
+			(*bad)++;
+			rc = 0;
+		}
 	}
 	if (rc)
 		goto out;
@@ -1561,10 +1667,24 @@ int smr_cow_audit_locked(struct smr_cow *c)
 		else if (i && !(x & SMR_TMP_ADDR) &&
 			 a.addr[i - 1] + c->ns > x)
 			rc = smr_corrupt(x, "audit: nodes overlap");
+		if (rc && bad) {
+			(*bad)++;
+			rc = 0;
+		}
 	}
 out:
 	free(a.addr);
 	return rc;
+}
+
+int smr_cow_audit_locked(struct smr_cow *c)
+{
+	return audit(c, NULL);
+}
+
+int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems)
+{
+	return audit(c, problems);
 }
 
 int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n)

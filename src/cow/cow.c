@@ -231,6 +231,22 @@ int smr_cow_check(struct smr_cow *c)
 	return rc;
 }
 
+int smr_cow_check_all(struct smr_cow *c, uint64_t *problems)
+{
+	int rc;
+
+	*problems = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	rc = smr_cow_audit_count_locked(c, problems);
+	pthread_rwlock_unlock(&c->lock);
+	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
+		if (!*problems)
+			*problems = 1;
+		rc = 0;
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------------------
  * Items
  * ------------------------------------------------------------------------ */

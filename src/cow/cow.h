@@ -114,6 +114,12 @@ struct smr_cow_opts {
 	 * bytes than the trees reference, smr_cow_space_check.low). The
 	 * checkpoint taken is the one open would take anyway. */
 	bool rebuild_alloc_always;
+	/* fsck only, read-only: reads go on past a node that fails
+	 * verification. smr_bt_iterate() skips the subtree under it, the
+	 * space audit counts its block and nothing below it, and the checks
+	 * report each such node and carry on; lookups through it still
+	 * fail. So a check reports everything else it can. */
+	bool skip_damaged;
 	/* The cleaner (zoned devices only; see "Cleaning" below). */
 	bool gc_off;           /* no background cleaning thread */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
@@ -157,6 +163,14 @@ bool smr_cow_is_read_only(struct smr_cow *c);
  * -ENOMEM.
  */
 int smr_cow_check(struct smr_cow *c);
+
+/*
+ * smr_cow_check() that does not stop at the first problem: every tree is
+ * checked, each problem logged and counted in *@problems (a node that
+ * fails verification once, with nothing below it, when the engine was
+ * opened with skip_damaged). Returns 0 (problems or not), -EIO, -ENOMEM.
+ */
+int smr_cow_check_all(struct smr_cow *c, uint64_t *problems);
 
 /* ------------------------------------------------------------------------
  * Transactions

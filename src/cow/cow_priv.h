@@ -255,6 +255,9 @@ int smr_bt_height(struct smr_cow *c, uint32_t tree);
  * is enough). 0, -ENOMEM or -SMR_EFSCORRUPTED (logged).
  */
 int smr_cow_audit_locked(struct smr_cow *c);
+/* smr_cow_audit_locked() that counts every problem in *@problems and goes
+ * on (smr_cow_check_all). */
+int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems);
 /* The address of every node reachable from the roots, unsorted, in a
  * malloc'd array (fsck's space audit). Engine lock held. 0, -ENOMEM or a
  * node's read error. */
