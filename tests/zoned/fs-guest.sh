@@ -13,18 +13,31 @@
 #  4. Mount, a mixed workload (fs-workload.py: files of many sizes,
 #     directories, renames, overwrites, truncations, deletes, fsync) from
 #     several writers at once, unmount; remount and verify every byte;
-#     a second round; remount read-only and verify (the zones must not
-#     change); unmount.
-#  After every unmount the namespace audit runs on the device (when
-#  tests/fs/ns_audit is built). The daemon runs in the foreground with its
+#     a second round.
+#  5. Mount, new files over FS_BALLAST percent of the free space, then
+#     overwrites (fs-workload.py churn) of more than the rest of it while
+#     the live data stays the same: only cleaned zones make room.
+#     smrfsctl stat --json must count more zones reset ("zones_reset") and
+#     cleaned ("zones_cleaned") than before. Unmount; fsck.smrfs --scrub
+#     reads every data block; remount read-only and verify every byte (the
+#     zones must not change); unmount.
+#  After every unmount fsck.smrfs -n must find nothing, and the namespace
+#  audit runs on the device (when tests/fs/ns_audit is built). From step 4
+#  on, the zone report is sampled several times a second: no more zones may
+#  ever be open or active than the device allows, and on a device with a
+#  limit, the smaller of the two must be reached at some point (smrfs uses
+#  every zone the limit leaves it when all its streams are busy, as while
+#  cleaning). The daemon runs in the foreground with its
 #  log captured: any error line in it, any I/O error in the kernel log, any
 #  failed system call of the workload or a daemon exit status other than 0
 #  is a failure. The device refuses writes that break the zone rules (EIO,
 #  EREMOTEIO), so write pointer violations show up as such errors.
 #
 # Usage: tests/zoned/fs-guest.sh [BUILD_DIR]   (default: .)
-#   FS_FILL     percent of the free space the two rounds write (default 55;
-#               there is no cleaner yet, so overwrites do not give space back)
+#   FS_FILL     percent of the free space the two rounds write (default 55)
+#   FS_BALLAST  percent of the free space step 5 fills first (default 40)
+#   FS_CHURN    percent of the free space left that step 5 then overwrites
+#               (default 120)
 #   FS_JOBS     writers at once (default 3)
 #   FS_SEED     workload seed (default 1)
 # Exit status: 0 passed, 1 failed, 77 no zoned device.
@@ -35,6 +48,8 @@ B=${1:-.}
 here=$(cd "$(dirname "$0")" && pwd)
 MKFS=$B/mkfs/mkfs.smrfs
 MOUNT=$B/src/fuse/mount.smrfs
+FSCK=$B/fsck/fsck.smrfs
+CTL=$B/ctl/smrfsctl
 AUDIT=$B/tests/fs/ns_audit
 WL=$here/fs-workload.py
 # The system's interpreter: a wrapper in PATH (pyenv) costs seconds per
@@ -42,6 +57,8 @@ WL=$here/fs-workload.py
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 fill=${FS_FILL:-55}
+churn=${FS_CHURN:-120}
+ballast=${FS_BALLAST:-40}
 jobs=${FS_JOBS:-3}
 seed=${FS_SEED:-1}
 
@@ -54,7 +71,7 @@ fail() {
 
 [ -n "${ZONED_DEV:-}" ] || { echo "SKIP: no \$ZONED_DEV"; exit 77; }
 D=$ZONED_DEV
-for p in "$MKFS" "$MOUNT"; do
+for p in "$MKFS" "$MOUNT" "$FSCK" "$CTL"; do
 	[ -x "$p" ] || { echo "FAIL: $p not built" >&2; exit 1; }
 done
 [ -n "$PY" ] || { echo "FAIL: no python3" >&2; exit 1; }
@@ -63,7 +80,9 @@ T=$(mktemp -d /tmp/smrfs-zvm.XXXXXX) || exit 1
 M=/mnt/smrfs-zvm
 mkdir -p "$M"
 DAEMON=""
+WATCH=""
 cleanup() {
+	[ -z "$WATCH" ] || kill "$WATCH" 2>/dev/null
 	if awk -v m="$M" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts
 	then
 		fusermount3 -u "$M" 2>/dev/null || fusermount3 -uz "$M"
@@ -147,12 +166,27 @@ umount_fs() {
 		fail "the daemon logged an error ($1)"
 	fi
 	: >"$T/daemon.log"
+	"$FSCK" -n --no-progress "$D" >"$T/fsck" 2>&1
+	st=$?
+	[ $st -eq 0 ] ||
+		{ cat "$T/fsck" >&2; fail "fsck.smrfs -n exited with $st ($1)"; }
+	tail -n 1 "$T/fsck"
 	if [ -x "$AUDIT" ]; then
 		"$AUDIT" "$D" >"$T/audit" 2>&1 ||
 			{ cat "$T/audit" >&2; fail "namespace audit ($1)"; }
 	fi
 	zone_summary || fail "more zones open or active than allowed ($1)"
+	[ -z "$WATCH" ] || zone_peak
 	check_klog "$1"
+}
+
+# zone_peak: the most zones open and active in the samples so far, and
+# their number, into $T/v; and said.
+zone_peak() {
+	[ -s "$T/load" ] && cp "$T/load" "$T/v" || echo "0 0 0" >"$T/v"
+	awk -v mo="$max_open" -v ma="$max_active" '{ printf "zone load, %d " \
+		"samples: at most %d open and %d active (limits %s and %s)\n",
+		$3, $1, $2, mo ? mo : "none", ma ? ma : "none" }' "$T/v"
 }
 
 mkfs() {
@@ -225,6 +259,23 @@ diff "$T/zones.ref" "$T/zones.3" >&2 ||
 	fail "zones after mkfs over dirty zones differ from a fresh mkfs"
 echo "mkfs -f reset them: the same zones as after a mkfs on the fresh device"
 
+# The zone load, sampled from here on: "OPEN ACTIVE SAMPLES", the most
+# zones open and active at once, in $T/load.
+"$PY" "$WL" zone-load "$D" "$T/load" &
+WATCH=$!
+
+# stat_key KEY...: the values of KEYs in smrfsctl stat --json of the
+# mount, on one line in $T/v.
+stat_key() {
+	"$CTL" stat --json "$M" >"$T/stat.json" ||
+		fail "smrfsctl stat --json $M"
+	"$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join(str(d[k]) for k in sys.argv[2:]))' "$T/stat.json" "$@" \
+		>"$T/v" ||
+		fail "smrfsctl stat --json: no $* in $(cat "$T/stat.json")"
+}
+
 note "4. mount, workload, remount and verify, twice"
 mount_fs
 df -k "$M" | awk 'NR == 2 { print $4 }' >"$T/avail"
@@ -252,16 +303,72 @@ echo "round 2: $(elapsed "$s") s"
 df -h "$M" | tail -n 1
 umount_fs "round 2"
 
+note "5. overwrites of more than the free space, then verify"
+mount_fs
+stat_key zones_reset zones_cleaned
+read -r reset0 cleaned0 <"$T/v"
+df -k "$M" | awk 'NR == 2 { print $4 }' >"$T/avail"
+avail=$(($(cat "$T/avail") * 1024))
+fill_b=$((avail / 100 * ballast))
+total=$(((avail - fill_b) / 100 * churn))
+echo "free: $((avail >> 20)) MiB; new files $((fill_b >> 20)) MiB" \
+	"($ballast%), then overwriting $((total >> 20)) MiB ($churn% of the" \
+	"rest), $jobs writers; zones reset $reset0, cleaned $cleaned0"
+s=$(date +%s.%N)
+"$PY" "$WL" churn "$M" "$T/state" --bytes $total --ballast $fill_b \
+	--seed "$seed" --jobs "$jobs" || fail "overwrites"
+echo "overwrites: $(elapsed "$s") s"
+df -h "$M" | tail -n 1
+stat_key zones_reset zones_cleaned relocated_bytes write_amplification
+read -r reset cleaned reloc wa <"$T/v"
+echo "zones reset $reset, cleaned $cleaned; relocated $((reloc >> 20)) MiB;" \
+	"write amplification $wa"
+[ "$reset" -gt "$reset0" ] || fail "no zone was reset (zones_reset $reset)"
+[ "$cleaned" -gt "$cleaned0" ] ||
+	fail "the cleaner cleaned no zone (zones_cleaned $cleaned)"
+umount_fs "overwrites"
+s=$(date +%s.%N)
+"$FSCK" -n --scrub --json --no-progress "$D" >"$T/scrub" 2>"$T/scrub.err"
+st=$?
+[ $st -eq 0 ] || { cat "$T/scrub" "$T/scrub.err" >&2
+	fail "fsck.smrfs -n --scrub exited with $st"; }
+"$PY" -c 'import json, sys
+c = json.load(open(sys.argv[1]))["checked"]
+print(c["scrubbed_bytes"], c["bad_data_blocks"])' "$T/scrub" >"$T/v" ||
+	fail "fsck.smrfs --scrub --json: $(cat "$T/scrub")"
+read -r scrubbed bad <"$T/v"
+echo "fsck.smrfs --scrub: $((scrubbed >> 20)) MiB of data read, $bad bad" \
+	"blocks, $(elapsed "$s") s"
+[ "$scrubbed" -gt 0 ] || fail "fsck.smrfs --scrub read no data"
+
 zones >"$T/zones.before-ro"
 mount_fs -o ro
 "$PY" "$WL" verify "$M" "$T/state" --manifest "$T/manifest" ||
-	fail "verify after round 2 and a remount"
+	fail "verify after the overwrites and a remount"
 echo "checksums of $(wc -l <"$T/manifest") files: $(sha256sum "$T/manifest" |
 	cut -c1-16)..."
 umount_fs "final check"
 zones >"$T/zones.after-ro"
 diff "$T/zones.before-ro" "$T/zones.after-ro" >&2 ||
 	fail "a read-only mount changed zones"
+kill "$WATCH" 2>/dev/null
+wait "$WATCH" 2>/dev/null
+WATCH=""
+zone_peak >/dev/null
+read -r peak_open peak_active samples <"$T/v"
+[ "$max_open" -eq 0 ] || [ "$peak_open" -le "$max_open" ] ||
+	fail "$peak_open zones open, more than the device's limit $max_open"
+[ "$max_active" -eq 0 ] || [ "$peak_active" -le "$max_active" ] ||
+	fail "$peak_active zones active, more than the device's limit $max_active"
+# The binding limit: the smaller of the two (every open zone is active).
+if [ "$max_open" -gt 0 ] && { [ "$max_active" -eq 0 ] ||
+	[ "$max_open" -le "$max_active" ]; }; then
+	[ "$peak_open" -ge "$max_open" ] ||
+		fail "never $max_open zones open: the limit was not reached"
+elif [ "$max_active" -gt 0 ]; then
+	[ "$peak_active" -ge "$max_active" ] ||
+		fail "never $max_active zones active: the limit was not reached"
+fi
 zones | awk '{ used += $5 == "fu" ? $3 : $4 - $2; cap += $3 } END {
 	printf "sequential zones: %.1f MiB written of %.1f MiB\n",
 		used / 1048576, cap / 1048576 }'

@@ -12,10 +12,27 @@ Usage:
       deletes of files and of trees, some fsync calls. J writers run at
       once, each in its own top directory. The model of what the tree must
       hold is loaded from STATE (when it exists) and saved there.
+  python3 fs-workload.py churn MOUNTPOINT STATE --bytes N [--seed S]
+                                        [--jobs J] [--ballast B]
+      Overwrite about N bytes without growing the tree: mostly writes in
+      place inside files (4 KiB to 1 MiB at random offsets), which leave
+      every zone partly dead, and some whole rewrites at the same size and
+      files replaced by new ones of the same size. The live data stays as
+      it was, so N larger than the free space can only be written if the
+      filesystem reclaims the dead space, which takes cleaning. B bytes of
+      new files of 4 to 8 MiB are written first: the fuller the
+      filesystem, the more of each zone is still live when it must be
+      cleaned. In-place writes pick files by their size.
   python3 fs-workload.py verify MOUNTPOINT STATE [--manifest FILE]
       Check that the tree holds exactly the model: the same entries, types,
       sizes, link targets and bytes; write "sha256  path" of every file to
       FILE.
+  python3 fs-workload.py zone-load DEVICE FILE
+      Until killed (SIGTERM), read the zone report of the zoned block
+      device DEVICE 20 times a second and keep "OPEN ACTIVE SAMPLES" in
+      FILE: the most sequential zones seen open and active at once. One
+      process and an ioctl per sample, so that samples are cheap enough
+      to catch a zone held only briefly.
 
 File data is made of 4 KiB blocks that each start with the file's number,
 its generation and the block's offset, followed by bytes of a seeded random
@@ -25,10 +42,12 @@ is a failure (exit 1), reported with the operation and the path.
 """
 import argparse
 import errno
+import fcntl
 import hashlib
 import json
 import os
 import random
+import signal
 import stat
 import struct
 import sys
@@ -126,10 +145,15 @@ class Worker:
     def pick_dir(self):
         return self.rng.choice(self.m["dirs"])
 
-    def pick_file(self):
+    def pick_file(self, by_size=False):
         if not self.m["files"]:
             return None
-        return self.rng.choice(sorted(self.m["files"]))
+        names = sorted(self.m["files"])
+        if by_size:
+            sizes = [self.f_size(self.m["files"][k]) for k in names]
+            if sum(sizes):
+                return self.rng.choices(names, sizes)[0]
+        return self.rng.choice(names)
 
     def new_name(self, d, prefix):
         while True:
@@ -161,9 +185,10 @@ class Worker:
         if self.rng.random() < 0.05:
             self.call("fsync", rel, os.fsync, fd)
 
-    def op_create(self):
+    def op_create(self, n=None):
         rel = self.new_name(self.pick_dir(), "f")
-        n = self.size()
+        if n is None:
+            n = self.size()
         fid = self.fid_next
         self.fid_next += 1
         fd = self.call("create", rel, os.open, self.p(rel),
@@ -173,19 +198,21 @@ class Worker:
             self.maybe_fsync(fd, rel)
         finally:
             os.close(fd)
-        self.m["files"][rel] = {"fid": fid, "gen": 0,
+        self.m["files"][rel] = {"fid": fid, "gen": 0, "size": n,
                                 "ops": [["w", 0, n, 0]]}
 
     def modify(self, kind):
-        rel = self.pick_file()
+        rel = self.pick_file(by_size=kind == "poke")
         if rel is None:
             return self.op_create()
         f = self.m["files"][rel]
-        size = self.m_size(f)
+        size = self.f_size(f)
+        if size == 0 and kind in ("poke", "resize"):
+            kind = "rewrite"  # nothing to write over
         f["gen"] += 1
         gen = f["gen"]
         flags = os.O_WRONLY
-        if kind == "rewrite":
+        if kind in ("rewrite", "resize"):
             flags |= os.O_TRUNC
         fd = self.call("open", rel, os.open, self.p(rel), flags)
         try:
@@ -213,6 +240,15 @@ class Worker:
                     n = size + self.rng.randrange(1, 2 << 20)
                 self.call("ftruncate", rel, os.ftruncate, fd, n)
                 f["ops"].append(["t", n])
+            elif kind == "poke":  # in place, the size kept
+                n = min(self.rng.choice([BLOCK, 3 * BLOCK, 5000, 65536,
+                                         256 << 10, 1 << 20]), size)
+                off = self.rng.randrange(0, size - n + 1)
+                self.write_range(fd, rel, off, content(f["fid"], gen, n))
+                f["ops"].append(["w", off, n, gen])
+            elif kind == "resize":  # the same size again
+                self.write_range(fd, rel, 0, content(f["fid"], gen, size))
+                f["ops"] = [["w", 0, size, gen]]
             else:  # rewrite
                 n = self.size()
                 self.write_range(fd, rel, 0, content(f["fid"], gen, n))
@@ -220,6 +256,12 @@ class Worker:
             self.maybe_fsync(fd, rel)
         finally:
             os.close(fd)
+        f["size"] = self.m_size(f)
+
+    @classmethod
+    def f_size(cls, f):
+        """The size of a file of the model (kept since the last change)."""
+        return f["size"] if "size" in f else cls.m_size(f)
 
     @staticmethod
     def m_size(f):
@@ -285,6 +327,16 @@ class Worker:
         self.m["files"] = {move(k): v for k, v in self.m["files"].items()}
         self.m["links"] = {move(k): v for k, v in self.m["links"].items()}
 
+    def op_replace(self):
+        """A file deleted and a new one of the same size made."""
+        rel = self.pick_file()
+        if rel is None:
+            return self.op_create()
+        size = self.f_size(self.m["files"][rel])
+        self.call("unlink", rel, os.unlink, self.p(rel))
+        del self.m["files"][rel]
+        self.op_create(size)
+
     def op_unlink(self):
         if self.m["links"] and self.rng.random() < 0.2:
             rel = self.rng.choice(sorted(self.m["links"]))
@@ -322,14 +374,26 @@ class Worker:
         ("rmtree", 1),
     ]
 
-    def run(self):
-        names = [o for o, _ in self.OPS]
-        weights = [w for _, w in self.OPS]
+    # The live data stays the same: every byte written is one made dead.
+    CHURN_OPS = [("poke", 90), ("resize", 4), ("replace", 6)]
+
+    def fill(self, nbytes):
+        """New files of 4 to 8 MiB, nbytes in all."""
+        end = self.written + nbytes
+        while self.written < end:
+            self.op_create(min(self.rng.randrange(4 << 20, 8 << 20),
+                               max(end - self.written, BLOCK)))
+        return self.written
+
+    def run(self, ops):
+        names = [o for o, _ in ops]
+        weights = [w for _, w in ops]
         while self.written < self.budget:
             op = self.rng.choices(names, weights)[0]
             self.counts[op] = self.counts.get(op, 0) + 1
             self.nops += 1
-            if op in ("overwrite", "append", "hole", "truncate", "rewrite"):
+            if op in ("overwrite", "append", "hole", "truncate", "rewrite",
+                      "poke", "resize"):
                 self.modify(op)
             else:
                 getattr(self, "op_" + op)()
@@ -344,8 +408,10 @@ def load(state):
 
 
 def do_round(args):
+    """A round (mode "round") or an overwrite round (mode "churn")."""
     st = load(args.state)
-    rng = random.Random(args.seed * 1000 + st["rounds"])
+    churn = args.mode == "churn"
+    rng = random.Random(args.seed * 1000 + st["rounds"] + 500 * churn)
     workers = []
     for j in range(args.jobs):
         top = "j%d" % j
@@ -361,7 +427,10 @@ def do_round(args):
 
     def body(w):
         try:
-            w.run()
+            if churn and args.ballast:
+                w.ballast = w.fill(args.ballast // args.jobs)
+                w.written = 0
+            w.run(Worker.CHURN_OPS if churn else Worker.OPS)
         except Failure as e:
             errors.append(str(e))
         except Exception as e:  # a bug here must fail the test too
@@ -386,11 +455,14 @@ def do_round(args):
     for w in workers:
         for k, v in w.counts.items():
             counts[k] = counts.get(k, 0) + v
-    print("round %d: %d operations, %.1f MiB written in %.1f s "
+    print("%s %d: %d operations, %.1f MiB written in %.1f s "
           "(%.1f MiB/s) by %d writers" % (
-              st["rounds"], sum(w.nops for w in workers), written / 2**20,
+              args.mode, st["rounds"], sum(w.nops for w in workers), written / 2**20,
               secs, written / 2**20 / max(secs, 1e-3), args.jobs))
     print("  " + " ".join("%s=%d" % kv for kv in sorted(counts.items())))
+    if churn and args.ballast:
+        print("  and first %.1f MiB of new files" % (
+            sum(w.ballast for w in workers) / 2**20))
     return 0
 
 
@@ -474,18 +546,79 @@ def do_verify(args):
     return 1 if bad else 0
 
 
+# <linux/blkzoned.h>: BLKREPORTZONE = _IOWR(0x12, 130, struct
+# blk_zone_report), a 16-byte header followed by 64-byte struct blk_zone.
+BLKREPORTZONE = 0xC0101282
+ZONE_HDR = struct.Struct("=QII")
+ZONE = struct.Struct("=QQQBBBB4xQ24x")
+COND_OPEN = (0x2, 0x3)  # implicitly, explicitly open
+COND_CLOSED = 0x4
+TYPE_CONV = 0x1
+
+
+def zone_load(fd, nr):
+    """(open, active): sequential zones open, and open or closed."""
+    buf = bytearray(ZONE_HDR.size + nr * ZONE.size)
+    ZONE_HDR.pack_into(buf, 0, 0, nr, 0)
+    fcntl.ioctl(fd, BLKREPORTZONE, buf)
+    got = ZONE_HDR.unpack_from(buf, 0)[1]
+    nopen = nactive = 0
+    for i in range(got):
+        z = ZONE.unpack_from(buf, ZONE_HDR.size + i * ZONE.size)
+        if z[3] == TYPE_CONV:
+            continue
+        if z[4] in COND_OPEN:
+            nopen += 1
+        if z[4] in COND_OPEN or z[4] == COND_CLOSED:
+            nactive += 1
+    return nopen, nactive
+
+
+def do_zone_load(args):
+    name = os.path.basename(os.path.realpath(args.mnt))
+    with open("/sys/block/%s/queue/nr_zones" % name) as f:
+        nr = int(f.read())
+    fd = os.open(args.mnt, os.O_RDONLY)
+    peak = [0, 0, 0]
+
+    def save():
+        tmp = args.state + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d %d %d\n" % tuple(peak))
+        os.replace(tmp, args.state)
+
+    def stop(signum, frame):
+        save()
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, stop)
+    last = 0.0
+    while True:
+        o, a = zone_load(fd, nr)
+        peak[2] += 1
+        if o > peak[0] or a > peak[1] or time.monotonic() - last > 1:
+            peak[0] = max(peak[0], o)
+            peak[1] = max(peak[1], a)
+            save()
+            last = time.monotonic()
+        time.sleep(0.05)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["round", "verify"])
+    ap.add_argument("mode", choices=["round", "churn", "verify",
+                                     "zone-load"])
     ap.add_argument("mnt")
     ap.add_argument("state")
     ap.add_argument("--bytes", type=int, default=64 << 20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=3)
     ap.add_argument("--manifest")
+    ap.add_argument("--ballast", type=int, default=0)
     args = ap.parse_args()
-    if args.mode == "round":
+    if args.mode in ("round", "churn"):
         return do_round(args)
+    if args.mode == "zone-load":
+        return do_zone_load(args)
     return do_verify(args)
 
 
