@@ -101,7 +101,8 @@ struct fk_walk {
 	size_t norphan, corphan;
 	bool meta;
 	struct smr_ns_meta_d meta_d;
-	void *blk;          /* scrub buffer */
+	void *blk;          /* scrub buffer, scrub_len bytes */
+	uint64_t scrub_len;
 	uint64_t scrubbed, bad_blocks;
 	int err;
 	const struct smr_fsck_opts *o; /* progress, or NULL */
@@ -172,6 +173,10 @@ static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
 	return bsearch(key, w->en, w->nen, sizeof(*w->en), fk_entry_cmp);
 }
 
+/* What a scrub reads at once: one request per block made a scrub of a
+ * slow device (or of an emulated one) take minutes for a few hundred MiB. */
+#define FK_SCRUB_CHUNK (1u << 20)
+
 static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		     const struct smr_ns_extent_d *d, const void *val,
 		     size_t len)
@@ -179,20 +184,36 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 	uint64_t dev_off = le64toh(d->dev_off), elen = le64toh(d->len);
 	uint64_t gen = le64toh(d->gen), bs = w->bsize;
 	const uint8_t *cs = (const uint8_t *)val + sizeof(*d);
+	uint64_t chunk = 0, clen = 0; /* what w->blk holds */
+	int crc = 0;
 
 	if (len < sizeof(*d) + 8 * (elen / bs))
 		return; /* smr_ns_check reports the item */
 	for (uint64_t o = 0; o < elen; o += bs) {
 		__le64 id[3] = { htole64(ino), htole64(foff + o),
 				 htole64(gen) };
+		const uint8_t *blk;
 		uint64_t want;
 		int rc;
 
+		if (o >= chunk + clen) {
+			chunk = o;
+			clen = SMR_MIN(w->scrub_len,
+				       SMR_DIV_ROUND_UP(elen - o, bs) * bs);
+			crc = smr_cow_data_read(w->cow, dev_off + o, w->blk,
+						clen);
+		}
+		blk = (const uint8_t *)w->blk + (o - chunk);
+		/* A chunk that cannot be read whole: block by block, to
+		 * tell which of its blocks are bad. */
+		rc = crc ? smr_cow_data_read(w->cow, dev_off + o, w->blk, bs) :
+			   0;
+		if (crc)
+			blk = w->blk;
 		memcpy(&want, cs + 8 * (o / bs), 8);
 		want = le64toh(want);
-		rc = smr_cow_data_read(w->cow, dev_off + o, w->blk, bs);
 		w->scrubbed += bs;
-		if (!rc && smr_hash64(w->blk, bs, smr_hash64(id, sizeof(id), 0)) ==
+		if (!rc && smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0)) ==
 				   want)
 			continue;
 		w->bad_blocks++;
@@ -356,7 +377,9 @@ static int fk_walk_progress(struct smr_cow *cow, bool scrub,
 	w->o = o;
 	w->total = info.fs_items;
 	if (scrub) {
-		w->blk = smr_cow_buf_alloc(info.block_size);
+		w->scrub_len = SMR_MAX(FK_SCRUB_CHUNK / info.block_size, 1) *
+			       (uint64_t)info.block_size;
+		w->blk = smr_cow_buf_alloc(w->scrub_len);
 		if (!w->blk)
 			return -ENOMEM;
 	}
