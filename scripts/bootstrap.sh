@@ -70,11 +70,13 @@ test)
 	status=$(cat "$build/.make-status")
 
 	# Kernel zoned devices, in a VM: the zbd backend's tests on each kind
-	# of device, and the whole filesystem on a device with conventional
-	# zones and on one without them, with a zone capacity below the zone
-	# size and 6 open and active zones at most, with a smaller workload
-	# than make check-zoned's. Each configuration counts as one test; one
-	# whose VM could not start or timed out counts as failed.
+	# of device, and the whole filesystem (with overwrites that force
+	# cleaning, and fsck) on null_blk and on SCSI ZBC (the SMR disk path),
+	# both with conventional zones, and on NVMe ZNS without them, with a
+	# zone capacity below the zone size and 5 open and active zones at
+	# most, which the test requires smrfs to reach; with a smaller first
+	# workload than make check-zoned's. Each configuration counts as one
+	# test; one whose VM could not start or timed out counts as failed.
 	zlog=$build/zoned-run.log
 	{
 		echo "=== kernel zoned devices (tests/zoned, in a VM)"
@@ -87,7 +89,7 @@ test)
 		then
 			ZBD_DEVICES="nullb zns smr" ZBD_TIMEOUT=300 \
 				sh "$top/tests/zoned/run-zbd-tests.sh" 2>&1 || zrc=1
-			FS_DEVICES="nullb zns-limits" FS_FILL=20 FS_TIMEOUT=600 \
+			FS_DEVICES="nullb smr zns-limits" FS_FILL=20 FS_TIMEOUT=600 \
 				sh "$top/tests/zoned/run-fs-tests.sh" 2>&1 || zrc=1
 		else
 			echo "=== zoned: FAILED (the build for the zoned tests failed)"
