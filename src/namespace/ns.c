@@ -7,6 +7,7 @@
 
 #include <endian.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -73,6 +74,23 @@ bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip)
  * Inode items
  * ======================================================================== */
 
+/* One of the seven file types; a mode without one is corruption. */
+static bool ns_mode_has_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void ns_inode_from_disk(struct ns_inode *ip, uint64_t ino,
 			       const struct smr_ns_inode_d *d)
 {
@@ -129,6 +147,13 @@ int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
 		return rc;
 	if (len != sizeof(d))
 		return smr_corrupt(UINT64_MAX, "inode item of the wrong size");
+	if (!ns_mode_has_type(le32toh(d.mode))) {
+		/* Else the kernel refuses the attributes with a bare EIO and
+		 * nothing says why. */
+		smr_err("inode %" PRIu64 ": mode %#o has no file type", ino,
+			le32toh(d.mode));
+		return smr_corrupt(UINT64_MAX, "inode item without a file type");
+	}
 	ns_inode_from_disk(ip, ino, &d);
 	return 0;
 }
