@@ -26,3 +26,11 @@ TESTS += tests/fsck/progress.sh
 # damage the daemon survives and fsck repairs (FUSE; skipped without it).
 dist_noinst_SCRIPTS += tests/fsck/mount.sh
 TESTS += tests/fsck/mount.sh
+
+# The corruption corpus: each kind of structure damaged (by tests/fsck/damage,
+# through the library), then fsck.smrfs and the daemon on it.
+check_PROGRAMS += tests/fsck/damage
+tests_fsck_damage_SOURCES = tests/fsck/damage.c
+tests_fsck_damage_LDADD = libsmrfs.la
+dist_noinst_SCRIPTS += tests/fsck/corpus.sh
+TESTS += tests/fsck/corpus.sh
