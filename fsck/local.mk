@@ -34,3 +34,7 @@ tests_fsck_damage_SOURCES = tests/fsck/damage.c
 tests_fsck_damage_LDADD = libsmrfs.la
 dist_noinst_SCRIPTS += tests/fsck/corpus.sh
 TESTS += tests/fsck/corpus.sh
+
+# The progress bar on a check that takes a while (FUSE, to fill it).
+dist_noinst_SCRIPTS += tests/fsck/progress_long.sh
+TESTS += tests/fsck/progress_long.sh
