@@ -11,8 +11,8 @@
 #  2. mount.smrfs on (a copy of) the damaged image either refuses with a
 #     clear message on its last line, or mounts and serves: a walk reading
 #     every file ends within its timeout, the daemon survives it, logs a
-#     line if anything failed with EIO or EUCLEAN, and exits without a
-#     signal;
+#     line if anything failed with EIO, EUCLEAN or EBADMSG, and exits
+#     without a signal;
 #  3. fsck.smrfs -y repairs it (1), or says it cannot (4: the cases marked
 #     so below, each documented in docs/design/fsck.md);
 #  4. fsck.smrfs -n is then clean (0), or still finds the unrepairable (4);
@@ -58,7 +58,11 @@ populate() {
 	fi
 	"$MKFS" "$img" >/dev/null || fail "mkfs $1"
 	mount_fs "$img" "$T/mnt"
-	cp -a "$REF/." "$T/mnt/" || fail "populate $1"
+	# /a first, so that its inodes come before those of /d's files (and
+	# lie in the namespace tree's first leaves).
+	cp -a "$REF/a" "$T/mnt/" && mkdir "$T/mnt/d" &&
+		find "$REF/d" -mindepth 1 ! -name link -exec cp -a -t "$T/mnt/d" {} + &&
+		ln "$T/mnt/a/big" "$T/mnt/d/link" || fail "populate $1"
 	umount_fs "$T/mnt"
 }
 
@@ -101,13 +105,13 @@ run() {
 
 # walk DIR: list every directory of a mount (ls -l also reads the links)
 # and read every file, errors in $W/walk.out. Status 0 nothing failed,
-# 1 something did, 3 an EIO or EUCLEAN (corruption) among it, 124 a hang.
+# 1 something did, 3 an EIO, EUCLEAN or EBADMSG among it, 124 a hang.
 walk() {
 	timeout 30 ls -laR "$1" >/dev/null 2>"$W/walk.out"
 	st=$?
 	timeout 30 find "$1" -type f -exec cat {} + >/dev/null 2>>"$W/walk.out"
 	[ $? -ne 124 ] && [ $st -ne 124 ] || return 124
-	! grep -Eq "Input/output error|Structure needs cleaning" "$W/walk.out" ||
+	! grep -Eq "Input/output error|Structure needs cleaning|Bad message" "$W/walk.out" ||
 		return 3
 	[ ! -s "$W/walk.out" ]
 }
@@ -277,6 +281,13 @@ check zl "namespace tree interior node" 4 "corruption at byte [0-9]+: btree node
 XFAIL="the salvage of the first leaf loses the namespace record and the root inode, and nothing rebuilds them"
 check zl "namespace tree first leaf" 1 "corruption at byte [0-9]+: btree node" \
 	"" node fs 0
+# The last leaf holds the newest inodes, of files in /d: the salvage drops
+# them and the entries naming them.
+for k in zl file; do
+	XFAIL="an inode whose extent item was in the dropped leaf keeps its byte count: not repaired (4)"
+	check $k "namespace tree last leaf" 1 "corruption at byte [0-9]+: btree node" \
+		"a/big a/b/small a/b/medium d/link" node fs 0 last
+done
 check zl "reverse-map leaf" 1 "corruption at byte [0-9]+: btree node" \
 	"$ALL" node rmap 0
 check file "reverse-map leaf" 1 "corruption at byte [0-9]+: btree node" \

@@ -10,8 +10,10 @@
  *   damage DEV flip OFF                 flip the byte at device offset OFF
  *   damage DEV sb N                     flip a byte of superblock copy N (0, 1)
  *   damage DEV ckpt                     flip a byte of the newest checkpoint
- *   damage DEV node fs|rmap LEVEL       flip a byte of the first node of the
- *                                       tree at LEVEL (the walk's order)
+ *   damage DEV node fs|rmap LEVEL [last]
+ *                                       flip a byte of the first (or last)
+ *                                       node of the tree at LEVEL, in the
+ *                                       walk's order (the key order)
  *   damage DEV inode PATH FIELD VALUE   set mode, size, nlink or flags
  *   damage DEV noinode PATH             delete PATH's inode item
  *   damage DEV dirent PATH FIELD [VALUE]
@@ -313,7 +315,7 @@ static int do_ckpt(void)
 	return flip(sc.newest_addr + 600);
 }
 
-static int do_node(const char *tree, int level)
+static int do_node(const char *tree, int level, bool last)
 {
 	uint32_t owner = strcmp(tree, "rmap") ? SMR_TREE_FS : SMR_TREE_RMAP;
 	uint64_t *addrs = NULL, node = 0;
@@ -328,7 +330,7 @@ static int do_node(const char *tree, int level)
 	nb = smr_cow_buf_alloc(f.cow->ns);
 	pthread_rwlock_rdlock(&f.cow->lock);
 	rc = nb ? smr_bt_node_addrs_locked(f.cow, &addrs, &n) : -ENOMEM;
-	for (size_t i = 0; !rc && !node && i < n; i++) {
+	for (size_t i = 0; !rc && (last || !node) && i < n; i++) {
 		const struct smr_blk_hdr *h = (const void *)nb;
 
 		rc = f.cow->sops->read(f.cow, addrs[i], nb, f.cow->ns);
@@ -590,8 +592,9 @@ int main(int argc, char **argv)
 		rc = do_sb(atoi(argv[3]));
 	else if (!strcmp(what, "ckpt") && argc == 3)
 		rc = do_ckpt();
-	else if (!strcmp(what, "node") && argc == 5)
-		rc = do_node(argv[3], atoi(argv[4]));
+	else if (!strcmp(what, "node") && (argc == 5 || argc == 6))
+		rc = do_node(argv[3], atoi(argv[4]),
+			     argc == 6 && !strcmp(argv[5], "last"));
 	else if (!strcmp(what, "inode") && argc == 6)
 		rc = do_inode(argv[3], argv[4], val);
 	else if (!strcmp(what, "noinode") && argc == 4)
