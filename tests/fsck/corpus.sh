@@ -310,7 +310,6 @@ check file "file nlink too high" 1 "inode [0-9]+: link count 5, 1 counted" \
 	"$ALL" inode /a/b/small nlink 5
 check zl "symlink size" 4 "symlink [0-9]+: 8 target bytes, size 3" \
 	"$ALL" inode /d/sym size 3
-XFAIL="fsck does not check directory sizes yet"
 check zl "directory size" 1 "(inode|dir) [0-9]+: .*size" "$ALL" inode /a size 12345
 XFAIL="fsck does not check that an inode's flags are zero"
 check zl "inode flags" 1 "inode [0-9]+: .*flags" "$ALL" inode /a/b/small flags 1
@@ -355,7 +354,6 @@ check file "data block (scrub)" 4 "data block at file offset 0 .* fails its chec
 # Zone usage.
 check zl "zone counter above the recount" 1 "live bytes counted, [0-9]+ referenced \(would lower" \
 	"$ALL" leak
-XFAIL="a zone counter below the recount is not repaired (docs/design/fsck.md)"
 check zl "zone counter below the recount" 1 "live bytes counted, [0-9]+ referenced" \
 	"$ALL" zone-low /a/big
 check zl "write pointer behind the data" 4 "past the write pointer" \
