@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # fsck.smrfs's progress on a check that takes a while: a filesystem holding
-# 256 MiB of file data, written through a mount, checked with --scrub
-# (which reads all of it). --progress redraws the bar as the check goes
-# (several drawings if the check takes 300 ms or more, the walk's items
+# 64 MiB of file data and a file of 40,000 one-block extents, written
+# through a mount, checked with --scrub (which reads all of it). --progress redraws the bar as the check goes
+# (several drawings if the check takes 200 ms or more, the walk's items
 # counted up, the percentage never going back) and erases it at the end; -CFD writes e2fsck's lines with the
 # same counts; on a terminal the bar appears by itself once the check has
 # run for half a second.
@@ -21,7 +21,17 @@ mkdir "$M/d" || fail "mkdir"
 for i in 0 1 2 3 4 5 6 7; do
 	echo "$i" >"$M/d/small-$i" || fail "small files"
 done
-dd if=/dev/zero of="$M/big" bs=1M count=256 status=none || fail "dd"
+dd if=/dev/zero of="$M/big" bs=1M count=64 status=none || fail "dd"
+# Every other block of a file: 40,000 extent items, each its own read
+# for --scrub, so that the walk takes a while however fast the data is read.
+python3 - "$M/holes" <<'PY' || fail "the file with holes"
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+block = b"x" * 4096
+for i in range(40000):
+    os.pwrite(fd, block, i * 8192)
+os.close(fd)
+PY
 umount_fs "$M"
 
 note "--progress --scrub"
@@ -40,10 +50,10 @@ assert parts[-1].strip() == "", "not erased at the end: %r" % parts[-1]
 bar = re.compile(r"\[([#.]{24})\] +(\d+)% (\d)/5 ([a-zA-Z -]+?)(: (\d+)/(\d+) items)? *$")
 draws = [bar.match(p) for p in parts if p.strip()]
 assert all(draws), [p for p in parts if p.strip() and not bar.match(p)]
-# At most one drawing per 100 ms, the first at once: a check of 300 ms
+# At most one drawing per 100 ms, the first at once: a check of 200 ms
 # has at least two, and the later ones fall in the walk, which reads the
 # data and takes most of the time.
-long = int(sys.argv[2]) >= 300
+long = int(sys.argv[2]) >= 200
 assert len(draws) >= (2 if long else 1), "drawn %d times" % len(draws)
 pct = [int(m.group(2)) for m in draws]
 assert pct == sorted(pct), "the percentage went back: %s" % pct
@@ -61,7 +71,7 @@ awk -v dev="$IMG" '
 	$4 != dev || $2 > $3 || $1 < pass || ($1 == pass && $2 < done) { bad = 1 }
 	{ pass = $1; done = $2; n++ }
 	$1 == 4 && $2 > 0 { walk++ }
-	END { exit bad || n < 1 || (long && !walk) }' long=$((ms >= 300)) "$T/lines" ||
+	END { exit bad || n < 1 || (long && !walk) }' long=$((ms >= 200)) "$T/lines" ||
 	fail "-C3 lines: $(cat "$T/lines")"
 
 # On a terminal the bar waits half a second: a check that took longer than
