@@ -1137,8 +1137,13 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 		return rc;
 	}
 	rc = smr_cow_salvage(cow, &s);
-	if (!rc)
-		rc = smr_cow_commit_forced(cow);
+	if (rc) {
+		/* Nothing of it is written: the device stays as it was. */
+		smr_err("salvaging the trees failed: %s", strerror(-rc));
+		smr_cow_close_discard(cow);
+		return rc;
+	}
+	rc = smr_cow_commit_forced(cow);
 	if (rc) {
 		smr_err("salvaging the trees failed: %s", strerror(-rc));
 	} else {

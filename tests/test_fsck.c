@@ -620,6 +620,38 @@ static void test_node(void)
 	}
 }
 
+/* The namespace tree's root, shared by both checkpoints a mount can fall
+ * back to: nothing of the tree can be read, so a salvage could only put an
+ * empty tree in its place. The repair must refuse and leave the device as
+ * it was, not commit a filesystem without a file. */
+static void test_node_root(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_fsck_result r;
+		uint64_t root, items;
+		struct fs f;
+
+		if (k == K_ZCNV)
+			continue;
+		populate((enum kind)k, 400);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		CU_ASSERT_FATAL(f.cow->trees[SMR_TREE_FS].level > 0);
+		root = f.cow->trees[SMR_TREE_FS].addr;
+		items = f.cow->trees[SMR_TREE_FS].nr_items;
+		fs_close(&f); /* a commit that leaves the tree as it is */
+		flip(root + 5000);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		SMR_ASSERT_OK(fs_open(&f, false));
+		CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_FS].addr, root);
+		CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_FS].nr_items, items);
+		fs_close(&f);
+	}
+}
+
 /* ------------------------------------------------------------------------
  * The namespace, changed through the item API
  * ------------------------------------------------------------------------ */
@@ -1584,6 +1616,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },
 	{ "node", test_node },
+	{ "node_root", test_node_root },
 	{ "nlink", test_nlink },
 	{ "dirsize", test_dirsize },
 	{ "missing_inode", test_missing_inode },

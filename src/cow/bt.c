@@ -1892,8 +1892,8 @@ out:
 	return rc;
 }
 
-int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
-			  uint64_t *bad_nodes)
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, bool may_empty,
+			  uint64_t *kept, uint64_t *bad_nodes)
 {
 	struct smr_tree *t = tree_get(c, tree);
 	struct salv s = { .c = c, .t = t };
@@ -1907,6 +1907,14 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 	rc = salv_walk(&s, t->addr, t->gen, t->level, NULL, NULL);
 	if (rc)
 		goto out;
+	if (!s.n && t->nr_items && !may_empty) {
+		smr_err("salvage: tree %u: none of its %" PRIu64 " items can be "
+			"read: left as it is rather than replaced by an empty "
+			"tree", tree, t->nr_items);
+		*bad_nodes = s.bad;
+		rc = -SMR_EFSCORRUPTED;
+		goto out;
+	}
 	/* The readable nodes of the old tree are released like any node a
 	 * change replaces (each once, should damaged references name one
 	 * twice); then the tree is built again from the items. */

@@ -341,7 +341,10 @@ int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
 		rc = smr_bt_check(c, id, &items);
 		if (!rc || rc == -ENOMEM)
 			continue;
-		rc = smr_bt_salvage_locked(c, id, &kept, &bad);
+		/* The reverse map can be rebuilt from the extent items;
+		 * the namespace cannot be rebuilt from anything. */
+		rc = smr_bt_salvage_locked(c, id, id == SMR_TREE_RMAP, &kept,
+					   &bad);
 		if (rc)
 			break;
 		r->trees++;

@@ -243,10 +243,13 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
  * logged with the key range lost), the readable old nodes are released,
  * and the kept items are inserted into a new tree in the running state.
  * The dropped blocks stay allocated for the space audit to find. Sets
- * *@kept and *@bad_nodes. Exclusive lock held. -ENOMEM, insert errors.
+ * *@kept and *@bad_nodes. Unless @may_empty (a tree that can be rebuilt
+ * from others), a tree of which no item can be read is left as it is and
+ * -SMR_EFSCORRUPTED returned: replacing it with an empty tree would lose
+ * everything for good. Exclusive lock held. -ENOMEM, insert errors.
  */
-int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
-			  uint64_t *bad_nodes);
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, bool may_empty,
+			  uint64_t *kept, uint64_t *bad_nodes);
 int smr_bt_height(struct smr_cow *c, uint32_t tree);
 /*
  * The invariant, checked: every node reachable from the roots is reachable

@@ -275,7 +275,7 @@ check zl "newest checkpoint" 1 "checkpoint record at byte [0-9]+ is damaged" \
 # Nodes. The interior node is the namespace tree's root (two levels): the
 # last commit (the unmount's) did not change that tree, so both
 # recoverable checkpoints share it.
-XFAIL="a damaged root shared by both checkpoints: the salvage drops every item and -y commits an empty tree (every file lost)"
+XFAIL="a damaged root shared by both checkpoints: nothing of the tree can be read, -y refuses and writes nothing (4), and no file can be read"
 check zl "namespace tree interior node" 4 "corruption at byte [0-9]+: btree node" \
 	"$ALL" node fs 1
 XFAIL="the salvage of the first leaf loses the namespace record and the root inode, and nothing rebuilds them"
