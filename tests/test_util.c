@@ -122,6 +122,57 @@ static void test_blk_seal_verify(void)
 		      -SMR_EFSCORRUPTED);
 }
 
+/* The header as the block claims it, and the quiet form of the checks. */
+static void test_blk_decode_matches(void)
+{
+	static const uint8_t uuid[16] = { 1, 2, 3, 4 };
+	static const uint8_t other[16] = { 9 };
+	uint8_t blk[4096];
+	struct smr_blk_expect exp = { .addr = 8192, .uuid = uuid };
+	struct smr_blk_id id;
+
+	memset(blk, 0x5a, sizeof(blk));
+	smr_blk_hdr_init(blk, &test_ops, sizeof(blk), 8192, 7, 5, uuid, 3);
+	SMR_ASSERT_OK(smr_blk_seal(blk, sizeof(blk), &test_ops));
+	smr_blk_hdr_decode(blk, &id);
+	CU_ASSERT_EQUAL(id.magic, test_ops.magic);
+	CU_ASSERT_EQUAL(id.len, sizeof(blk));
+	CU_ASSERT_EQUAL(id.csum, smr_blk_csum(blk, sizeof(blk)));
+	CU_ASSERT_EQUAL(id.addr, 8192);
+	CU_ASSERT_EQUAL(id.gen, 7);
+	CU_ASSERT_EQUAL(id.owner, 5);
+	CU_ASSERT_EQUAL(id.level, 3);
+	CU_ASSERT_EQUAL(memcmp(id.uuid, uuid, sizeof(uuid)), 0);
+
+	CU_ASSERT_TRUE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	exp.gen = 7;
+	exp.owner = 5;
+	CU_ASSERT_TRUE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	/* Every header byte and some of the rest, flipped, is refused. */
+	for (size_t i = 0; i < sizeof(blk); i += i < 64 ? 1 : 97) {
+		blk[i] ^= 0x01;
+		CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk), &test_ops,
+						&exp));
+		blk[i] ^= 0x01;
+	}
+	CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk) - 512, &test_ops,
+					&exp));
+	CU_ASSERT_FALSE(smr_blk_matches(blk, 32, &test_ops, &exp));
+	exp.addr = 4096;
+	CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	exp.addr = 8192;
+	exp.gen = 6;
+	CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	exp.gen = 0;
+	exp.owner = 4;
+	CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	exp.owner = 0;
+	exp.uuid = other;
+	CU_ASSERT_FALSE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+	exp.uuid = NULL;
+	CU_ASSERT_TRUE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
+}
+
 /* Pass @name @n times in a child; returns the child's wait status. */
 static int failpoint_child(const char *spec, const char *name, int n)
 {
@@ -176,6 +227,7 @@ static const struct smr_test util_tests[] = {
 
 static const struct smr_test blk_tests[] = {
 	{ "blk_seal_verify", test_blk_seal_verify },
+	{ "blk_decode_matches", test_blk_decode_matches },
 	{ NULL, NULL },
 };
 

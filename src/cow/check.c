@@ -12,7 +12,6 @@
  */
 #include "cow/cow_priv.h"
 
-#include <endian.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +35,10 @@ static void cs_where(struct smr_dev *dev, uint64_t where[2])
  * is still a checkpoint's (0 otherwise). */
 static uint64_t cs_raw_gen(const void *buf)
 {
-	const struct smr_blk_hdr *h = buf;
+	struct smr_blk_id id;
 
-	if (le32toh(h->magic) != SMR_MAGIC_CKPT)
-		return 0;
-	return le64toh(h->gen);
+	smr_blk_hdr_decode(buf, &id);
+	return id.magic == SMR_MAGIC_CKPT ? id.gen : 0;
 }
 
 static bool cs_is_zero(const void *buf, size_t len)

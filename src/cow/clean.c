@@ -504,16 +504,19 @@ out_free:
 
 /* Does @blk at @addr look like one of our nodes? Checked quietly: most
  * blocks of a data zone are not. */
-static bool node_candidate(struct smr_cow *c, const uint8_t *blk,
-			   uint64_t addr)
+/* The tree of the node at @addr if @blk is one (header and checksum
+ * checked, quietly: most blocks of a zone are not nodes), else 0. */
+static uint32_t node_candidate(struct smr_cow *c, const uint8_t *blk,
+			       uint64_t addr)
 {
-	const struct smr_blk_hdr *h = (const void *)blk;
+	struct smr_blk_expect exp = { .addr = addr, .uuid = c->sb.uuid };
+	struct smr_blk_id id;
 
-	return le32toh(h->magic) == smr_node_ops.magic &&
-	       le32toh(h->len) == c->ns && le64toh(h->addr) == addr &&
-	       !memcmp(h->uuid, c->sb.uuid, sizeof(h->uuid)) &&
-	       le64toh(h->owner) >= 1 && le64toh(h->owner) <= SMR_COW_MAX_TREE &&
-	       le64toh(h->csum) == smr_blk_csum(blk, c->ns);
+	smr_blk_hdr_decode(blk, &id);
+	if (id.owner < 1 || id.owner > SMR_COW_MAX_TREE ||
+	    !smr_blk_matches(blk, c->ns, &smr_node_ops, &exp))
+		return 0;
+	return (uint32_t)id.owner;
 }
 
 /* Dirty every live node in [@zs, @ze). */
@@ -537,14 +540,12 @@ static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
 		if (rc)
 			break;
 		for (p = 0; p < SCAN_CHUNK && p + c->ns <= rl && !rc; p += bs) {
-			const struct smr_blk_hdr *h = (const void *)(buf + p);
+			uint32_t tree = node_candidate(c, buf + p, cs + p);
 			struct smr_nkey first;
 			uint16_t level;
-			uint32_t tree;
 
-			if (!node_candidate(c, buf + p, cs + p))
+			if (!tree)
 				continue;
-			tree = (uint32_t)le64toh(h->owner);
 			level = smr_node_level(buf + p);
 			if (!smr_node_nritems(buf + p))
 				continue; /* only an empty root: see below */

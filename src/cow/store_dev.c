@@ -239,13 +239,14 @@ static int cand_cmp(const void *a, const void *b)
 static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 {
 	void *buf = sd(c)->blk;
-	const struct smr_blk_hdr *h = buf;
+	struct smr_blk_id id;
 	int rc;
 
 	rc = smr_dev_read(c->dev, buf, SMR_CKPT_SIZE, addr);
 	if (rc)
 		return rc;
-	if (le32toh(h->magic) != SMR_MAGIC_CKPT) {
+	smr_blk_hdr_decode(buf, &id);
+	if (id.magic != SMR_MAGIC_CKPT) {
 		static const uint8_t zero[64];
 
 		if (memcmp(buf, zero, sizeof(zero)))

@@ -28,6 +28,20 @@ uint64_t smr_blk_csum(const void *blk, size_t len)
 	return XXH3_64bits_digest(&st);
 }
 
+void smr_blk_hdr_decode(const void *blk, struct smr_blk_id *id)
+{
+	const struct smr_blk_hdr *h = blk;
+
+	id->magic = le32toh(h->magic);
+	id->len = le32toh(h->len);
+	id->csum = le64toh(h->csum);
+	id->addr = le64toh(h->addr);
+	id->gen = le64toh(h->gen);
+	id->owner = le64toh(h->owner);
+	id->level = le16toh(h->level);
+	memcpy(id->uuid, h->uuid, sizeof(id->uuid));
+}
+
 void smr_blk_hdr_init(void *blk, const struct smr_blk_ops *ops, size_t len,
 		      uint64_t addr, uint64_t gen, uint64_t owner,
 		      const uint8_t uuid[16], uint16_t level)
@@ -102,4 +116,23 @@ int smr_blk_verify(const void *blk, size_t len, const struct smr_blk_ops *ops,
 	if (h->reserved)
 		return BLK_FAIL("reserved bytes not zero", -SMR_EFSCORRUPTED);
 	return ops->verify ? ops->verify(blk, len, exp->addr) : 0;
+}
+
+bool smr_blk_matches(const void *blk, size_t len, const struct smr_blk_ops *ops,
+		     const struct smr_blk_expect *exp)
+{
+	const struct smr_blk_hdr *h = blk;
+	struct smr_blk_id id;
+
+	if (len < sizeof(*h))
+		return false;
+	smr_blk_hdr_decode(blk, &id);
+	/* The cheap fields first: a scan mostly meets blocks that are not
+	 * of this type at all. */
+	return id.magic == ops->magic && id.len == len &&
+	       id.addr == exp->addr &&
+	       (!exp->uuid || !memcmp(id.uuid, exp->uuid, sizeof(id.uuid))) &&
+	       (!exp->gen || id.gen == exp->gen) &&
+	       (!exp->owner || id.owner == exp->owner) && !h->reserved &&
+	       id.csum == smr_blk_csum(blk, len);
 }

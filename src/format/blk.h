@@ -12,6 +12,7 @@
 #ifndef SMR_FORMAT_BLK_H
 #define SMR_FORMAT_BLK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,36 @@ struct smr_blk_expect {
 	uint64_t owner;
 	const uint8_t *uuid; /* 16 bytes; NULL = any */
 };
+
+/* The common header of a block as the block claims it, nothing verified. */
+struct smr_blk_id {
+	uint32_t magic;
+	uint32_t len;
+	uint64_t csum;
+	uint64_t addr;
+	uint64_t gen;
+	uint64_t owner;
+	uint16_t level;
+	uint8_t uuid[16];
+};
+
+/*
+ * Decode the common header of @blk (at least sizeof(struct smr_blk_hdr)
+ * bytes) without checking anything: for code that must look at what a
+ * block says it is before, or instead of, verifying it (the cleaner's scan
+ * for nodes, the magic of a checkpoint slot, the generation of a damaged
+ * record).
+ */
+void smr_blk_hdr_decode(const void *blk, struct smr_blk_id *id);
+
+/*
+ * The common checks of smr_blk_verify() (magic, length, checksum, address,
+ * UUID, generation, owner, reserved bytes), without logging and without
+ * the type's verifier: true if @blk could be the block of type @ops that
+ * @exp describes. For scans that meet many blocks that are not.
+ */
+bool smr_blk_matches(const void *blk, size_t len, const struct smr_blk_ops *ops,
+		     const struct smr_blk_expect *exp);
 
 /* XXH3-64 of @len bytes at @blk with the header's csum field taken as 0. */
 uint64_t smr_blk_csum(const void *blk, size_t len);
