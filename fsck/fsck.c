@@ -171,20 +171,59 @@ static void fsck_bar_update(void *arg, unsigned int phase, const char *name,
 	bar.shown = bar.shown > (size_t)n ? bar.shown : (size_t)n;
 }
 
+/*
+ * A damaged block is met by several phases (the superblock pass, the
+ * engine's open and its fallbacks, an allocator rebuild, each walk), and
+ * each read reports it: print each error and warning once per pass (the
+ * check after a repair says again what is left). Hashes of those printed
+ * (the first SEEN_MAX; later ones may repeat).
+ */
+#define SEEN_MAX 4096
+static uint64_t seen[SEEN_MAX];
+static size_t nseen;
+
+static bool fsck_seen_before(const char *msg)
+{
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+
+	for (const char *p = msg; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	for (size_t i = 0; i < nseen; i++)
+		if (seen[i] == h)
+			return true;
+	if (nseen < SEEN_MAX)
+		seen[nseen++] = h;
+	return false;
+}
+
+static void fsck_sink(FILE *f, enum smr_log_level level, const char *msg)
+{
+	if (level <= SMR_LOG_WARN && fsck_seen_before(msg))
+		return;
+	fsck_bar_erase();
+	fprintf(f, "fsck.smrfs: %s%s\n",
+		level <= SMR_LOG_ERR ? "error: " :
+		level == SMR_LOG_WARN ? "warning: " : "", msg);
+}
+
+/* Every phase: a new pass starts with phase 1; the bar, if any. */
+static void fsck_progress(void *arg, unsigned int phase, const char *name,
+			  uint64_t done, uint64_t total)
+{
+	if (phase == 1 && !done)
+		nseen = 0;
+	if (bar.fd > 0)
+		fsck_bar_update(arg, phase, name, done, total);
+}
+
 static void fsck_sink_out(enum smr_log_level level, const char *msg)
 {
-	fsck_bar_erase();
-	printf("fsck.smrfs: %s%s\n",
-	       level <= SMR_LOG_ERR ? "error: " :
-	       level == SMR_LOG_WARN ? "warning: " : "", msg);
+	fsck_sink(stdout, level, msg);
 }
 
 static void fsck_sink_err(enum smr_log_level level, const char *msg)
 {
-	fsck_bar_erase();
-	fprintf(stderr, "fsck.smrfs: %s%s\n",
-		level <= SMR_LOG_ERR ? "error: " :
-		level == SMR_LOG_WARN ? "warning: " : "", msg);
+	fsck_sink(stderr, level, msg);
 }
 
 static void fsck_json_str(const char *s)
@@ -311,8 +350,8 @@ int main(int argc, char **argv)
 		bar.fd = progress;
 		bar.device = o.device;
 		clock_gettime(CLOCK_MONOTONIC, &bar.start);
-		o.progress = fsck_bar_update;
 	}
+	o.progress = fsck_progress;
 	o.cancel = &fsck_cancel;
 	fsck_catch_signals();
 	smr_fsck_run(&o, &r);

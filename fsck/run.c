@@ -979,6 +979,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct smr_ns *ns = NULL;
 	struct fk_walk w;
 	struct fk_plan p;
+	const struct smr_ns_opts nso = { .check_quiet_repairable = true };
 	uint64_t nsp = 0, bad = 0;
 	int rc;
 
@@ -1026,7 +1027,8 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	fk_progress(o, 3, "namespace", 0, 0);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = smr_ns_open(cow, NULL, &ns);
+	/* What fsck repairs, its own walk reports with the repair. */
+	rc = smr_ns_open(cow, &nso, &ns);
 	if (rc) {
 		fk_phase_failed(f, "cannot open the namespace", rc);
 		goto out_cow;
@@ -1295,6 +1297,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		if (!o->repair || !r->orphans)
 			goto out;
 	} else if (!o->repair) {
+		/* Nothing repaired: all of them remain. */
+		r->remaining = f.problems;
 		r->exit_code = SMR_FSCK_UNCORRECTED;
 		goto out;
 	}

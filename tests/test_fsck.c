@@ -1607,6 +1607,45 @@ static void test_cancel(void)
 	mounts_clean();
 }
 
+/* ------------------------------------------------------------------------
+ * Messages
+ * ------------------------------------------------------------------------ */
+
+static char logged[16384];
+
+static void log_capture(enum smr_log_level level, const char *msg)
+{
+	size_t n = strlen(logged);
+
+	if (level <= SMR_LOG_WARN)
+		snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+/*
+ * Every problem line says what becomes of it: an extent past its file's
+ * size is not repaired (and says so), a link count is reported once, by
+ * fsck's own walk, with what it would do.
+ */
+static void test_messages(void)
+{
+	struct smr_fsck_result r;
+
+	populate(K_FILE, 0);
+	set_inode(ino_f2, UINT32_MAX, 100);
+	set_nlink(ino_empty, 5);
+	logged[0] = 0;
+	smr_log_set_sink(log_capture);
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	smr_log_set_sink(NULL);
+	CU_ASSERT_EQUAL(r.remaining, r.problems);
+	CU_ASSERT_PTR_NOT_NULL(strstr(logged, "extent past the size 100 (not repaired)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(logged, "link count 5, 1 counted (would set it)"));
+	CU_ASSERT_PTR_NULL(strstr(logged, "nlink 5"));
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT(r.fixed >= 1);
+	CU_ASSERT(r.remaining >= 1);
+}
+
 static const struct smr_test fsck_tests[] = {
 	{ "clean", test_clean },
 	{ "operational", test_operational },
@@ -1633,6 +1672,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "rmap_node", test_rmap_node },
 	{ "powercut", test_powercut },
 	{ "cancel", test_cancel },
+	{ "messages", test_messages },
 	{ NULL, NULL },
 };
 

@@ -82,7 +82,7 @@ static int check_zoned(struct smr_alloc *a, const struct smr_extent *v,
 			uint64_t piece;
 
 			if (zno == UINT32_MAX || smr_dev_zone(dev, zno, &z)) {
-				ac_report(r, "extent %" PRIu64 "+%" PRIu64 " past the device's end",
+				ac_report(r, "extent %" PRIu64 "+%" PRIu64 " past the device's end (not repairable)",
 					  v[i].off, v[i].len);
 				break;
 			}
@@ -319,7 +319,7 @@ int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 		qsort(v, nv, sizeof(*v), ext_cmp);
 	for (size_t i = 1; i < nv; i++)
 		if (v[i - 1].off + v[i - 1].len > v[i].off) {
-			ac_report(r, "referenced extents %" PRIu64 "+%" PRIu64 " and %" PRIu64 "+%" PRIu64 " overlap",
+			ac_report(r, "referenced extents %" PRIu64 "+%" PRIu64 " and %" PRIu64 "+%" PRIu64 " overlap (not repairable)",
 				  v[i - 1].off, v[i - 1].len, v[i].off,
 				  v[i].len);
 			r->unfixable++;
@@ -329,7 +329,7 @@ int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 		if (v[i].off < a->data_start ||
 		    v[i].off + v[i].len > a->info->capacity ||
 		    v[i].off + v[i].len < v[i].off) {
-			ac_report(r, "extent %" PRIu64 "+%" PRIu64 " outside the managed range",
+			ac_report(r, "extent %" PRIu64 "+%" PRIu64 " outside the managed range (not repairable)",
 				  v[i].off, v[i].len);
 			r->unfixable++;
 		}

@@ -63,22 +63,39 @@ struct ck {
 	int err; /* -ENOMEM */
 };
 
-static void ck_report(struct ck *ck, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-/* Count a problem in *@problems; log the first NS_CHECK_MAX_REPORTS. */
-static void ns_vreport(uint64_t *problems, const char *fmt, va_list ap)
+/* Count a problem in *@problems; log the first NS_CHECK_MAX_REPORTS at
+ * @level, followed by @next (what becomes of it). */
+static void ns_vreport(uint64_t *problems, enum smr_log_level level,
+		       const char *next, const char *fmt, va_list ap)
 {
-	if ((*problems)++ < NS_CHECK_MAX_REPORTS)
-		smr_vlog(SMR_LOG_ERR, fmt, ap);
+	char msg[512];
+
+	if ((*problems)++ >= NS_CHECK_MAX_REPORTS)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	smr_log(level, "%s (%s)", msg, next);
 }
 
-static void ck_report(struct ck *ck, const char *fmt, ...)
+/*
+ * A problem of the namespace. @fixed: fsck.smrfs repairs it from its own
+ * walk (names, link counts, directory sizes, counters, items of missing
+ * inodes), and reports it itself with what it does, so a namespace opened
+ * for it (check_quiet_repairable) logs it at debug level only; anything
+ * else is left as it is, and says so.
+ */
+static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	ns_vreport(&ck->problems, fmt, ap);
+	ns_vreport(&ck->problems,
+		   fixed && ck->ns->opts.check_quiet_repairable ?
+			   SMR_LOG_DEBUG : SMR_LOG_ERR,
+		   fixed ? "fsck.smrfs -y repairs it" : "not repaired", fmt,
+		   ap);
 	va_end(ap);
 }
 
@@ -110,7 +127,7 @@ static int ck_inode_item(void *arg, const struct smr_key *k, const void *val,
 	if (k->type != SMR_NS_T_INODE)
 		return 0;
 	if (len != sizeof(d)) {
-		ck_report(ck, "inode %llu: item of %zu bytes",
+		ck_report(ck, false, "inode %llu: item of %zu bytes",
 			  (unsigned long long)k->objid, len);
 		return 0;
 	}
@@ -206,18 +223,18 @@ static void ck_pairs_match(struct ck *ck)
 		int c = !e ? 1 : !x ? -1 : ck_pair_cmp(e, x);
 
 		if (c < 0) {
-			ck_report(ck, "dir %llu: entry %#llx has no readdir index item",
+			ck_report(ck, true, "dir %llu: entry %#llx has no readdir index item",
 				  (unsigned long long)e->dir,
 				  (unsigned long long)e->hkey);
 			i++;
 		} else if (c > 0) {
-			ck_report(ck, "dir %llu: readdir index %llu names no entry",
+			ck_report(ck, true, "dir %llu: readdir index %llu names no entry",
 				  (unsigned long long)x->dir,
 				  (unsigned long long)x->seq);
 			j++;
 		} else {
 			if (e->seq != x->seq || e->ino != x->ino)
-				ck_report(ck, "dir %llu: entry %#llx and its readdir index disagree",
+				ck_report(ck, false, "dir %llu: entry %#llx and its readdir index disagree",
 					  (unsigned long long)e->dir,
 					  (unsigned long long)e->hkey);
 			i++;
@@ -238,7 +255,7 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 	size_t nlen;
 
 	if (len < sizeof(v.d) || len > sizeof(v)) {
-		ck_report(ck, "dir %llu: entry item of %zu bytes",
+		ck_report(ck, false, "dir %llu: entry item of %zu bytes",
 			  (unsigned long long)k->objid, len);
 		return;
 	}
@@ -247,24 +264,24 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 	ino = le64toh(v.d.ino);
 	ref = le64toh(v.d.ref);
 	if (nlen == 0 || len != sizeof(v.d) + nlen) {
-		ck_report(ck, "dir %llu: entry with a name of %zu bytes",
+		ck_report(ck, false, "dir %llu: entry with a name of %zu bytes",
 			  (unsigned long long)k->objid, nlen);
 		return;
 	}
 	if (!dir || !S_ISDIR(dir->mode)) {
-		ck_report(ck, "inode %llu: entries but not a directory",
+		ck_report(ck, false, "inode %llu: entries but not a directory",
 			  (unsigned long long)k->objid);
 		return;
 	}
 	t = ck_find(ck, ino);
 	if (!t) {
-		ck_report(ck, "dir %llu: entry '%.*s' to missing inode %llu",
+		ck_report(ck, true, "dir %llu: entry '%.*s' to missing inode %llu",
 			  (unsigned long long)k->objid, (int)nlen,
 			  (const char *)v.d.name, (unsigned long long)ino);
 		return;
 	}
 	if (v.d.dtype != ((t->mode & S_IFMT) >> 12))
-		ck_report(ck, "dir %llu: entry '%.*s' has the wrong type",
+		ck_report(ck, false, "dir %llu: entry '%.*s' has the wrong type",
 			  (unsigned long long)k->objid, (int)nlen,
 			  (const char *)v.d.name);
 	if (k->type == SMR_NS_T_DIRENT) {
@@ -275,24 +292,24 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 		if (S_ISDIR(t->mode)) {
 			dir->subdirs++;
 			if (t->parent != dir->ino)
-				ck_report(ck, "dir %llu: parent %llu, but named in %llu",
+				ck_report(ck, false, "dir %llu: parent %llu, but named in %llu",
 					  (unsigned long long)t->ino,
 					  (unsigned long long)t->parent,
 					  (unsigned long long)dir->ino);
 		}
 		if ((h & ~0xffULL) != (k->offset & ~0xffULL))
-			ck_report(ck, "dir %llu: entry '%.*s' under the wrong hash",
+			ck_report(ck, false, "dir %llu: entry '%.*s' under the wrong hash",
 				  (unsigned long long)k->objid, (int)nlen,
 				  (const char *)v.d.name);
 		if (ref < SMR_NS_FIRST_SEQ || ref >= dir->next_seq)
-			ck_report(ck, "dir %llu: entry '%.*s' with sequence %llu out of range",
+			ck_report(ck, false, "dir %llu: entry '%.*s' with sequence %llu out of range",
 				  (unsigned long long)k->objid, (int)nlen,
 				  (const char *)v.d.name,
 				  (unsigned long long)ref);
 	} else {
 		dir->dirindex++;
 		if (k->offset < SMR_NS_FIRST_SEQ || k->offset >= dir->next_seq)
-			ck_report(ck, "dir %llu: readdir index %llu out of range",
+			ck_report(ck, false, "dir %llu: readdir index %llu out of range",
 				  (unsigned long long)k->objid,
 				  (unsigned long long)k->offset);
 	}
@@ -315,13 +332,13 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 		} else if (k->type == SMR_NS_T_ORPHAN) {
 			ci = ck_find(ck, k->offset);
 			if (!ci || ci->nlink)
-				ck_report(ck, "orphan record of inode %llu, which %s",
+				ck_report(ck, false, "orphan record of inode %llu, which %s",
 					  (unsigned long long)k->offset,
 					  ci ? "has links" : "is missing");
 			else
 				ci->orphan = true;
 		} else {
-			ck_report(ck, "unknown item type %u of object 0",
+			ck_report(ck, false, "unknown item type %u of object 0",
 				  k->type);
 		}
 		return 0;
@@ -339,12 +356,12 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 	case SMR_NS_T_EXTENT:
 		break;
 	default:
-		ck_report(ck, "inode %llu: unknown item type %u",
+		ck_report(ck, false, "inode %llu: unknown item type %u",
 			  (unsigned long long)k->objid, k->type);
 		return 0;
 	}
 	if (!ci) {
-		ck_report(ck, "items of type %u for missing inode %llu",
+		ck_report(ck, true, "items of type %u for missing inode %llu",
 			  k->type, (unsigned long long)k->objid);
 		return 0;
 	}
@@ -355,7 +372,7 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 		uint64_t elen, bs = ck->ns->bsize;
 
 		if (len < sizeof(d)) {
-			ck_report(ck, "inode %llu: extent item too short",
+			ck_report(ck, false, "inode %llu: extent item too short",
 				  (unsigned long long)ci->ino);
 			return 0;
 		}
@@ -365,11 +382,11 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 		    k->offset % bs ||
 		    le32toh(d.nr_csums) != elen / bs ||
 		    len != sizeof(d) + 8 * (size_t)(elen / bs))
-			ck_report(ck, "inode %llu: bad extent at %llu",
+			ck_report(ck, false, "inode %llu: bad extent at %llu",
 				  (unsigned long long)ci->ino,
 				  (unsigned long long)k->offset);
 		if (k->offset < ci->ext_end)
-			ck_report(ck, "inode %llu: extents overlap at %llu",
+			ck_report(ck, false, "inode %llu: extents overlap at %llu",
 				  (unsigned long long)ci->ino,
 				  (unsigned long long)k->offset);
 		ci->ext_end = k->offset + elen;
@@ -395,57 +412,57 @@ static void ck_inodes(struct ck *ck)
 		unsigned long long ino = ci->ino;
 
 		if (ci->ino >= ck->ns->next_ino)
-			ck_report(ck, "inode %llu: at or past the next number %llu",
+			ck_report(ck, false, "inode %llu: at or past the next number %llu",
 				  ino, (unsigned long long)ck->ns->next_ino);
 		if (S_ISDIR(ci->mode)) {
 			uint64_t want = ci->nlink ? 2 + ci->subdirs : 0;
 
 			if (ci->nlink != want)
-				ck_report(ck, "dir %llu: nlink %u, expected %llu",
+				ck_report(ck, true, "dir %llu: nlink %u, expected %llu",
 					  ino, ci->nlink,
 					  (unsigned long long)want);
 			/* Sizes are not kept for directories (readdir
 			 * offsets are sequence numbers, not bytes). */
 			if (ci->size)
-				ck_report(ck, "dir %llu: size %llu, directories keep 0",
+				ck_report(ck, true, "dir %llu: size %llu, directories keep 0",
 					  ino, (unsigned long long)ci->size);
 			if (ci->dirents != ci->dirindex)
-				ck_report(ck, "dir %llu: %llu entries but %llu readdir index items",
+				ck_report(ck, true, "dir %llu: %llu entries but %llu readdir index items",
 					  ino,
 					  (unsigned long long)ci->dirents,
 					  (unsigned long long)ci->dirindex);
 			if (ino != SMR_NS_ROOT_INO && ci->nlink &&
 			    ci->names != 1)
-				ck_report(ck, "dir %llu: %llu names",
+				ck_report(ck, ci->names == 0, "dir %llu: %llu names",
 					  ino, (unsigned long long)ci->names);
 		} else if (ci->nlink != ci->names) {
-			ck_report(ck, "inode %llu: nlink %u but %llu names",
+			ck_report(ck, true, "inode %llu: nlink %u but %llu names",
 				  ino, ci->nlink,
 				  (unsigned long long)ci->names);
 		}
 		if (ci->nlink == 0 && !ci->orphan)
-			ck_report(ck, "inode %llu: no links and no orphan record",
+			ck_report(ck, true, "inode %llu: no links and no orphan record",
 				  ino);
 		if (ci->ext_bytes != ci->bytes)
-			ck_report(ck, "inode %llu: extents hold %llu bytes, inode says %llu",
+			ck_report(ck, false, "inode %llu: extents hold %llu bytes, inode says %llu",
 				  ino, (unsigned long long)ci->ext_bytes,
 				  (unsigned long long)ci->bytes);
 		if (ci->ext_end > SMR_ROUND_UP(ci->size, bs))
-			ck_report(ck, "inode %llu: extent past the size %llu",
+			ck_report(ck, false, "inode %llu: extent past the size %llu",
 				  ino, (unsigned long long)ci->size);
 		if (S_ISLNK(ci->mode) && ci->link_bytes != ci->size)
-			ck_report(ck, "symlink %llu: %llu target bytes, size %llu",
+			ck_report(ck, false, "symlink %llu: %llu target bytes, size %llu",
 				  ino, (unsigned long long)ci->link_bytes,
 				  (unsigned long long)ci->size);
 	}
 	if (ck->nin != ck->ns->nr_inodes)
-		ck_report(ck, "%zu inodes, counter says %llu", ck->nin,
+		ck_report(ck, true, "%zu inodes, counter says %llu", ck->nin,
 			  (unsigned long long)ck->ns->nr_inodes);
 	if (ck->nrg > 1)
 		qsort(ck->rg, ck->nrg, sizeof(*ck->rg), ck_range_cmp);
 	for (size_t i = 1; i < ck->nrg; i++)
 		if (ck->rg[i - 1].off + ck->rg[i - 1].len > ck->rg[i].off)
-			ck_report(ck, "device bytes at %llu held by inodes %llu and %llu",
+			ck_report(ck, false, "device bytes at %llu held by inodes %llu and %llu",
 				  (unsigned long long)ck->rg[i].off,
 				  (unsigned long long)ck->rg[i - 1].ino,
 				  (unsigned long long)ck->rg[i].ino);
@@ -469,12 +486,12 @@ int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems)
 		rc = ck.err;
 	if (!rc) {
 		if (!ck.meta)
-			ck_report(&ck, "no namespace record");
+			ck_report(&ck, false, "no namespace record");
 		root = ck_find(&ck, SMR_NS_ROOT_INO);
 		if (!root || !S_ISDIR(root->mode))
-			ck_report(&ck, "no root directory");
+			ck_report(&ck, false, "no root directory");
 		else if (root->names)
-			ck_report(&ck, "the root directory has a name");
+			ck_report(&ck, false, "the root directory has a name");
 		ck_inodes(&ck);
 		ck_pairs_match(&ck);
 	}
@@ -571,7 +588,8 @@ static void rm_report(struct rm *rm, const char *fmt, ...)
 		return;
 	}
 	va_start(ap, fmt);
-	ns_vreport(&rm->r->problems, fmt, ap);
+	ns_vreport(&rm->r->problems, SMR_LOG_ERR,
+		   "a repair rebuilds the map from the extent items", fmt, ap);
 	va_end(ap);
 }
 

@@ -6,7 +6,8 @@
 # regular file and on a zoned loop directory (0, with -n, -y and --scrub),
 # the --json summary, and a damaged superblock copy: -n finds it (4), a
 # SIGINT or SIGTERM cancels (32, nothing written), -y fixes it (1), and -n
-# is clean again (0).
+# is clean again (0); a damaged data area: each error printed once, and
+# -n counts every problem as left.
 set -u
 
 FSCK=${FSCK_SMRFS:-./fsck/fsck.smrfs}
@@ -84,6 +85,25 @@ rm -f "$T/img.before"
 expect 1 "$FSCK" -y "$T/img"
 expect 0 "$FSCK" -n "$T/img"
 expect 0 "$FSCK" -p --json "$T/img"
+
+# The start of the data area overwritten (tree nodes and the allocator
+# state of every checkpoint): each error is printed once, though several
+# phases meet each damaged block, and -n counts every problem as left.
+python3 -c 'import sys
+f = open(sys.argv[1], "r+b")
+f.seek(4 << 20)
+f.write(b"\x5a" * (1 << 20))' "$T/img" || exit 1
+expect 4 "$FSCK" -n "$T/img"
+grep -q 'corruption at byte' "$T/out" || fail "no corruption: $(cat "$T/out")"
+dup=$(grep -E 'error:|warning:' "$T/out" | sort | uniq -d)
+[ -z "$dup" ] || fail "printed more than once: $dup"
+expect 4 "$FSCK" -n --json "$T/img"
+python3 - "$T/out" <<'PY' || fail "-n --json: $(cat "$T/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 4 and d["problems"] > 0, d
+assert d["remaining"] == d["problems"] and d["fixed"] == 0, d
+PY
 
 # A zoned loop directory.
 expect 0 "$CTL" zloop create --capacity 64M --zone-size 4M "$T/zl"
