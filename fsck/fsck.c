@@ -261,11 +261,13 @@ static void fsck_json(const char *dev, const struct smr_fsck_result *r)
 	       ", \"leaked_bytes\": %" PRIu64 ", \"scrubbed_bytes\": %" PRIu64
 	       ", \"bad_data_blocks\": %" PRIu64
 	       ", \"rmap_entries\": %" PRIu64
-	       ", \"damaged_nodes\": %" PRIu64 "}}\n",
+	       ", \"damaged_nodes\": %" PRIu64
+	       ", \"underfull_nodes\": %" PRIu64 "}}\n",
 	       r->gen, r->ckpt_valid, r->ckpt_bad, r->sb_bad, r->nodes,
 	       r->inodes, r->entries, r->extents, r->zones, r->data_bytes,
 	       r->bytes_referenced, r->leaked, r->scrubbed_bytes,
-	       r->bad_data_blocks, r->rmap_entries, r->bad_nodes);
+	       r->bad_data_blocks, r->rmap_entries, r->bad_nodes,
+	       r->underfull_nodes);
 }
 
 int main(int argc, char **argv)

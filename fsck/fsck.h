@@ -80,6 +80,8 @@ struct smr_fsck_result {
 	uint64_t bad_nodes; /* B-tree problems: nodes that fail verification
 			     * or break a rule (each with its subtree left
 			     * out of the other checks) */
+	uint64_t underfull_nodes; /* non-root nodes under a quarter full: no
+				   * problem (splits leave them), a figure */
 	uint64_t data_bytes, scrubbed_bytes, bad_data_blocks;
 	uint64_t bytes_referenced, leaked;
 	uint64_t rmap_entries;  /* entries of the cleaner's reverse map */

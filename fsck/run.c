@@ -1010,12 +1010,16 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	fk_progress(o, 2, "B-trees", 0, 0);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = smr_cow_check_all(cow, &bad);
+	rc = smr_cow_check_all(cow, &bad, &r->underfull_nodes);
 	if (rc) {
 		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
 	}
 	r->bad_nodes = bad;
+	if (r->underfull_nodes)
+		smr_info("B-trees: %" PRIu64 " node%s less than a quarter full "
+			 "(left by splits that append; no problem)",
+			 r->underfull_nodes, r->underfull_nodes == 1 ? "" : "s");
 	if (bad) {
 		smr_err("B-trees: %" PRIu64 " problem%s (a repair rebuilds each "
 			"damaged tree from the items it can read, dropping the "

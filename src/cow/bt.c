@@ -1488,16 +1488,27 @@ out:
 	return rc;
 }
 
+/* What a check that goes on past problems counts (smr_cow_check_all). */
+struct bt_chk {
+	uint64_t problems;
+	uint64_t underfull; /* non-root nodes under a quarter full */
+};
+
 /*
  * Check the subtree at @addr. With @bad NULL, stop at the first problem;
- * else count each in *@bad and go on: a node that breaks a rule within
+ * else count each in @bad and go on: a node that breaks a rule within
  * itself is counted and not descended, one that does not read is counted
  * by its parent (it returns the error), and its siblings are checked.
+ *
+ * Fill: deletion keeps a non-root node at least a quarter full (rebalance),
+ * but a split that appends leaves the new right node with one item, and
+ * only a deletion there fills it up; so an underfull node is counted for
+ * the report, not a problem.
  */
 static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 		      uint64_t gen, uint16_t level, const struct smr_nkey *lo,
 		      const struct smr_nkey *hi, bool root, uint64_t *items,
-		      uint64_t *bad)
+		      struct bt_chk *bad)
 {
 	struct smr_node *n;
 	struct smr_nkey k;
@@ -1530,8 +1541,10 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 	}
 	if (!rc && !level)
 		*items += cnt;
+	if (!rc && bad && !root && node_used(c, n) < node_cap(c) / 4)
+		bad->underfull++;
 	if (rc && bad && bt_damage(rc)) {
-		(*bad)++;
+		bad->problems++;
 		node_put(c, n);
 		return 0;
 	}
@@ -1546,7 +1559,7 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 				i ? &klo : lo, i + 1 < cnt ? &khi : hi, false,
 				items, bad);
 		if (rc && bad && bt_damage(rc)) {
-			(*bad)++;
+			bad->problems++;
 			rc = 0;
 		}
 	}
@@ -1555,10 +1568,10 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 }
 
 static int bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items,
-		    uint64_t *bad)
+		    struct bt_chk *bad)
 {
 	struct smr_tree *t = tree_get(c, tree);
-	uint64_t bad0 = bad ? *bad : 0;
+	uint64_t bad0 = bad ? bad->problems : 0;
 	int rc;
 
 	*nr_items = 0;
@@ -1569,7 +1582,7 @@ static int bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items,
 	rc = check_node(c, t, t->addr, t->gen, t->level, NULL, NULL, true,
 			nr_items, bad);
 	/* Items below a damaged node are not counted: no second problem. */
-	if (!rc && *nr_items != t->nr_items && (!bad || *bad == bad0))
+	if (!rc && *nr_items != t->nr_items && (!bad || bad->problems == bad0))
 		rc = smr_corrupt(t->addr, "check: item count differs from the root's");
 	return rc;
 }
@@ -1632,7 +1645,7 @@ static bool in_xlist(const struct smr_xlist *l, uint64_t addr, uint32_t len)
 
 /* The audit; with @bad, every problem counted there and the audit goes on
  * (check_node). */
-static int audit(struct smr_cow *c, uint64_t *bad)
+static int audit(struct smr_cow *c, struct bt_chk *bad)
 {
 	struct audit a = { 0 };
 	int rc = 0;
@@ -1647,7 +1660,7 @@ static int audit(struct smr_cow *c, uint64_t *bad)
 		if (!rc)
 			rc = audit_walk(c, t, t->addr, t->gen, t->level, &a);
 		if (rc && bad && bt_damage(rc)) {
-			(*bad)++;
+			bad->problems++;
 			rc = 0;
 		}
 	}
@@ -1668,7 +1681,7 @@ static int audit(struct smr_cow *c, uint64_t *bad)
 			 a.addr[i - 1] + c->ns > x)
 			rc = smr_corrupt(x, "audit: nodes overlap");
 		if (rc && bad) {
-			(*bad)++;
+			bad->problems++;
 			rc = 0;
 		}
 	}
@@ -1682,9 +1695,15 @@ int smr_cow_audit_locked(struct smr_cow *c)
 	return audit(c, NULL);
 }
 
-int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems)
+int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems,
+				uint64_t *underfull)
 {
-	return audit(c, problems);
+	struct bt_chk k = { 0, 0 };
+	int rc = audit(c, &k);
+
+	*problems = k.problems;
+	*underfull = k.underfull;
+	return rc;
 }
 
 int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n)

@@ -231,13 +231,14 @@ int smr_cow_check(struct smr_cow *c)
 	return rc;
 }
 
-int smr_cow_check_all(struct smr_cow *c, uint64_t *problems)
+int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
+		      uint64_t *underfull)
 {
 	int rc;
 
-	*problems = 0;
+	*problems = *underfull = 0;
 	pthread_rwlock_rdlock(&c->lock);
-	rc = smr_cow_audit_count_locked(c, problems);
+	rc = smr_cow_audit_count_locked(c, problems, underfull);
 	pthread_rwlock_unlock(&c->lock);
 	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
 		if (!*problems)

@@ -168,9 +168,13 @@ int smr_cow_check(struct smr_cow *c);
  * smr_cow_check() that does not stop at the first problem: every tree is
  * checked, each problem logged and counted in *@problems (a node that
  * fails verification once, with nothing below it, when the engine was
- * opened with skip_damaged). Returns 0 (problems or not), -EIO, -ENOMEM.
+ * opened with skip_damaged). *@underfull gets the non-root nodes less than
+ * a quarter full: deletion keeps nodes above that, but a split that
+ * appends leaves a node with one item, so they are no problem (a figure of
+ * fragmentation). Returns 0 (problems or not), -EIO, -ENOMEM.
  */
-int smr_cow_check_all(struct smr_cow *c, uint64_t *problems);
+int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
+		      uint64_t *underfull);
 
 /* ------------------------------------------------------------------------
  * Transactions

@@ -259,8 +259,10 @@ int smr_bt_height(struct smr_cow *c, uint32_t tree);
  */
 int smr_cow_audit_locked(struct smr_cow *c);
 /* smr_cow_audit_locked() that counts every problem in *@problems and goes
- * on (smr_cow_check_all). */
-int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems);
+ * on, and the non-root nodes under a quarter full in *@underfull
+ * (smr_cow_check_all). */
+int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems,
+			       uint64_t *underfull);
 /* The address of every node reachable from the roots, unsorted, in a
  * malloc'd array (fsck's space audit). Engine lock held. 0, -ENOMEM or a
  * node's read error. */
