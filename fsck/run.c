@@ -979,7 +979,6 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct smr_ns *ns = NULL;
 	struct fk_walk w;
 	struct fk_plan p;
-	const struct smr_ns_opts nso = { .check_quiet_repairable = true };
 	uint64_t nsp = 0, bad = 0;
 	int rc;
 
@@ -1031,8 +1030,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	fk_progress(o, 3, "namespace", 0, 0);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	/* What fsck repairs, its own walk reports with the repair. */
-	rc = smr_ns_open(cow, &nso, &ns);
+	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc) {
 		fk_phase_failed(f, "cannot open the namespace", rc);
 		goto out_cow;

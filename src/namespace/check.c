@@ -82,18 +82,14 @@ static void ns_vreport(uint64_t *problems, enum smr_log_level level,
 /*
  * A problem of the namespace. @fixed: fsck.smrfs repairs it from its own
  * walk (names, link counts, directory sizes, counters, items of missing
- * inodes), and reports it itself with what it does, so a namespace opened
- * for it (check_quiet_repairable) logs it at debug level only; anything
- * else is left as it is, and says so.
+ * inodes); anything else is left as it is. The line says which.
  */
 static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	ns_vreport(&ck->problems,
-		   fixed && ck->ns->opts.check_quiet_repairable ?
-			   SMR_LOG_DEBUG : SMR_LOG_ERR,
+	ns_vreport(&ck->problems, SMR_LOG_ERR,
 		   fixed ? "fsck.smrfs -y repairs it" : "not repaired", fmt,
 		   ap);
 	va_end(ap);

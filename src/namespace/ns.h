@@ -82,14 +82,6 @@ struct smr_ns_opts {
 	 * its open count are zero. Off: only the open count keeps it.
 	 */
 	bool track_lookups;
-	/*
-	 * smr_ns_check() logs the problems fsck.smrfs repairs from its own
-	 * walk (names, link counts, directory sizes, counters, items of
-	 * missing inodes) at debug level only: fsck reports each itself,
-	 * with what it does. Off: every problem is logged as an error,
-	 * saying whether fsck repairs it.
-	 */
-	bool check_quiet_repairable;
 };
 
 /*
@@ -347,9 +339,8 @@ int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
  * orphans have no links; extents are well formed, do not overlap in a file
  * or on the device, stay within the size and add up to the inode's bytes;
  * symlink parts add up to the size; the counters hold. Each problem is
- * logged (the first 100) with whether fsck.smrfs -y repairs it (see
- * smr_ns_opts.check_quiet_repairable); *@nr_problems (if not NULL) gets
- * their number.
+ * logged (the first 100) with whether fsck.smrfs -y repairs it;
+ * *@nr_problems (if not NULL) gets their number.
  * Returns 0, -SMR_EFSCORRUPTED if any was found, -ENOMEM, engine errors.
  * Holds the namespace lock throughout; memory grows with inodes, entries
  * and extents (tens of bytes each).
