@@ -1255,6 +1255,50 @@ static int copy_tree(const char *from, const char *to)
 
 #define PL_TXNS 6
 
+/*
+ * Write-cache subsets tried at each cut: SMR_TEST_POWER_SEEDS, default 3
+ * (the long run: SMR_TEST_POWER_SEEDS=64 or so).
+ */
+static unsigned int pl_nr_seeds(void)
+{
+	const char *env = getenv("SMR_TEST_POWER_SEEDS");
+
+	return env ? (unsigned int)strtoul(env, NULL, 10) : 3;
+}
+
+/* A commit that changes nothing in the end: a key put and deleted. */
+static void pl_empty_commit(struct smr_cow *c, int i)
+{
+	struct smr_txn *t;
+	struct smr_key one = { .objid = 1 };
+
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &one, &i, sizeof(i)));
+	SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &one));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+}
+
+/* Room left in the first open sequential zone in [@from, @to): with
+ * @from = 2, the one the metadata stream writes to (the test writes no
+ * data); with [0, 2), the checkpoint log's zone on a device without
+ * conventional zones. */
+static uint64_t pl_room(struct smr_dev *dev, uint32_t from, uint32_t to)
+{
+	const struct smr_dev_info *di = smr_dev_info(dev);
+
+	for (uint32_t z = from; z < SMR_MIN(to, di->nr_zones); z++) {
+		uint64_t s = smr_dev_zone_start(dev, z);
+		uint64_t wp = smr_dev_zone_wp(dev, z);
+		uint64_t cap = smr_dev_zone_cap(dev, z);
+
+		if (smr_dev_zone_type(dev, z) != SMR_ZONE_TYPE_CNV &&
+		    wp > s && wp < s + cap)
+			return s + cap - wp;
+	}
+	return 0;
+}
+
 static void power_loss(enum kind k)
 {
 	const char *path = make_dev(k, "power");
@@ -1266,23 +1310,35 @@ static void power_loss(enum kind k)
 	struct smr_fault *f;
 	struct smr_cow *c;
 	uint64_t nrec, writes = 0, rs = 7 + k, checked = 0, mismatches = 0;
+	uint64_t lost_blocks = 0;
+	unsigned int pl_seeds = pl_nr_seeds();
 	bool log_moved = false;
 
 	snprintf(tmpl, sizeof(tmpl), "%s.tmpl", path);
 	snprintf(target, sizeof(target), "%s.target", path);
 	SMR_ASSERT_OK(format_path(path, NULL));
-	/* Fill the first checkpoint zone (or go round the ring) nearly, so
-	 * that the recorded commits move the log to the other zone. */
+	/* Commit 58 times (nearly round a checkpoint ring), and on a device
+	 * without conventional zones until two things hold. The metadata
+	 * stream is near the end of its zone, so that the first recorded
+	 * commit writes its first nodes at the end of one zone and the rest,
+	 * the root among them, into the next: on sequential zones the one
+	 * place where a lost node can hide behind a root and a checkpoint
+	 * that survived. And the checkpoint log is nearly full, so that the
+	 * recorded commits move it to its other zone. */
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
-	for (int i = 0; i < 58 && c; i++) {
-		struct smr_txn *t;
-		struct smr_key one = { .objid = 1 };
+	for (int i = 0; c; i++) {
+		uint64_t room = pl_room(dev, 2, UINT32_MAX);
+		bool log = k == K_ZLOOP_SEQ || k == K_ZLOOP_CAP;
 
-		SMR_ASSERT_OK(smr_txn_begin(c, &t));
-		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &one, &i, sizeof(i)));
-		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &one));
-		smr_txn_end(t);
-		SMR_ASSERT_OK(smr_cow_commit(c));
+		if (i >= 58 && (!log || (room >= 16 * SMR_KIB &&
+					 room <= 64 * SMR_KIB &&
+					 pl_room(dev, 0, 2) <= 4 * 16 * SMR_KIB)))
+			break;
+		if (i == 1000) {
+			CU_FAIL("no commit left the streams where wanted");
+			break;
+		}
+		pl_empty_commit(c, i);
 	}
 	if (c)
 		close_fs(dev, c);
@@ -1329,9 +1385,12 @@ static void power_loss(enum kind k)
 
 	for (uint64_t n = 0; n <= writes; n++) {
 		/* 0: unflushed writes dropped; 1: the next write torn, the
-		 * unflushed ones kept; 2: a random subset of the unflushed
-		 * writes kept (a write cache that reorders). */
-		for (int tear = 0; tear < 3; tear++) {
+		 * unflushed ones kept; 2 and on: the power fails right after
+		 * write n, before the flush or zone operation that may follow
+		 * it, and a volatile write cache loses blocks of the unflushed
+		 * writes, each seed another subset, every third with write
+		 * n torn too. */
+		for (unsigned int mode = 0; mode < 2 + pl_seeds; mode++) {
 			struct smr_replay_opts ro = { 0 };
 			struct smr_fault_rec last;
 			struct smr_dev *t;
@@ -1340,21 +1399,34 @@ static void power_loss(enum kind k)
 
 			if (smr_fault_cut_prefix(f, n, &pre))
 				break;
-			if (tear == 2) {
-				ro.flags = SMR_REPLAY_DROP_RANDOM;
-				ro.seed = n * 7 + 1;
-			} else if (tear) {
+			if (mode >= 2) {
+				if (n == 0)
+					break;
+				SMR_ASSERT_OK(smr_fault_cut_prefix(f, n - 1,
+								   &pre));
+				smr_fault_record(f, pre++, &last);
+				ro.flags = SMR_REPLAY_LOSE_BLOCKS;
+				/* Seed bits 1, 2, 3, ...: the first zone
+				 * written since the flush loses a part, then
+				 * the second, then both (fault.h). */
+				ro.seed = n << 16 | (mode - 1);
+				if ((mode - 2) % 3 == 2 &&
+				    last.len >= 2 * 4096) {
+					ro.flags |= SMR_REPLAY_TEAR_LAST;
+					ro.tear_bytes = last.len / 2;
+				}
+			} else if (mode == 0) {
+				ro.flags = SMR_REPLAY_DROP_UNFLUSHED;
+			} else {
 				/* The (n+1)-th write, torn halfway. */
 				if (pre >= nrec)
 					break;
-				pre++;
-				smr_fault_record(f, pre - 1, &last);
+				smr_fault_record(f, pre, &last);
 				if (last.op != SMR_FOP_WRITE || last.len < 2 * 4096)
 					continue;
+				pre++;
 				ro.flags = SMR_REPLAY_TEAR_LAST;
 				ro.tear_bytes = last.len / 2;
-			} else {
-				ro.flags = SMR_REPLAY_DROP_UNFLUSHED;
 			}
 			while (lo < PL_TXNS && done_at[lo + 1] <= pre)
 				lo++;
@@ -1363,30 +1435,43 @@ static void power_loss(enum kind k)
 			SMR_ASSERT_OK(smr_fault_replay(f, pre, &ro, t));
 			smr_dev_close(t);
 			rc = open_fs(target, &o, &t, &c);
+			if (rc && mismatches++ < 5)
+				fprintf(stderr, "%s: cut after write %" PRIu64
+					" (mode %u, %" PRIu64 " records): open: %s\n",
+					kind_name[k], n, mode, pre,
+					strerror(-rc));
 			SMR_ASSERT_OK(rc);
 			if (rc)
 				continue;
 			/* Exactly the last durable commit; with unflushed
 			 * writes kept, possibly the one in flight. */
 			bool ok = model_equal(c, &states[lo]) ||
-				  (tear && lo < PL_TXNS &&
+				  (mode && lo < PL_TXNS &&
 				   model_equal(c, &states[lo + 1]));
 
 			if (!ok && mismatches++ < 5)
 				fprintf(stderr, "%s: cut after write %" PRIu64
-					" (tear %d, %" PRIu64 " records): not the state of commit %d\n",
-					kind_name[k], n, tear, pre, lo);
+					" (mode %u, %" PRIu64 " records): not the state of commit %d\n",
+					kind_name[k], n, mode, pre, lo);
 			CU_ASSERT_TRUE(ok);
-			/* And the filesystem goes on: one more commit. */
-			scratch.ver[1] = states[lo].ver[1];
-			model_apply(c, &scratch, 1, 4242);
-			SMR_ASSERT_OK(smr_cow_commit(c));
+			/* And the filesystem goes on: one more commit
+			 * (after one write-cache subset per cut, to keep
+			 * the test short). */
+			if (mode <= 2) {
+				scratch.ver[1] = states[lo].ver[1];
+				model_apply(c, &scratch, 1, 4242);
+				SMR_ASSERT_OK(smr_cow_commit(c));
+			}
 			close_fs(t, c);
 			checked++;
+			lost_blocks += mode >= 2;
 		}
 	}
-	printf("\n  %s: %" PRIu64 " writes recorded, %" PRIu64 " power cuts checked\n",
-	       kind_name[k], writes, checked);
+	printf("\n  %s: %" PRIu64 " writes recorded, %" PRIu64 " power cuts "
+	       "checked, %" PRIu64 " of them losing blocks of the write cache\n",
+	       kind_name[k], writes, checked, lost_blocks);
+	if (pl_seeds)
+		CU_ASSERT(lost_blocks >= writes / 2);
 	CU_ASSERT(checked > writes);
 	smr_fault_free(f);
 	smr_dev_close(lower);

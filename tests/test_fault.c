@@ -827,6 +827,131 @@ static void test_replay_zoned_order(void)
 	free(path);
 }
 
+/*
+ * SMR_REPLAY_LOSE_BLOCKS, a volatile write cache: after a flushed base,
+ * unflushed multi-block writes (and, on a zoned device, appends to three
+ * sequential zones). Every block replayed must hold either its flushed or
+ * its newest content; a sequential zone must keep a prefix of its blocks;
+ * over the seeds, a multi-block write must lose an earlier block while
+ * keeping a later one (on zones and files that allow it), and a sequential
+ * zone must stop inside a multi-block append.
+ */
+static void lose_blocks(char *(*mk)(void))
+{
+	char *path = mk();
+	struct smr_dev *lower = open_dev(path);
+	bool zoned = smr_dev_info(lower)->zoned;
+	uint64_t cur[NR_ZONES], base_wp[NR_ZONES], nr;
+	uint32_t ends[NR_ZONES] = { 0 }; /* per zone: block counts at which an
+					  * unflushed append ended */
+	unsigned int holes = 0, later_kept = 0, mid_append = 0, kept = 0;
+	struct smr_fault *f;
+	struct smr_dev *dev;
+	uint8_t *base, *full;
+
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	for (uint32_t z = NR_CNV; z < NR_ZONES; z++) {
+		cur[z] = zstart(z);
+		SMR_ASSERT_OK(put(dev, cur[z], 2 * BS, z));
+		cur[z] += 2 * BS;
+		base_wp[z] = cur[z];
+	}
+	SMR_ASSERT_OK(put(dev, 0, 4 * BS, 1));
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	base = snapshot(dev);
+	/* Unflushed; no block is written twice. */
+	SMR_ASSERT_OK(put(dev, 4 * BS, 8 * BS, 200));
+	for (unsigned int i = 0; i < 6; i++) {
+		uint32_t z = NR_CNV + i % 3;
+
+		SMR_ASSERT_OK(put(dev, cur[z], (1 + i % 3) * BS, 300 + i));
+		cur[z] += (1 + i % 3) * BS;
+		ends[z] |= 1U << ((cur[z] - base_wp[z]) / BS);
+	}
+	SMR_ASSERT_OK(put(dev, ZONE + 2 * BS, 4 * BS, 201));
+	SMR_ASSERT_OK(put(dev, 14 * BS, BS, 202));
+	nr = smr_fault_nr_records(f);
+	full = snapshot(dev);
+
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct smr_replay_opts o = { .flags = SMR_REPLAY_LOSE_BLOCKS,
+					     .seed = seed };
+		char *tpath = mk();
+		struct smr_dev *t = open_dev(tpath);
+		bool ok = true, lost = false;
+		uint8_t *img;
+
+		if (seed % 4 == 0) /* the last write torn: none of it */
+			o.flags |= SMR_REPLAY_TEAR_LAST;
+		SMR_ASSERT_OK(smr_fault_replay(f, nr, &o, t));
+		img = snapshot(t);
+		for (uint64_t b = 0; b < CAP / BS; b++)
+			ok &= !memcmp(img + b * BS, base + b * BS, BS) ||
+			      !memcmp(img + b * BS, full + b * BS, BS);
+		CU_ASSERT_TRUE(ok);
+		/* The 8-block write: a later block kept, an earlier lost? */
+		for (uint64_t b = 4; b < 12; b++) {
+			bool now = !memcmp(img + b * BS, full + b * BS, BS);
+
+			holes += lost && now;
+			lost |= !now;
+		}
+		if (!memcmp(img + 14 * BS, full + 14 * BS, BS)) {
+			CU_ASSERT(seed % 4 != 0);
+			later_kept += lost;
+			kept++;
+		}
+		for (uint32_t z = NR_CNV; zoned && z < NR_ZONES; z++) {
+			uint64_t wp = smr_dev_zone_wp(t, z);
+
+			CU_ASSERT(wp >= base_wp[z] && wp <= cur[z]);
+			CU_ASSERT_EQUAL(memcmp(img + zstart(z),
+					       full + zstart(z),
+					       wp - zstart(z)), 0);
+			mid_append += wp > base_wp[z] &&
+				      !(ends[z] & 1U << (wp - base_wp[z]) / BS);
+		}
+		smr_dev_buf_free(img);
+		SMR_ASSERT_OK(smr_dev_close(t));
+		drop_path(tpath);
+	}
+	CU_ASSERT(holes > 0);
+	CU_ASSERT(later_kept > 0);
+	CU_ASSERT(kept < 30);
+	if (zoned)
+		CU_ASSERT(mid_append > 0);
+
+	/* Not together with the other ways of losing writes. */
+	{
+		struct smr_replay_opts o = { .flags = SMR_REPLAY_LOSE_BLOCKS |
+						      SMR_REPLAY_DROP_RANDOM };
+		char *tpath = mk();
+		struct smr_dev *t = open_dev(tpath);
+
+		SMR_ASSERT_RC(smr_fault_replay(f, nr, &o, t), -EINVAL);
+		o.flags = SMR_REPLAY_LOSE_BLOCKS | SMR_REPLAY_DROP_UNFLUSHED;
+		SMR_ASSERT_RC(smr_fault_replay(f, nr, &o, t), -EINVAL);
+		SMR_ASSERT_OK(smr_dev_close(t));
+		drop_path(tpath);
+	}
+	smr_dev_buf_free(base);
+	smr_dev_buf_free(full);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	smr_fault_free(f);
+	SMR_ASSERT_OK(smr_dev_close(lower));
+	free(path);
+}
+
+static void test_replay_lose_blocks_zloop(void)
+{
+	lose_blocks(new_zloop);
+}
+
+static void test_replay_lose_blocks_file(void)
+{
+	lose_blocks(new_file);
+}
+
 /* Cut the power after every write N of a workload through the fault device
  * itself (not a replay): the lower device then holds the replay of the
  * first N writes. */
@@ -1051,6 +1176,8 @@ static const struct smr_test replay_tests[] = {
 	{ "replay_drop_unflushed_zloop", test_replay_drop_unflushed_zloop },
 	{ "replay_drop_unflushed_file", test_replay_drop_unflushed_file },
 	{ "replay_zoned_order", test_replay_zoned_order },
+	{ "replay_lose_blocks_zloop", test_replay_lose_blocks_zloop },
+	{ "replay_lose_blocks_file", test_replay_lose_blocks_file },
 	{ "cut_every_write", test_cut_every_write },
 	{ "batch_threads", test_batch_threads },
 	{ "discard", test_discard },

@@ -747,6 +747,88 @@ static int replay_write(struct smr_dev *t, struct replay_run *run,
 }
 
 /*
+ * SMR_REPLAY_LOSE_BLOCKS: what a volatile write cache keeps of the unflushed
+ * writes. A sequential zone keeps all its unflushed blocks, or a shorter
+ * prefix of them of a length drawn uniformly (budget[zno] blocks still to
+ * keep). Which zones lose a part is read from the bits of the seed, bit j
+ * for the j-th zone written after the last flush (bit set: a part lost),
+ * so that consecutive seeds go through every combination: the loss that
+ * matters most, an earlier zone's tail lost while a later zone is whole,
+ * is seed 1. Any other block is kept with probability keep_8 / 8, drawn
+ * once per replay from 1/8 to 7/8 so that seeds cover both "nearly all
+ * lost" and "nearly all kept".
+ */
+struct replay_cache {
+	uint64_t *budget; /* per zone; NULL without LOSE_BLOCKS */
+	bool *part;       /* per zone: loses a part */
+	unsigned int keep_8;
+};
+
+static int replay_cache_init(struct replay_cache *c,
+			     const struct fault_rec *recs,
+			     uint64_t from, uint64_t nr, uint64_t last_len,
+			     uint32_t nr_zones, uint32_t bs, uint64_t seed,
+			     uint64_t *rng)
+{
+	unsigned int j = 0;
+
+	c->keep_8 = 1 + replay_rand(rng) % 7;
+	c->budget = calloc(nr_zones ? nr_zones : 1, sizeof(*c->budget));
+	c->part = calloc(nr_zones ? nr_zones : 1, sizeof(*c->part));
+	if (!c->budget || !c->part)
+		return -ENOMEM;
+	for (uint64_t i = from; i < nr; i++) {
+		const struct fault_rec *r = &recs[i];
+
+		if (r->op != SMR_FOP_WRITE || !r->seq)
+			continue;
+		if (!c->budget[r->zno])
+			c->part[r->zno] = (seed >> (j++ % 64)) & 1;
+		c->budget[r->zno] += (i + 1 == nr ? last_len : r->len) / bs;
+	}
+	for (uint32_t z = 0; z < nr_zones; z++)
+		if (c->part[z] && c->budget[z])
+			c->budget[z] = replay_rand(rng) % c->budget[z];
+	return 0;
+}
+
+/*
+ * Replay the unflushed write @r (its first @len bytes) as the cache leaves
+ * it: in runs of kept blocks. Sets *@lost when a block of it was lost.
+ */
+static int replay_cached_write(struct smr_dev *t, struct replay_run *run,
+			       struct replay_cache *cache,
+			       const struct fault_rec *r, uint64_t len,
+			       uint32_t bs, uint64_t *rng, bool *lost)
+{
+	const uint8_t *data = r->data;
+	uint64_t nb = len / bs, start = 0;
+	int rc = 0;
+
+	if (r->seq) {
+		uint64_t keep = SMR_MIN(nb, cache->budget[r->zno]);
+
+		cache->budget[r->zno] -= keep;
+		*lost = keep < nb;
+		return keep ? replay_write(t, run, data, keep * bs, r->off,
+					   r->zno) : 0;
+	}
+	*lost = false;
+	for (uint64_t b = 0; b <= nb && !rc; b++) {
+		if (b < nb && replay_rand(rng) % 8 < cache->keep_8)
+			continue;
+		/* Block b is lost (or the end): write the run before it. */
+		if (b > start)
+			rc = replay_write(t, run, data + start * bs,
+					  (b - start) * bs, r->off + start * bs,
+					  r->zno);
+		*lost |= b < nb;
+		start = b + 1;
+	}
+	return rc;
+}
+
+/*
  * Apply one zone operation of the log to @t. @lax: writes were dropped
  * before it, so the target's zone may be in another condition than the
  * recorded device's was: open and close then only try (they change no data).
@@ -786,9 +868,11 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 	static const struct smr_replay_opts none;
 	const struct smr_dev_info *ti = smr_dev_info(target);
 	bool *dropping = NULL; /* per zone: a write of it was dropped */
+	struct replay_cache cache = { .budget = NULL, .part = NULL };
 	struct replay_run run = { .len = 0 };
 	bool dropped_any = false, flushes = false;
 	uint64_t unflushed = 0; /* first record after the prefix's last flush */
+	uint64_t tear_len = 0;  /* bytes of record @nr - 1 replayed */
 	uint64_t rng;
 	int rc = 0;
 
@@ -807,10 +891,28 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 			rc = -EINVAL;
 			goto out;
 		}
+		tear_len = SMR_MIN(f->recs[nr - 1].len,
+				   SMR_ROUND_DOWN(opts->tear_bytes,
+						  ti->block_size));
+	} else if (nr) {
+		tear_len = f->recs[nr - 1].len;
+	}
+	if ((opts->flags & SMR_REPLAY_LOSE_BLOCKS) &&
+	    (opts->flags & (SMR_REPLAY_DROP_UNFLUSHED |
+			    SMR_REPLAY_DROP_RANDOM))) {
+		rc = -EINVAL;
+		goto out;
 	}
 	for (uint64_t i = 0; i < nr; i++)
 		if (f->recs[i].op == SMR_FOP_FLUSH)
 			unflushed = i + 1;
+	if (opts->flags & SMR_REPLAY_LOSE_BLOCKS) {
+		rc = replay_cache_init(&cache, f->recs, unflushed, nr,
+				       tear_len, ti->nr_zones, ti->block_size,
+				       opts->seed, &rng);
+		if (rc)
+			goto out;
+	}
 	if (ti->nr_zones) {
 		dropping = calloc(ti->nr_zones, sizeof(*dropping));
 		if (!dropping) {
@@ -832,6 +934,18 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 
 		switch (r->op) {
 		case SMR_FOP_WRITE:
+			if (i + 1 == nr)
+				len = tear_len;
+			if (i >= unflushed && cache.budget) {
+				bool lost;
+
+				rc = replay_cached_write(target, &run, &cache,
+							 r, len,
+							 ti->block_size, &rng,
+							 &lost);
+				dropped_any |= lost;
+				break;
+			}
 			if (i >= unflushed) {
 				if (opts->flags & SMR_REPLAY_DROP_UNFLUSHED)
 					keep = false;
@@ -848,9 +962,6 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 				dropped_any = true;
 				break;
 			}
-			if ((opts->flags & SMR_REPLAY_TEAR_LAST) && i + 1 == nr)
-				len = SMR_MIN(len, SMR_ROUND_DOWN(
-					opts->tear_bytes, ti->block_size));
 			if (len)
 				rc = replay_write(target, &run, r->data, len,
 						  r->off, r->zno);
@@ -889,6 +1000,8 @@ int smr_fault_replay(struct smr_fault *f, uint64_t nr,
 out_dropping:
 	free(dropping);
 out:
+	free(cache.budget);
+	free(cache.part);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }

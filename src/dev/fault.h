@@ -23,8 +23,9 @@
  *    the same geometry, in the state the lower device had when recording
  *    started) the state after any prefix of the log, as a crash at that point
  *    could have left it: with the writes not followed by a flush kept, dropped,
- *    or dropped at random (on zoned devices only ever a suffix of each zone's
- *    writes, so that no hole is left before a write pointer), and optionally
+ *    dropped at random whole (on zoned devices only ever a suffix of each
+ *    zone's writes, so that no hole is left before a write pointer), or lost
+ *    block by block as a volatile write cache loses them, and optionally
  *    with the last write torn at a block boundary.
  *
  * The power cut. Once a DROP_WRITES or TEAR_WRITE rule fires, the device is
@@ -226,13 +227,27 @@ size_t smr_fault_log_bytes(struct smr_fault *f);
 /* One write per record, and each flush where it was. By default contiguous
  * writes are merged and one flush ends the replay, which is faster. */
 #define SMR_REPLAY_EXACT (1U << 3)
+/*
+ * A volatile write cache lost at the cut, block by block: each block (of the
+ * device's block size) of the unflushed writes is kept or lost on its own,
+ * chosen from opts->seed, a multi-block write included. In a sequential zone
+ * only a prefix of the zone's unflushed blocks survives (a write pointer
+ * leaves no hole); on a conventional zone or an unzoned device any subset
+ * does, later blocks kept while earlier ones are lost. Bit j of the seed
+ * says whether the j-th sequential zone written after the last flush loses
+ * a part (set) or keeps all (clear), so that seeds 0 to 2^j - 1 go through
+ * every combination of the first j zones. Excludes
+ * DROP_UNFLUSHED and DROP_RANDOM; with TEAR_LAST the last write is torn
+ * first.
+ */
+#define SMR_REPLAY_LOSE_BLOCKS (1U << 4)
 
 /* Zeroed (or NULL) = replay the prefix exactly. */
 struct smr_replay_opts {
 	unsigned int flags;  /* SMR_REPLAY_* */
 	uint64_t tear_bytes; /* SMR_REPLAY_TEAR_LAST */
-	uint64_t seed;       /* SMR_REPLAY_DROP_RANDOM; the same seed gives the
-			      * same choice */
+	uint64_t seed;       /* SMR_REPLAY_DROP_RANDOM, SMR_REPLAY_LOSE_BLOCKS;
+			      * the same seed gives the same choice */
 };
 
 /*
@@ -246,13 +261,14 @@ struct smr_replay_opts {
  * prefix holds a flush) and sees contiguous writes merged: use EXACT to
  * replay onto a fault device that counts writes.
  *
- * With DROP_RANDOM, a zone left partly written by a dropped write stays
+ * With DROP_RANDOM or LOSE_BLOCKS, a zone left partly written by a dropped write stays
  * active where the recorded device had filled it, so on a target with a
  * max_active limit a later kept write can fail with -EIO: try another seed.
  *
  * Returns 0, or: -ENOMEM; -EINVAL for @nr beyond the log, a geometry mismatch,
- * TEAR_LAST when record @nr - 1 is not a write, or TEAR_LAST together with
- * DROP_UNFLUSHED (the last write is always unflushed, so it would be dropped);
+ * TEAR_LAST when record @nr - 1 is not a write, TEAR_LAST together with
+ * DROP_UNFLUSHED (the last write is always unflushed, so it would be dropped),
+ * or LOSE_BLOCKS together with DROP_UNFLUSHED or DROP_RANDOM;
  * or the first error of @target (the replay stops there).
  */
 int smr_fault_replay(struct smr_fault *f, uint64_t nr,
