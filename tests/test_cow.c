@@ -3,7 +3,7 @@
  * test_cow.c - the COW engine on real devices: format and open on a plain
  * file, a zoned loop directory with conventional zones and one without;
  * checkpoint rings and logs that wrap; corruption of nodes, checkpoints and
- * superblocks; feature and geometry checks; group commit and the timer;
+ * superblocks; misdirected and stale node writes; feature and geometry checks; group commit and the timer;
  * power loss at every write through the fault device.
  */
 #include "testutil.h"
@@ -705,6 +705,172 @@ static void corrupt_node(enum kind k)
 
 static void test_corrupt_node_file(void) { corrupt_node(K_FILE); }
 static void test_corrupt_node_zloop(void) { corrupt_node(K_ZLOOP_SEQ); }
+
+/* Read (@wr false) or write @len bytes at device offset @off of the device
+ * at @path, behind the engine's back. */
+static void raw_io(enum kind k, const char *path, void *buf, size_t len,
+		   uint64_t off, bool wr)
+{
+	char file[600];
+	uint64_t foff;
+	int fd;
+
+	backing(k, path, off, file, sizeof(file), &foff);
+	fd = open(file, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	ssize_t done = wr ? pwrite(fd, buf, len, (off_t)foff) :
+			    pread(fd, buf, len, (off_t)foff);
+
+	close(fd);
+	CU_ASSERT_FATAL(done == (ssize_t)len);
+}
+
+/* The error messages seen that name the block and the failure expected. */
+static char blk_at[64];
+static const char *blk_why;
+static unsigned int blk_named;
+
+static void blk_sink(enum smr_log_level level, const char *msg)
+{
+	(void)level;
+	if (strstr(msg, blk_at) && strstr(msg, blk_why))
+		blk_named++;
+}
+
+/* Open the engine at @path, look every key of @m up: each must give its
+ * value in @m or fail with @err, never another value. Returns the number
+ * of keys that failed; the checker must fail too when any did, and every
+ * failure must be logged naming block @addr and @why. */
+static uint64_t lookups_fail_with(const char *path, const struct model *m,
+				  int err, uint64_t addr, const char *why)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600, .cache_bytes = 1 };
+	uint8_t val[512], want[512];
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	uint64_t bad = 0;
+
+	snprintf(blk_at, sizeof(blk_at), "corruption at byte %" PRIu64 ": ",
+		 addr);
+	blk_why = why;
+	blk_named = 0;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return 0;
+	smr_log_set_level(SMR_LOG_ERR);
+	smr_log_set_sink(blk_sink);
+	for (uint64_t i = 0; i < m->n; i++) {
+		struct smr_key key;
+		size_t len = sizeof(val);
+		int rc;
+
+		key_of(i, &key);
+		rc = smr_bt_lookup(c, SMR_TREE_FS, &key, val, &len);
+		make_val(want, i, m->ver[i]);
+		if (rc == err) {
+			bad++;
+		} else if (rc || len != val_len(i, m->ver[i]) ||
+			   memcmp(val, want, len)) {
+			fprintf(stderr, "key %" PRIu64 ": %s, not the value "
+				"or %s\n", i, strerror(-rc), strerror(-err));
+			CU_FAIL("lookup: neither the value nor the error");
+		}
+	}
+	if (bad) {
+		SMR_ASSERT_RC(smr_cow_check(c), err);
+	}
+	smr_log_set_sink(NULL);
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	/* One message per failed lookup, one more from the checker. */
+	CU_ASSERT(blk_named >= (bad ? bad + 1 : 0));
+	smr_cow_close(c); /* nothing to commit */
+	smr_dev_close(dev);
+	return bad;
+}
+
+/*
+ * Blocks whose bytes are intact but which are not what the reference
+ * expects: a valid leaf written at the address of another (a misdirected
+ * write), and an older generation of a leaf, sealed for the address its
+ * parent now names (a stale block: a write lost, the old one left in
+ * place). The checksum verifies in both; the address and the generation
+ * in the parent's pointer must catch them: the keys under that leaf fail
+ * with -EUCLEAN and a message naming the block and the check, the others
+ * read, no key returns a wrong value.
+ */
+static void misplaced_node(enum kind k)
+{
+	const char *path = make_dev(k, "misplaced");
+	struct smr_cow_opts o = { .commit_secs = 3600, .cache_bytes = 1 };
+	struct model m = { .n = 3000 };
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	uint8_t *root = NULL, *old = NULL, *cur = NULL, *other = NULL;
+	uint64_t b_old, b_new, a_new, old_gen, n;
+	struct smr_blk_hdr *h;
+
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		goto out;
+	n = c->sb.node_size;
+	root = smr_dev_buf_alloc(n);
+	old = smr_dev_buf_alloc(n);
+	cur = smr_dev_buf_alloc(n);
+	other = smr_dev_buf_alloc(n);
+	for (uint64_t i = 0; i < m.n; i++)
+		model_apply(c, &m, i, 1);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	CU_ASSERT_FATAL(smr_bt_height(c, SMR_TREE_FS) >= 2);
+	SMR_ASSERT_OK(smr_dev_read(dev, root, n, c->trees[SMR_TREE_FS].addr));
+	b_old = smr_int_addr(root, 1);
+	old_gen = smr_int_gen(root, 1);
+	raw_io(k, path, old, n, b_old, false); /* committed: on the device */
+	/* Every key rewritten: every leaf moves to a new place. */
+	for (uint64_t i = 0; i < m.n; i++)
+		model_apply(c, &m, i, 2);
+	close_fs(dev, c);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		goto out;
+	SMR_ASSERT_OK(smr_dev_read(dev, root, n, c->trees[SMR_TREE_FS].addr));
+	a_new = smr_int_addr(root, 0);
+	b_new = smr_int_addr(root, 1);
+	CU_ASSERT_FATAL(smr_int_gen(root, 1) > old_gen && b_new != b_old);
+	close_fs(dev, c);
+	raw_io(k, path, cur, n, b_new, false);
+	raw_io(k, path, other, n, a_new, false);
+
+	/* Stale: the old leaf, sealed as if written where the parent
+	 * points now, with its old generation. */
+	h = (struct smr_blk_hdr *)old;
+	CU_ASSERT_EQUAL(le64toh(h->gen), old_gen);
+	h->addr = htole64(b_new);
+	h->csum = htole64(smr_blk_csum(old, n));
+	raw_io(k, path, old, n, b_new, true);
+	CU_ASSERT(lookups_fail_with(path, &m, -SMR_EFSCORRUPTED, b_new,
+				    "stale: generation differs") > 0);
+
+	/* Misdirected: the first leaf, intact, where the second should be. */
+	raw_io(k, path, other, n, b_new, true);
+	CU_ASSERT(lookups_fail_with(path, &m, -SMR_EFSCORRUPTED, b_new,
+				    "misdirected: address in header") > 0);
+
+	/* The right block back: every key reads. */
+	raw_io(k, path, cur, n, b_new, true);
+	CU_ASSERT_EQUAL(lookups_fail_with(path, &m, -SMR_EFSCORRUPTED, b_new,
+					  "corruption"), 0);
+out:
+	smr_dev_buf_free(root);
+	smr_dev_buf_free(old);
+	smr_dev_buf_free(cur);
+	smr_dev_buf_free(other);
+	free(m.ver);
+}
+
+static void test_misplaced_node_file(void) { misplaced_node(K_FILE); }
+static void test_misplaced_node_zloop(void) { misplaced_node(K_ZLOOP_SEQ); }
 
 /* Superblock copies, features, geometry, not-smrfs. */
 static void rewrite_sb(const char *path, void (*change)(struct smr_sb *))
@@ -1506,6 +1672,8 @@ static const struct smr_test cow_tests[] = {
 	{ "fallback_root_zloop", test_fallback_root_zloop },
 	{ "corrupt_node_file", test_corrupt_node_file },
 	{ "corrupt_node_zloop", test_corrupt_node_zloop },
+	{ "misplaced_node_file", test_misplaced_node_file },
+	{ "misplaced_node_zloop", test_misplaced_node_zloop },
 	{ "data_file", test_data_file },
 	{ "data_zloop", test_data_zloop },
 	{ "unsettled_file", test_unsettled_file },
