@@ -208,6 +208,7 @@ struct smr_cow {
 
 struct smr_txn {
 	struct smr_cow *c;
+	bool counted; /* in the thread's count of handles held on c */
 };
 
 /* bt.c */

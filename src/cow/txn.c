@@ -196,11 +196,19 @@ static size_t dirty_bound(struct smr_cow *c)
 }
 
 /*
- * Handles the calling thread holds, on any engine. A thread that holds one
- * must not wait for a commit (the commit waits for its handle), so its
- * nested begins neither wait for a freeze nor commit themselves.
+ * Handles the calling thread holds on engine txn_held_on. A thread that
+ * holds one must not wait for that engine's commit (the commit waits for
+ * its handle), so its nested begins neither wait for a freeze nor commit
+ * themselves. Handles on a second engine are not counted: a begin there
+ * waits like any other.
  */
+static __thread const struct smr_cow *txn_held_on;
 static __thread unsigned int txn_held;
+
+static bool txn_nested(const struct smr_cow *c)
+{
+	return txn_held && txn_held_on == c;
+}
 
 /* Ask the timer thread for a commit now (txn_lock held). */
 static void ask_commit_locked(struct smr_cow *c)
@@ -224,7 +232,7 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	 * has the timer thread commit, which happens once it ends.
 	 */
 	if (smr_cache_dirty_bytes(c) > dirty_bound(c)) {
-		if (!txn_held) {
+		if (!txn_nested(c)) {
 			int rc = smr_cow_commit_now(c);
 
 			if (rc)
@@ -242,7 +250,7 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	pthread_mutex_lock(&c->txn_lock);
 	/* A nested begin joins even while a commit waits: that commit waits
 	 * for this thread's outer handle, so it has not frozen the trees. */
-	while (c->committing && !txn_held)
+	while (c->committing && !txn_nested(c))
 		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
 	if (c->read_only) {
 		pthread_mutex_unlock(&c->txn_lock);
@@ -251,7 +259,11 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	}
 	c->nr_handles++;
 	pthread_mutex_unlock(&c->txn_lock);
-	txn_held++;
+	t->counted = !txn_held || txn_held_on == c;
+	if (t->counted) {
+		txn_held_on = c;
+		txn_held++;
+	}
 	*tp = t;
 	return 0;
 }
@@ -263,7 +275,8 @@ void smr_txn_end(struct smr_txn *t)
 	if (!t)
 		return;
 	c = t->c;
-	txn_held--;
+	if (t->counted)
+		txn_held--;
 	pthread_mutex_lock(&c->txn_lock);
 	if (!--c->nr_handles)
 		pthread_cond_broadcast(&c->txn_cond);
