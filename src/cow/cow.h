@@ -64,7 +64,6 @@ struct smr_format_opts {
 	const char *label;       /* up to 63 bytes; NULL = none */
 	const uint8_t *uuid;     /* 16 bytes; NULL = random */
 	const char *alloc;       /* allocator module; NULL = chosen by device */
-	bool dry_run;            /* compute the layout, write nothing */
 };
 
 /* What a formatted filesystem is; filled by smr_cow_format / smr_cow_info. */

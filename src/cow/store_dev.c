@@ -1060,10 +1060,6 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	if (rc)
 		goto out_free;
 	snprintf(c->alloc_why, sizeof(c->alloc_why), "%s", why);
-	if (o->dry_run) {
-		sd_fill_info(&c->sb, why, info, 0);
-		goto out_free;
-	}
 	if (c->info->read_only) {
 		rc = -EROFS;
 		goto out_free;
