@@ -18,6 +18,7 @@
  *     name "#INO" in /lost+found, made if missing;
  *   - link counts are set to the names counted (directories: 2 +
  *     subdirectories), after the repairs above;
+ *   - an inode's byte count is set to what its extent items hold;
  *   - the namespace record's inode count is set to the inodes counted;
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
@@ -56,6 +57,10 @@ struct fk_inode {
 	uint64_t ino;
 	uint32_t mode, nlink;
 	uint64_t parent, size;
+	uint64_t bytes;     /* the inode's byte count */
+	uint64_t ext_bytes; /* what its extent items hold */
+	bool bad_ext;       /* one of them is malformed: its byte count is
+			     * left as it is (smr_ns_check reports it) */
 	uint64_t names;   /* entries naming it (after planned drops) */
 	uint64_t subdirs; /* directories among its entries */
 	bool orphan;
@@ -286,6 +291,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->nlink = le32toh(d.nlink);
 		fi->parent = le64toh(d.parent);
 		fi->size = le64toh(d.size);
+		fi->bytes = le64toh(d.bytes);
 		return 0;
 	}
 	case SMR_NS_T_DIRENT:
@@ -337,6 +343,16 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 			return w->err = -ENOMEM;
 		w->ext[w->next].off = le64toh(d.dev_off);
 		w->ext[w->next++].len = le64toh(d.len);
+		/* Items follow their inode, the last one added. */
+		if (w->nin && w->in[w->nin - 1].ino == k->objid) {
+			struct fk_inode *fi = &w->in[w->nin - 1];
+			uint64_t elen = le64toh(d.len);
+
+			fi->ext_bytes += elen;
+			fi->bad_ext |= !elen || elen % w->bsize ||
+				       le32toh(d.nr_csums) != elen / w->bsize ||
+				       len != sizeof(d) + 8 * (elen / w->bsize);
+		}
 		if (w->scrub)
 			fk_scrub(w, k->objid, k->offset, &d, val, len);
 		return 0;
@@ -447,6 +463,12 @@ static uint32_t fk_want_nlink(const struct fk_inode *fi)
 	return (uint32_t)fi->names;
 }
 
+/* Does @fi's byte count differ from what its (well-formed) extents hold? */
+static bool fk_bytes_wrong(const struct fk_inode *fi)
+{
+	return !fi->bad_ext && fi->bytes != fi->ext_bytes;
+}
+
 /* Is @fi an inode no entry names, that is not the root nor an orphan? */
 static bool fk_nameless(const struct fk_inode *fi)
 {
@@ -459,7 +481,7 @@ static bool fk_nameless(const struct fk_inode *fi)
 
 struct fk_plan {
 	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
-	uint64_t dirsizes;
+	uint64_t dirsizes, bytes;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -530,6 +552,12 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			p->dirsizes++;
 			smr_err("dir %" PRIu64 ": size %" PRIu64 ", directories "
 				"keep 0 (%sset it to 0)", fi->ino, fi->size, will);
+		}
+		if (fk_bytes_wrong(fi)) {
+			p->bytes++;
+			smr_err("inode %" PRIu64 ": byte count %" PRIu64 ", its "
+				"extents hold %" PRIu64 " (%sset it)", fi->ino,
+				fi->bytes, fi->ext_bytes, will);
 		}
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
@@ -763,10 +791,11 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 		struct smr_ns_inode_d d;
 
 		bool nlink, size = S_ISDIR(fi->mode) && fi->size;
+		bool bytes = fk_bytes_wrong(fi);
 
 		nlink = !fi->orphan && !fk_nameless(fi) &&
 			fi->nlink != fk_want_nlink(fi);
-		if (!nlink && !size)
+		if (!nlink && !size && !bytes)
 			continue;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
 		if (rc)
@@ -775,6 +804,8 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			d.nlink = htole32(fk_want_nlink(fi));
 		if (size)
 			d.size = 0;
+		if (bytes)
+			d.bytes = htole64(fi->ext_bytes);
 		rc = fk_inode_rw(cow, t, fi->ino, &d, true);
 		if (rc)
 			return rc;
@@ -783,7 +814,10 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 				 fi->ino, fk_want_nlink(fi));
 		if (size)
 			smr_info("dir %" PRIu64 ": size set to 0", fi->ino);
-		*fixed += nlink + size;
+		if (bytes)
+			smr_info("inode %" PRIu64 ": byte count set to %" PRIu64,
+				 fi->ino, fi->ext_bytes);
+		*fixed += nlink + size + bytes;
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
 		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
@@ -1075,7 +1109,8 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	r->orphans = p.orphans;
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
-				   p.counters + p.strays + p.dirsizes;
+				   p.counters + p.strays + p.dirsizes +
+				   p.bytes;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is

@@ -81,8 +81,8 @@ static void ns_vreport(uint64_t *problems, enum smr_log_level level,
 
 /*
  * A problem of the namespace. @fixed: fsck.smrfs repairs it from its own
- * walk (names, link counts, directory sizes, counters, items of missing
- * inodes); anything else is left as it is. The line says which.
+ * walk (names, link counts, directory sizes, byte counts, counters, items
+ * of missing inodes); anything else is left as it is. The line says which.
  */
 static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
 {
@@ -440,7 +440,7 @@ static void ck_inodes(struct ck *ck)
 			ck_report(ck, true, "inode %llu: no links and no orphan record",
 				  ino);
 		if (ci->ext_bytes != ci->bytes)
-			ck_report(ck, false, "inode %llu: extents hold %llu bytes, inode says %llu",
+			ck_report(ck, true, "inode %llu: extents hold %llu bytes, inode says %llu",
 				  ino, (unsigned long long)ci->ext_bytes,
 				  (unsigned long long)ci->bytes);
 		if (ci->ext_end > SMR_ROUND_UP(ci->size, bs))
