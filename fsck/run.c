@@ -18,6 +18,9 @@
  *     name "#INO" in /lost+found, made if missing;
  *   - link counts are set to the names counted (directories: 2 +
  *     subdirectories), after the repairs above;
+ *   - an extent item whose blocks are not where it points is pointed at
+ *     them where the reverse map has them (before the space audit, which
+ *     would otherwise take the wrong bytes for it and free its own);
  *   - an inode's byte count is set to what its extent items hold;
  *   - the namespace record's inode count is set to the inodes counted;
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
@@ -61,6 +64,7 @@ struct fk_inode {
 	uint64_t ext_bytes; /* what its extent items hold */
 	bool bad_ext;       /* one of them is malformed: its byte count is
 			     * left as it is (smr_ns_check reports it) */
+	uint64_t ext_end;   /* end of its extents so far, in the walk */
 	uint64_t names;   /* entries naming it (after planned drops) */
 	uint64_t subdirs; /* directories among its entries */
 	bool orphan;
@@ -78,6 +82,26 @@ struct fk_index {
 	bool dangling; /* its inode is missing */
 	bool no_entry; /* no entry item names it back */
 };
+
+/* Which item an entry of fk_walk.ext is, for the data check. */
+struct fk_xkey {
+	uint64_t ino, foff;
+	bool skip; /* not a well-formed extent of a regular file of its
+		    * own (a stray, malformed, overlapping another of the
+		    * file): reported by others, left out of the data check */
+	long fix;  /* index in fk_walk.xf, or -1 */
+};
+
+/* An extent item that does not hold its data (fk_check_data): where each
+ * of its blocks is found. */
+struct fk_exfix {
+	uint64_t ino, foff, dev_off, gen;
+	uint32_t nblk;
+	uint64_t *loc;  /* per block: the device offset, or FK_LOST */
+	uint64_t *csum; /* per block, as the item stores them */
+};
+
+#define FK_LOST UINT64_MAX
 
 /* An item of an inode that does not exist. */
 struct fk_stray {
@@ -99,6 +123,10 @@ struct fk_walk {
 	size_t nix, cix;
 	struct smr_data_extent *ext;
 	size_t next, cext;
+	struct fk_xkey *xk; /* one per ext */
+	size_t cxk;
+	struct fk_exfix *xf;
+	size_t nxf, cxf;
 	struct fk_stray *st;
 	size_t nst, cst;
 	uint64_t cur_ino; /* the last INODE item seen: items follow it */
@@ -157,7 +185,20 @@ static int fk_entry_cmp(const void *key, const void *elt)
 	return fk_cmp_u64(k[0], e->dir) ?: fk_cmp_u64(k[1], e->hkey);
 }
 
+static struct smr_key fk_key(uint64_t objid, uint8_t type, uint64_t off)
+{
+	struct smr_key k = { .objid = objid, .type = type, .offset = off };
+
+	return k;
+}
+
 static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
+{
+	return bsearch(&ino, w->in, w->nin, sizeof(*w->in), fk_inode_cmp);
+}
+
+static const struct fk_inode *fk_find_const(const struct fk_walk *w,
+					    uint64_t ino)
 {
 	return bsearch(&ino, w->in, w->nin, sizeof(*w->in), fk_inode_cmp);
 }
@@ -182,6 +223,16 @@ static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
  * slow device (or of an emulated one) take minutes for a few hundred MiB. */
 #define FK_SCRUB_CHUNK (1u << 20)
 
+/* The checksum of a data block of inode @ino at file offset @foff
+ * (docs/FORMAT.md, "Extent"). */
+static uint64_t fk_block_sum(uint64_t ino, uint64_t foff, uint64_t gen,
+			     const void *blk, uint32_t bs)
+{
+	__le64 id[3] = { htole64(ino), htole64(foff), htole64(gen) };
+
+	return smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0));
+}
+
 static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		     const struct smr_ns_extent_d *d, const void *val,
 		     size_t len)
@@ -195,8 +246,6 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 	if (len < sizeof(*d) + 8 * (elen / bs))
 		return; /* smr_ns_check reports the item */
 	for (uint64_t o = 0; o < elen; o += bs) {
-		__le64 id[3] = { htole64(ino), htole64(foff + o),
-				 htole64(gen) };
 		const uint8_t *blk;
 		uint64_t want;
 		int rc;
@@ -218,7 +267,7 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		memcpy(&want, cs + 8 * (o / bs), 8);
 		want = le64toh(want);
 		w->scrubbed += bs;
-		if (!rc && smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0)) ==
+		if (!rc && fk_block_sum(ino, foff + o, gen, blk, w->bsize) ==
 				   want)
 			continue;
 		w->bad_blocks++;
@@ -339,19 +388,31 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 			return 0;
 		memcpy(&d, val, sizeof(d));
 		if (smr_array_grow((void **)&w->ext, &w->cext, w->next,
-				   sizeof(*w->ext)))
+				   sizeof(*w->ext)) ||
+		    smr_array_grow((void **)&w->xk, &w->cxk, w->next,
+				   sizeof(*w->xk)))
 			return w->err = -ENOMEM;
+		struct fk_xkey *xk = &w->xk[w->next];
+		uint64_t elen = le64toh(d.len);
+
+		*xk = (struct fk_xkey){ .ino = k->objid, .foff = k->offset,
+					.skip = true, .fix = -1 };
 		w->ext[w->next].off = le64toh(d.dev_off);
-		w->ext[w->next++].len = le64toh(d.len);
+		w->ext[w->next++].len = elen;
 		/* Items follow their inode, the last one added. */
 		if (w->nin && w->in[w->nin - 1].ino == k->objid) {
 			struct fk_inode *fi = &w->in[w->nin - 1];
-			uint64_t elen = le64toh(d.len);
+			bool bad = !elen || elen % w->bsize ||
+				   k->offset % w->bsize ||
+				   elen / w->bsize > SMR_NS_EXTENT_MAX_BLOCKS ||
+				   le32toh(d.nr_csums) != elen / w->bsize ||
+				   len != sizeof(d) + 8 * (elen / w->bsize);
 
 			fi->ext_bytes += elen;
-			fi->bad_ext |= !elen || elen % w->bsize ||
-				       le32toh(d.nr_csums) != elen / w->bsize ||
-				       len != sizeof(d) + 8 * (elen / w->bsize);
+			fi->bad_ext |= bad;
+			xk->skip = bad || !S_ISREG(fi->mode) ||
+				   k->offset < fi->ext_end;
+			fi->ext_end = SMR_MAX(fi->ext_end, k->offset + elen);
 		}
 		if (w->scrub)
 			fk_scrub(w, k->objid, k->offset, &d, val, len);
@@ -370,6 +431,12 @@ static void fk_walk_free(struct fk_walk *w)
 	free(w->en);
 	free(w->ix);
 	free(w->ext);
+	free(w->xk);
+	for (size_t i = 0; i < w->nxf; i++) {
+		free(w->xf[i].loc);
+		free(w->xf[i].csum);
+	}
+	free(w->xf);
 	free(w->st);
 	free(w->orphan_recs);
 	smr_cow_buf_free(w->blk);
@@ -476,6 +543,334 @@ static bool fk_nameless(const struct fk_inode *fi)
 }
 
 /* ========================================================================
+ * Extents that do not hold their data
+ *
+ * An extent item whose device offset went wrong points at free space,
+ * past a write pointer or at another file's data. Taking that space for
+ * it (the space audit's repair of "referenced but free") would give the
+ * file bytes that are not its own and free the bytes that are. The
+ * reverse map says where each extent was written: an extent that the map
+ * does not name at its device range has its blocks verified there
+ * against the item's checksums, and a block that fails is looked for
+ * where the map puts that file offset. The item is pointed at the blocks
+ * found; a block found nowhere is dropped (a hole) when the map names
+ * another place for it or another owner at its own place, and left as it
+ * is (a scrub reports it) when the map knows nothing of either. Nothing
+ * is freed: the bytes an item wrongly named are another owner's or free.
+ * ======================================================================== */
+
+/* The reverse map's entries in device order, and by owner. */
+struct fk_rmap {
+	struct smr_cow_rmap_entry *e;
+	size_t n, c;
+	const struct smr_cow_rmap_entry **own; /* extent owners, by (ino,
+						* file offset) */
+	size_t nown;
+};
+
+static int fk_rmap_add(void *arg, const struct smr_cow_rmap_entry *e)
+{
+	struct fk_rmap *m = arg;
+
+	if (e->released)
+		return 0;
+	if (smr_array_grow((void **)&m->e, &m->c, m->n, sizeof(*m->e)))
+		return -ENOMEM;
+	m->e[m->n++] = *e;
+	return 0;
+}
+
+static int fk_own_cmp(const void *a, const void *b)
+{
+	const struct smr_cow_rmap_entry *x = *(const void *const *)a;
+	const struct smr_cow_rmap_entry *y = *(const void *const *)b;
+
+	return fk_cmp_u64(x->owner.objid, y->owner.objid) ?:
+		       fk_cmp_u64(x->owner.offset, y->owner.offset);
+}
+
+/* The entry whose device range holds @dev, or NULL. */
+static const struct smr_cow_rmap_entry *fk_rmap_at(const struct fk_rmap *m,
+						   uint64_t dev)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) { /* the first entry starting past @dev */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->e[mid].off <= dev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || dev >= m->e[lo - 1].off + m->e[lo - 1].len)
+		return NULL;
+	return &m->e[lo - 1];
+}
+
+/* The entry naming file offset @foff of inode @ino, or NULL. */
+static const struct smr_cow_rmap_entry *fk_rmap_of(const struct fk_rmap *m,
+						   uint64_t ino, uint64_t foff)
+{
+	size_t lo = 0, hi = m->nown;
+	const struct smr_cow_rmap_entry *e;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		e = m->own[mid];
+		if (e->owner.objid < ino ||
+		    (e->owner.objid == ino && e->owner.offset <= foff))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	e = m->own[lo - 1];
+	return e->owner.objid == ino && foff - e->owner.offset < e->len ? e :
+									  NULL;
+}
+
+/* Does the map name the item (@ino, @foff) at every byte of its device
+ * range [@off, @off + @len)? */
+static bool fk_rmap_names(const struct fk_rmap *m, uint64_t ino,
+			  uint64_t foff, uint64_t off, uint64_t len)
+{
+	for (uint64_t x = off; x < off + len;) {
+		const struct smr_cow_rmap_entry *e = fk_rmap_at(m, x);
+
+		if (!e || e->owner.type != SMR_NS_T_EXTENT ||
+		    e->owner.objid != ino ||
+		    e->owner.offset + (x - e->off) != foff + (x - off))
+			return false;
+		x = e->off + e->len;
+	}
+	return true;
+}
+
+/* Does the block at device offset @dev hold file offset @foff of @ino? */
+static bool fk_block_ok(struct smr_cow *cow, void *buf, uint32_t bs,
+			uint64_t ino, uint64_t foff, uint64_t gen,
+			uint64_t want, uint64_t dev)
+{
+	return !smr_cow_data_read(cow, dev, buf, bs) &&
+	       fk_block_sum(ino, foff, gen, buf, bs) == want;
+}
+
+/* Length in blocks of the run of found blocks that starts at block @b of
+ * @x, contiguous on the device (0: block @b is lost). */
+static uint32_t fk_run(const struct fk_exfix *x, uint32_t b, uint32_t bs)
+{
+	uint32_t n = 0;
+
+	while (b + n < x->nblk && x->loc[b + n] != FK_LOST &&
+	       x->loc[b + n] == x->loc[b] + (uint64_t)n * bs)
+		n++;
+	return n;
+}
+
+/* Where the blocks of extent @i of @w are (it is not named by the map
+ * at its range): added to w->xf if some are elsewhere or nowhere. */
+static int fk_locate(struct fk_walk *w, const struct fk_rmap *m, size_t i,
+		     void *buf, bool report)
+{
+	union {
+		struct smr_ns_extent_d d;
+		uint8_t b[sizeof(struct smr_ns_extent_d) +
+			  8 * SMR_NS_EXTENT_MAX_BLOCKS];
+	} v;
+	struct fk_xkey *xk = &w->xk[i];
+	struct smr_key k = fk_key(xk->ino, SMR_NS_T_EXTENT, xk->foff);
+	uint32_t bs = w->bsize, moved = 0, lost = 0;
+	size_t len = sizeof(v);
+	struct fk_exfix x;
+	int rc;
+
+	rc = smr_bt_lookup(w->cow, SMR_TREE_FS, &k, &v, &len);
+	if (rc)
+		return rc;
+	memset(&x, 0, sizeof(x));
+	x.ino = xk->ino;
+	x.foff = xk->foff;
+	x.dev_off = le64toh(v.d.dev_off);
+	x.gen = le64toh(v.d.gen);
+	x.nblk = le32toh(v.d.nr_csums); /* checked by the walk */
+	x.loc = calloc(x.nblk, sizeof(*x.loc));
+	x.csum = calloc(x.nblk, sizeof(*x.csum));
+	if (!x.loc || !x.csum) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(x.csum, v.b + sizeof(v.d), 8 * (size_t)x.nblk);
+	for (uint32_t b = 0; b < x.nblk; b++) {
+		uint64_t o = x.foff + (uint64_t)b * bs, at = x.dev_off + o - x.foff;
+		uint64_t want = le64toh(x.csum[b]);
+		const struct smr_cow_rmap_entry *e;
+
+		x.loc[b] = at;
+		if (fk_block_ok(w->cow, buf, bs, x.ino, o, x.gen, want, at))
+			continue;
+		e = fk_rmap_of(m, x.ino, o);
+		if (e) {
+			uint64_t there = e->off + (o - e->owner.offset);
+
+			if (there != at && fk_block_ok(w->cow, buf, bs, x.ino,
+						       o, x.gen, want, there)) {
+				x.loc[b] = there;
+				moved++;
+				continue;
+			}
+		}
+		/* Found nowhere: a hole, unless the map knows nothing of
+		 * this block, which then stays as it is. */
+		if (e || fk_rmap_at(m, at)) {
+			x.loc[b] = FK_LOST;
+			lost++;
+		}
+	}
+	if (!moved && !lost)
+		goto out; /* the map is what is wrong: rebuilt from the items */
+	if (smr_array_grow((void **)&w->xf, &w->cxf, w->nxf, sizeof(*w->xf))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (report)
+		smr_err("inode %" PRIu64 ": the extent at file offset %" PRIu64
+			" (%" PRIu64 " bytes at device byte %" PRIu64 ") does "
+			"not hold its data: %u of its blocks are where the "
+			"reverse map has them, %u are found nowhere (would "
+			"point it at the blocks found%s)", x.ino, x.foff,
+			(uint64_t)x.nblk * bs, x.dev_off, moved, lost,
+			lost ? " and drop the rest: the file reads zeros there" :
+			       "");
+	xk->fix = (long)w->nxf;
+	w->xf[w->nxf++] = x;
+	return 0;
+out:
+	free(x.loc);
+	free(x.csum);
+	return rc;
+}
+
+/* Find the extent items that do not hold their data (in w->xf). */
+static int fk_check_data(struct fk_walk *w, bool report)
+{
+	struct fk_rmap m = { 0 };
+	uint64_t nr_bad = 0;
+	void *buf = NULL;
+	int rc;
+
+	rc = smr_cow_rmap_iterate(w->cow, fk_rmap_add, &m, &nr_bad);
+	if (rc == -EOPNOTSUPP) {
+		rc = 0; /* no map: nothing says where data belongs */
+		goto out;
+	}
+	if (rc)
+		goto out;
+	m.own = calloc(m.n ? m.n : 1, sizeof(*m.own));
+	buf = smr_cow_buf_alloc(w->bsize);
+	if (!m.own || !buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m.n; i++)
+		if (m.e[i].owner.type == SMR_NS_T_EXTENT)
+			m.own[m.nown++] = &m.e[i];
+	qsort(m.own, m.nown, sizeof(*m.own), fk_own_cmp);
+	for (size_t i = 0; i < w->next && !rc; i++) {
+		if (w->xk[i].skip ||
+		    fk_rmap_names(&m, w->xk[i].ino, w->xk[i].foff,
+				  w->ext[i].off, w->ext[i].len))
+			continue;
+		rc = fk_locate(w, &m, i, buf, report);
+	}
+out:
+	smr_cow_buf_free(buf);
+	free(m.own);
+	free(m.e);
+	return rc;
+}
+
+/* The data extents the items will reference once w->xf is applied, for
+ * the space audit: in *@v (to free), *@n of them. */
+static int fk_planned_ext(const struct fk_walk *w, struct smr_data_extent **v,
+			  size_t *n)
+{
+	size_t c = 0;
+
+	*v = NULL;
+	*n = 0;
+	for (size_t i = 0; i < w->next; i++) {
+		const struct fk_exfix *x;
+
+		if (w->xk[i].fix < 0) {
+			if (smr_array_grow((void **)v, &c, *n, sizeof(**v)))
+				return -ENOMEM;
+			(*v)[(*n)++] = w->ext[i];
+			continue;
+		}
+		x = &w->xf[w->xk[i].fix];
+		for (uint32_t b = 0, r; b < x->nblk; b += r ? r : 1) {
+			r = fk_run(x, b, w->bsize);
+			if (!r)
+				continue;
+			if (smr_array_grow((void **)v, &c, *n, sizeof(**v)))
+				return -ENOMEM;
+			(*v)[*n].off = x->loc[b];
+			(*v)[(*n)++].len = (uint64_t)r * w->bsize;
+		}
+	}
+	return 0;
+}
+
+/* Point each item of w->xf at its blocks: the item is replaced by one per
+ * run of blocks found, with their checksums; lost blocks become holes. */
+static int fk_fix_extents(struct smr_cow *cow, struct smr_txn *t,
+			  const struct fk_walk *w, uint64_t *fixed)
+{
+	union {
+		struct smr_ns_extent_d d;
+		uint8_t b[sizeof(struct smr_ns_extent_d) +
+			  8 * SMR_NS_EXTENT_MAX_BLOCKS];
+	} v;
+	uint32_t bs = w->bsize;
+	int rc = 0;
+
+	(void)cow;
+	for (size_t i = 0; i < w->nxf && !rc; i++) {
+		const struct fk_exfix *x = &w->xf[i];
+		struct smr_key k = fk_key(x->ino, SMR_NS_T_EXTENT, x->foff);
+		uint64_t kept = 0;
+
+		rc = smr_bt_delete(t, SMR_TREE_FS, &k);
+		for (uint32_t b = 0, r; b < x->nblk && !rc; b += r ? r : 1) {
+			r = fk_run(x, b, bs);
+			if (!r)
+				continue;
+			memset(&v.d, 0, sizeof(v.d));
+			v.d.dev_off = htole64(x->loc[b]);
+			v.d.len = htole64((uint64_t)r * bs);
+			v.d.gen = htole64(x->gen);
+			v.d.nr_csums = htole32(r);
+			memcpy(v.b + sizeof(v.d), &x->csum[b], 8 * (size_t)r);
+			k = fk_key(x->ino, SMR_NS_T_EXTENT,
+				   x->foff + (uint64_t)b * bs);
+			rc = smr_bt_insert(t, SMR_TREE_FS, &k, &v,
+					   sizeof(v.d) + 8 * (size_t)r);
+			kept += r;
+		}
+		if (rc)
+			break;
+		smr_info("inode %" PRIu64 ": the extent at file offset %" PRIu64
+			 " now names the %" PRIu64 " blocks found, %" PRIu64
+			 " dropped", x->ino, x->foff, kept, x->nblk - kept);
+		(*fixed)++;
+	}
+	return rc;
+}
+
+/* ========================================================================
  * Planning (reported in both modes)
  * ======================================================================== */
 
@@ -571,13 +966,6 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 /* ========================================================================
  * Repairs
  * ======================================================================== */
-
-static struct smr_key fk_key(uint64_t objid, uint8_t type, uint64_t off)
-{
-	struct smr_key k = { .objid = objid, .type = type, .offset = off };
-
-	return k;
-}
 
 static int fk_inode_rw(struct smr_cow *cow, struct smr_txn *t, uint64_t ino,
 		       struct smr_ns_inode_d *d, bool write)
@@ -700,9 +1088,24 @@ static int fk_fix_index(struct smr_cow *cow, struct smr_txn *t,
 	return rc;
 }
 
-/* An item of a missing inode: dropped, and an extent's data freed. */
+/* Do bytes [@off, @off + @len) belong to an extent of an inode that
+ * exists? (The extents of missing inodes are the walk's strays.) */
+static bool fk_data_in_use(const struct fk_walk *w, uint64_t off,
+			   uint64_t len)
+{
+	for (size_t i = 0; i < w->next; i++)
+		if (fk_find_const(w, w->xk[i].ino) && w->ext[i].off < off + len &&
+		    off < w->ext[i].off + w->ext[i].len)
+			return true;
+	return false;
+}
+
+/* An item of a missing inode: dropped, and an extent's data freed unless
+ * a file that exists references it too (the item's address is wrong, and
+ * the bytes are that file's). */
 static int fk_drop_stray(struct smr_cow *cow, struct smr_txn *t,
-			 const struct fk_stray *x, uint64_t *fixed)
+			 const struct fk_walk *w, const struct fk_stray *x,
+			 uint64_t *fixed)
 {
 	struct smr_key k = fk_key(x->objid, x->type, x->offset);
 	int rc;
@@ -711,8 +1114,14 @@ static int fk_drop_stray(struct smr_cow *cow, struct smr_txn *t,
 	rc = smr_bt_delete(t, SMR_TREE_FS, &k);
 	if (rc == -ENOENT)
 		return 0; /* gone with a dangling entry already */
-	if (!rc && x->type == SMR_NS_T_EXTENT && x->len)
-		rc = smr_cow_data_free(t, x->dev_off, x->len);
+	if (!rc && x->type == SMR_NS_T_EXTENT && x->len) {
+		if (fk_data_in_use(w, x->dev_off, x->len))
+			smr_warn("inode %" PRIu64 ": the data of its extent at "
+				 "%" PRIu64 " is another file's too: not freed",
+				 x->objid, x->offset);
+		else
+			rc = smr_cow_data_free(t, x->dev_off, x->len);
+	}
 	if (!rc) {
 		smr_info("inode %" PRIu64 ": item of type %u at %" PRIu64
 			 " dropped", x->objid, x->type, x->offset);
@@ -875,7 +1284,7 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 		if (w.ix[i].no_entry && fk_find(&w, w.ix[i].dir))
 			rc = fk_fix_index(cow, t, &w.ix[i], &r->fixed);
 	for (size_t i = 0; i < w.nst && !rc; i++)
-		rc = fk_drop_stray(cow, t, &w.st[i], &r->fixed);
+		rc = fk_drop_stray(cow, t, &w, &w.st[i], &r->fixed);
 	smr_txn_end(t);
 	if (rc)
 		goto out_walk;
@@ -1011,6 +1420,8 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct smr_cow_info info;
 	struct smr_cow *cow;
 	struct smr_ns *ns = NULL;
+	struct smr_data_extent *planned = NULL;
+	size_t nplanned = 0;
 	struct fk_walk w;
 	struct fk_plan p;
 	uint64_t nsp = 0, bad = 0;
@@ -1120,13 +1531,24 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			 nsp > fixable + p.drops ? nsp - fixable - p.drops : 0);
 	}
 	fk_count(f, w.bad_blocks, w.bad_blocks);
+	/* Extents that do not hold their data: the space audit sees them as
+	 * the repair will leave them. */
+	rc = fk_check_data(&w, true);
+	if (rc) {
+		fk_phase_failed(f, "checking the extents' data failed", rc);
+		goto out_walk;
+	}
+	fk_count(f, w.nxf, 0);
+	rc = fk_planned_ext(&w, &planned, &nplanned);
+	if (rc)
+		goto out_walk;
 
 	fk_progress(o, 5, "space audit", 0, 0);
 	if (fk_cancelled(o)) {
 		rc = -ECANCELED;
 		goto out_walk;
 	}
-	rc = smr_cow_check_space(cow, w.ext, w.next, false, &sc);
+	rc = smr_cow_check_space(cow, planned, nplanned, false, &sc);
 	if (rc) {
 		fk_phase_failed(f, "space audit failed", rc);
 		goto out_walk;
@@ -1146,6 +1568,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	f->rebuild_alloc = sc.low > 0;
 out_walk:
+	free(planned);
 	fk_walk_free(&w);
 out_cow:
 	smr_cow_close(cow);
@@ -1226,6 +1649,8 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 				   .rebuild_alloc_always = rebuild_alloc,
 				   .gc_off = true };
 	uint64_t fixed = r->fixed;
+	struct smr_data_extent *planned = NULL;
+	size_t nplanned = 0;
 	struct smr_cow_space_check sc;
 	struct smr_cow *cow;
 	struct fk_walk w;
@@ -1241,13 +1666,33 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	 * it holds everything free until the referenced blocks are out. */
 	rc = fk_walk(cow, false, &w);
 	if (!rc)
-		rc = smr_cow_check_space(cow, w.ext, w.next, true, &sc);
-	fk_walk_free(&w);
+		rc = fk_check_data(&w, false);
+	if (!rc)
+		rc = fk_planned_ext(&w, &planned, &nplanned);
+	if (!rc)
+		rc = smr_cow_check_space(cow, planned, nplanned, true, &sc);
+	free(planned);
 	if (rc) {
+		fk_walk_free(&w);
 		smr_err("space repair failed: %s", strerror(-rc));
 		goto out;
 	}
 	r->fixed += sc.fixed;
+	/* Then the extents that do not hold their data, as audited. */
+	if (w.nxf) {
+		struct smr_txn *t;
+
+		rc = smr_txn_begin(cow, &t);
+		if (!rc) {
+			rc = fk_fix_extents(cow, t, &w, &r->fixed);
+			smr_txn_end(t);
+		}
+	}
+	fk_walk_free(&w);
+	if (rc) {
+		smr_err("extent repair failed: %s", strerror(-rc));
+		goto out;
+	}
 	rc = fk_repair_ns(cow, r);
 	if (rc) {
 		smr_err("namespace repair failed: %s", strerror(-rc));

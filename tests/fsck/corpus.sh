@@ -83,6 +83,13 @@ PY
 populate zl
 populate file
 
+# every_file_but PATH...: every file of the reference but PATHs (relative,
+# one a line), for a case after which all the others must read back intact.
+every_file_but() {
+	(cd "$REF" && find . -type f | sed 's|^\./||' | sort) |
+		grep -vxF "$(printf '%s\n' "$@")"
+}
+
 # ------------------------------------------------------------------------
 # One case
 # ------------------------------------------------------------------------
@@ -346,12 +353,25 @@ for k in zl file; do
 	check $k "overlapping extents" 4 "inode [0-9]+: extents overlap at 4096" \
 		"$NOBIG" extent /a/big overlap
 done
-check zl "extent past the write pointer" 4 "extent [0-9]+\+[0-9]+ past the write pointer" \
-	"$NOBIG" extent /a/big past-wp
-# On a file the bytes are free: -y takes them out of the free space and
-# frees the file's real bytes (nothing reads data without --scrub).
-check file "extent in free space" 1 "extent [0-9]+\+[0-9]+ is referenced but free" \
-	"$NOBIG" extent /a/big past-wp
+# An extent whose device offset went wrong: past a write pointer, into free
+# space, onto another file's data. The reverse map says where its blocks
+# are, and their checksums hold there: the repair points it back, and
+# every file reads back as it was (taking the free space for it would
+# free the file's real bytes).
+NOTHERS="does not hold its data: [0-9]+ of its blocks are where the reverse map"
+check zl "extent past the write pointer" 1 "$NOTHERS" \
+	"$(every_file_but)" extent /a/big past-wp
+check file "extent in free space" 1 "$NOTHERS" \
+	"$(every_file_but)" extent /a/big past-wp
+for k in zl file; do
+	check $k "extent onto another file's data" 1 "$NOTHERS" \
+		"$(every_file_but)" extent /a/big onto /a/b/medium
+done
+# Its data found nowhere (checksums that hold nowhere): the extent is
+# dropped, the file reads zeros there, and no other file changes.
+check zl "extent onto another file's data, its own lost" 1 \
+	"inode [0-9]+: the extent at file offset 0 .* 3 are found nowhere" \
+	"$(every_file_but a/b/medium)" extent /a/b/medium onto-bad /a/big
 SCRUB=--scrub
 check zl "extent checksum (scrub)" 4 "data block at file offset 0 .* fails its checksum" \
 	"$NOSMALL" extent /a/b/small csum

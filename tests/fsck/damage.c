@@ -26,7 +26,11 @@
  *                                       len, csum (the first stored one),
  *                                       past-wp (dev_off where nothing was
  *                                       written), overlap (a copy one block
- *                                       further into the file)
+ *                                       further into the file), onto OTHER
+ *                                       (dev_off of OTHER's first extent),
+ *                                       onto-bad OTHER (the same, and its
+ *                                       checksums zeroed: its data is
+ *                                       nowhere)
  *   damage DEV data PATH                flip a byte of PATH's first block
  *   damage DEV zone-low PATH            free PATH's first block in the
  *                                       allocator: its zone's counter falls
@@ -460,15 +464,19 @@ static uint64_t unwritten(struct smr_dev *dev, uint64_t len)
 	return (di->capacity - len) & ~(uint64_t)(di->block_size - 1);
 }
 
-static int do_extent(const char *path, const char *field, uint64_t val)
+static int do_extent(const char *path, const char *field, const char *arg)
 {
-	struct smr_ns_extent_d *d;
+	uint64_t val = arg ? strtoull(arg, NULL, 0) : 0;
+	struct smr_ns_extent_d *d, other;
+	bool onto = !strcmp(field, "onto"), bad = !strcmp(field, "onto-bad");
 	struct item it[2];
 	uint64_t ino, *csum;
 	int n = 1, rc;
 	struct fs f;
 
 	rc = resolve_ino(path, &ino);
+	if (!rc && (onto || bad))
+		rc = arg ? first_extent(arg, &other) : -EINVAL;
 	if (rc || (rc = fs_open(&f)))
 		return rc;
 	rc = find_item(f.cow, ino, SMR_NS_T_EXTENT, NULL, &it[0]);
@@ -482,7 +490,11 @@ static int do_extent(const char *path, const char *field, uint64_t val)
 		d->len = htole64(val);
 	else if (!strcmp(field, "csum"))
 		csum[0] ^= htole64(0x5a5a);
-	else if (!strcmp(field, "past-wp"))
+	else if (onto || bad) {
+		d->dev_off = other.dev_off;
+		if (bad)
+			memset(csum, 0, 8 * (size_t)le32toh(d->nr_csums));
+	} else if (!strcmp(field, "past-wp"))
 		d->dev_off = htole64(unwritten(f.dev, le64toh(d->len)));
 	else if (!strcmp(field, "overlap")) {
 		it[1] = it[0];
@@ -602,7 +614,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(what, "dirent") && argc >= 5)
 		rc = do_dirent(argv[3], argv[4], val);
 	else if (!strcmp(what, "extent") && argc >= 5)
-		rc = do_extent(argv[3], argv[4], val);
+		rc = do_extent(argv[3], argv[4], argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(what, "data") && argc == 4)
 		rc = do_data(argv[3]);
 	else if (!strcmp(what, "zone-low") && argc == 4)
