@@ -8,6 +8,12 @@
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
+/* Where the library has it, the dispatcher: the same hashes, computed
+ * with the widest vector unit the CPU has (see configure.ac). */
+#if defined(HAVE_XXH_X86DISPATCH_H) && \
+	defined(HAVE_XXH3_64BITS_WITHSEED_DISPATCH)
+#include <xxh_x86dispatch.h>
+#endif
 
 uint64_t smr_hash64(const void *buf, size_t len, uint64_t seed)
 {
