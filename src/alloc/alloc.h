@@ -382,7 +382,7 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 /*
  * Allocate space for @len bytes of @buf in @stream and write them there,
  * holding the stream's lock so that writes land in allocation order. @buf
- * is aligned as the device requires (smr_dev_buf_alloc). On success returns
+ * may have any alignment (the device copies it if it must). On success returns
  * the number of extents (<= @max_ext) that now hold the data, in order; if
  * the data needs more than @max_ext extents, or the stream runs out of
  * space part way, -ENOSPC is not returned but only the bytes that fit are

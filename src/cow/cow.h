@@ -251,7 +251,8 @@ struct smr_data_extent {
 	uint64_t len; /* bytes, a multiple of the block size */
 };
 
-/* Buffers for data I/O: aligned for direct I/O, zero-filled. */
+/* Buffers for data I/O: aligned for direct I/O (which copies any other
+ * buffer), zero-filled. */
 void *smr_cow_buf_alloc(size_t len);
 /* The same, not zero-filled, for a buffer filled whole before use (a read
  * into it, or a copy of a write's data): a 1 MiB write need not clear a
@@ -260,9 +261,10 @@ void *smr_cow_buf_alloc_uninit(size_t len);
 void smr_cow_buf_free(void *buf);
 
 /*
- * Write @len bytes (a multiple of the block size) of @buf (from
- * smr_cow_buf_alloc) to new space near
- * @near (0 = anywhere), as at most @max extents filled in @ext in order.
+ * Write @len bytes (a multiple of the block size) of @buf (any buffer; one
+ * from smr_cow_buf_alloc spares a copy on a device that does direct I/O) to
+ * new space near @near (0 = anywhere), as at most @max extents filled in
+ * @ext in order.
  * Returns the number of extents; their lengths add up to @len. -ENOSPC when
  * the data streams are out of space.
  *

@@ -469,14 +469,14 @@ size_t smr_dev_zone_cache_bytes(const struct smr_dev *dev)
  * ------------------------------------------------------------------------ */
 
 int smr_dev_io_check(const struct smr_dev *dev, enum smr_io_op op,
-		     const void *buf, size_t len, uint64_t off)
+		     size_t len, uint64_t off)
 {
 	uint64_t bs = dev->info.block_size;
 
 	if (op != SMR_IO_READ && op != SMR_IO_WRITE)
 		return -EINVAL;
-	if (off % bs || len % bs || (uintptr_t)buf % bs ||
-	    off > dev->info.capacity || len > dev->info.capacity - off)
+	if (off % bs || len % bs || off > dev->info.capacity ||
+	    len > dev->info.capacity - off)
 		return -EINVAL;
 	if (op == SMR_IO_WRITE && dev->info.read_only)
 		return -EROFS;
@@ -576,14 +576,57 @@ size_t smr_dev_readable(const struct smr_dev *dev, size_t len, uint64_t off)
  * Synchronous I/O
  * ------------------------------------------------------------------------ */
 
+/*
+ * Direct I/O takes only buffers aligned to the block size; the others go
+ * through an aligned copy. Buffered backends take any buffer as it is, so
+ * that a FUSE write's data goes from the request buffer to the medium with
+ * no copy in between.
+ */
+static bool dev_needs_bounce(const struct smr_dev *dev, const void *buf)
+{
+	return dev->info.direct_io &&
+	       (uintptr_t)buf % dev->info.block_size != 0;
+}
+
+static int dev_read_bounced(struct smr_dev *dev, void *buf, size_t len,
+			    uint64_t off)
+{
+	void *b = smr_dev_buf_alloc_uninit(len);
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	rc = smr_dev_read(dev, b, len, off);
+	if (!rc)
+		memcpy(buf, b, len);
+	smr_dev_buf_free(b);
+	return rc;
+}
+
+static int dev_write_bounced(struct smr_dev *dev, const void *buf,
+			     size_t len, uint64_t off)
+{
+	void *b = smr_dev_buf_alloc_uninit(len);
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, buf, len);
+	rc = smr_dev_write(dev, b, len, off);
+	smr_dev_buf_free(b);
+	return rc;
+}
+
 int smr_dev_read(struct smr_dev *dev, void *buf, size_t len, uint64_t off)
 {
 	char *p = buf;
 	int rc;
 
-	rc = smr_dev_io_check(dev, SMR_IO_READ, buf, len, off);
+	rc = smr_dev_io_check(dev, SMR_IO_READ, len, off);
 	if (rc)
 		return rc;
+	if (len && dev_needs_bounce(dev, buf))
+		return dev_read_bounced(dev, buf, len, off);
 	while (len) {
 		size_t piece = (size_t)SMR_MIN((uint64_t)len,
 					       smr_dev_zone_end_of(dev, off) - off);
@@ -612,9 +655,11 @@ int smr_dev_write(struct smr_dev *dev, const void *buf, size_t len,
 	bool seq;
 	int rc;
 
-	rc = smr_dev_io_check(dev, SMR_IO_WRITE, buf, len, off);
+	rc = smr_dev_io_check(dev, SMR_IO_WRITE, len, off);
 	if (rc || !len)
 		return rc;
+	if (dev_needs_bounce(dev, buf))
+		return dev_write_bounced(dev, buf, len, off);
 	rc = smr_dev_write_zone(dev, len, off, &zno, &seq);
 	if (rc)
 		return rc;
@@ -643,10 +688,15 @@ int smr_dev_write(struct smr_dev *dev, const void *buf, size_t len,
 
 int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n)
 {
+	bool bounce = false;
 	int first = 0;
 	int rc;
 
-	if (n > 1) {
+	/* The ring hands buffers to the medium as they are: a batch with a
+	 * buffer direct I/O cannot take runs synchronously, which copies. */
+	for (unsigned int i = 0; i < n && !bounce; i++)
+		bounce = dev_needs_bounce(dev, ios[i].buf);
+	if (n > 1 && !bounce) {
 		rc = smr_dev_submit_uring(dev, ios, n);
 		if (rc != -EOPNOTSUPP)
 			return rc;
@@ -662,8 +712,7 @@ int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n)
 
 		/* A request that is wrong in itself fails as such, before
 		 * any cancellation. */
-		io->result = smr_dev_io_check(dev, io->op, io->buf, io->len,
-					      io->off);
+		io->result = smr_dev_io_check(dev, io->op, io->len, io->off);
 		if (!io->result && io->op == SMR_IO_WRITE)
 			io->result = smr_dev_write_zone(dev, io->len, io->off,
 							&zno, &seq);

@@ -3,8 +3,10 @@
  * dev.h - the device layer of smrfs: one handle type for every backend.
  *
  * A device is a linear array of bytes of `capacity` bytes, read and written in
- * multiples of its block size at block-aligned offsets, from buffers that
- * smr_dev_buf_alloc() returned (or any buffer aligned to SMR_DEV_BUF_ALIGN).
+ * multiples of its block size at block-aligned offsets. Buffers may have any
+ * alignment; one that is not aligned to the block size costs a copy on a
+ * device opened for direct I/O (info.direct_io), and none elsewhere.
+ * smr_dev_buf_alloc() returns buffers aligned for every backend.
  *
  * A zoned device is also split into zones. Each zone has a type (conventional
  * or sequential-write-required), a start, a size, a capacity (<= size, the
@@ -122,6 +124,9 @@ struct smr_dev_info {
 	bool rotational;        /* spinning media (sysfs), false if unknown */
 	bool discard;           /* smr_dev_discard() does something */
 	bool read_only;
+	/* Direct I/O (zbd: O_DIRECT): the medium takes buffers aligned to
+	 * the block size only, and the handle copies others through one. */
+	bool direct_io;
 	uint32_t nr_zones;      /* 0 when not zoned */
 	uint32_t nr_cnv_zones;  /* conventional zones among them */
 	uint32_t max_open;      /* max open zones, 0 = no limit */
@@ -208,10 +213,11 @@ uint32_t smr_dev_nr_active(const struct smr_dev *dev);
 size_t smr_dev_zone_cache_bytes(const struct smr_dev *dev);
 
 /* ------------------------------------------------------------------------
- * I/O. Offsets and lengths are multiples of info->block_size. Each call
- * returns 0 when all of it was done, or a negative errno:
- *  -EINVAL  offset, length or buffer address not a multiple of the block
- *           size, or past the capacity;
+ * I/O. Offsets and lengths are multiples of info->block_size; buffers have
+ * any alignment (see the top of this file). Each call returns 0 when all of
+ * it was done, or a negative errno:
+ *  -EINVAL  offset or length not a multiple of the block size, or past the
+ *           capacity;
  *  -EIO / -EREMOTEIO  a write into a sequential zone not at its write
  *           pointer, or crossing its capacity, or into a full zone, or one
  *           that would make more zones active than max_active allows (an

@@ -10,12 +10,12 @@
 #include "dev/zcache.h"
 
 /*
- * Check an I/O request against the geometry: block aligned, non-empty, within
- * the capacity. Returns 0, -EINVAL, or -EROFS for a write on a read-only
- * handle.
+ * Check an I/O request against the geometry: block aligned, within the
+ * capacity (the buffer may have any alignment: see dev_needs_bounce() in
+ * dev.c). Returns 0, -EINVAL, or -EROFS for a write on a read-only handle.
  */
 int smr_dev_io_check(const struct smr_dev *dev, enum smr_io_op op,
-		     const void *buf, size_t len, uint64_t off);
+		     size_t len, uint64_t off);
 
 /* Whether [off, off+len) must go through the sequential-zone write gate
  * (zoned device, a sequential zone); sets *zno. A range that touches a

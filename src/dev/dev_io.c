@@ -514,7 +514,7 @@ static int split(struct batch *b, struct smr_io *ios, unsigned int n)
 		int rc;
 
 		io->result = 0;
-		rc = smr_dev_io_check(dev, io->op, io->buf, io->len, io->off);
+		rc = smr_dev_io_check(dev, io->op, io->len, io->off);
 		if (!rc && io->op == SMR_IO_WRITE)
 			rc = smr_dev_write_zone(dev, len, off, &zno, &seq);
 		if (rc) {
@@ -674,7 +674,7 @@ int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
 	if (!dev->ops->io_target)
 		return -EOPNOTSUPP;
 	for (unsigned int i = 0; i < n; i++) {
-		if (smr_dev_io_check(dev, ios[i].op, ios[i].buf, ios[i].len,
+		if (smr_dev_io_check(dev, ios[i].op, ios[i].len,
 				     ios[i].off) == 0)
 			max += pieces_of(dev, &ios[i]);
 		else

@@ -124,6 +124,7 @@ static int zbd_open_dev(const char *path, const struct smr_dev_opts *opts,
 	info.rotational = smr_dev_sysfs_rotational(st.st_rdev);
 	info.discard = false;
 	info.read_only = opts->read_only;
+	info.direct_io = true;
 	info.nr_zones = p->zi.nr_zones;
 	info.max_open = p->zi.max_nr_open_zones;
 	info.max_active = p->zi.max_nr_active_zones;

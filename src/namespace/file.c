@@ -435,8 +435,8 @@ static enum smr_data_temp ns_temp_locked(struct smr_ns *ns, uint64_t ino,
 }
 
 /*
- * Write [@a, @a + @len) of whole blocks from @wbuf (an engine buffer) to new
- * space of temperature @temp and checksum it. Needs no namespace lock:
+ * Write [@a, @a + @len) of whole blocks from @wbuf to new space of
+ * temperature @temp and checksum it. Needs no namespace lock:
  * nothing references the new space until ns_piece_map_locked() maps it.
  */
 static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
@@ -508,8 +508,8 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 }
 
 /*
- * Write one piece [@a, @a + @len) of whole blocks from @wbuf (an engine
- * buffer) to new space and map it in place of what was there.
+ * Write one piece [@a, @a + @len) of whole blocks from @wbuf to new space
+ * and map it in place of what was there.
  */
 static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			  struct ns_inode *ip, uint64_t a, const uint8_t *wbuf,
@@ -639,19 +639,17 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	/* A few KiB on the stack: no allocation for every write. */
 	struct ns_piece pcbuf, *pc = &pcbuf;
 	struct ns_ext ebuf[2], *e = ebuf;
-	/* Each piece is copied in whole before it is written. */
-	uint8_t *wbuf = smr_cow_buf_alloc_uninit(SMR_MIN(maxp, size));
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc = 0, rc2;
 
 	*done = 0;
-	if (!wbuf) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
 	while (*done < size) {
 		uint64_t a = off + *done, len = SMR_MIN(maxp, size - *done);
+		/* The caller's buffer as it is: the device copies it only if
+		 * it must (direct I/O), and the data is not looked at again
+		 * once the checksums are taken. */
+		const uint8_t *wbuf = buf + *done;
 		enum smr_data_temp temp;
 		uint64_t near, gen;
 
@@ -665,7 +663,6 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc)
 			break;
 
-		memcpy(wbuf, buf + *done, len);
 		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, temp,
 				    pc);
 		/* Out of space with dead space about: clean and retry (no
@@ -707,8 +704,6 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			break;
 		*done += len;
 	}
-out_free:
-	smr_cow_buf_free(wbuf);
 	return rc;
 }
 
