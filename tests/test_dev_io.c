@@ -577,17 +577,21 @@ static void stall_io_release(struct smr_dev *dev, uint64_t off, int fd)
 		stall_real->io_release(dev, off, fd);
 }
 
-/* Two requests in one batch (a single one is done synchronously): the
- * first one stalls, the second follows it on the device. */
+/* Two requests in one batch, the first of which stalls and the second
+ * follows it on the device, and a read of block 0 beside them: a piece
+ * that would be alone on the ring (two writes to one zone merge into one)
+ * is done synchronously instead, and could not stall. */
 static void stall_batch(struct smr_dev *dev, uint8_t *model, uint64_t off,
 			size_t len, bool wr)
 {
 	uint8_t *b = smr_dev_buf_alloc(2 * len);
-	struct smr_io io[2];
+	uint8_t *r0 = smr_dev_buf_alloc(4096);
+	struct smr_io io[3];
 
 	for (int i = 0; i < 2; i++)
 		io[i] = (struct smr_io){ wr ? SMR_IO_WRITE : SMR_IO_READ,
 					 b + i * len, len, off + i * len, 1 };
+	io[2] = (struct smr_io){ SMR_IO_READ, r0, 4096, 0, 1 };
 	if (wr) {
 		char junk[4096] = { 0 };
 
@@ -609,12 +613,15 @@ static void stall_batch(struct smr_dev *dev, uint8_t *model, uint64_t off,
 		CU_ASSERT_FATAL(fcntl(stall_pipe[0], F_SETFL, 0) == 0);
 		stall_fd = stall_pipe[0];
 	}
-	SMR_ASSERT_OK(smr_dev_submit(dev, io, 2));
+	SMR_ASSERT_OK(smr_dev_submit(dev, io, 3));
 	CU_ASSERT_EQUAL(io[0].result, 0);
 	CU_ASSERT_EQUAL(io[1].result, 0);
+	CU_ASSERT_EQUAL(io[2].result, 0);
 	CU_ASSERT_EQUAL(stall_fd, -1); /* the stalled path was taken */
 	if (!wr)
 		CU_ASSERT_EQUAL(memcmp(b, model + off, 2 * len), 0);
+	CU_ASSERT_EQUAL(memcmp(r0, model, 4096), 0);
+	smr_dev_buf_free(r0);
 	smr_dev_buf_free(b);
 }
 

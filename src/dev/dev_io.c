@@ -17,6 +17,13 @@
  * resubmitted for the rest; reads of a sequential zone stop at the write
  * pointer and the rest is zero-filled.
  *
+ * A piece that would be alone on the ring (nothing else of the batch in
+ * flight or ready) is done at once with pwritev/pread on the same
+ * descriptor instead. A batch of one zone's writes, such as a commit's
+ * nodes, is all such pieces: the ring could overlap them with nothing, and
+ * for a buffered write that may block (a zone file on tmpfs) it would only
+ * hand the write to a worker thread and wait for it.
+ *
  * Rings are kept in a small pool per handle: a call takes one (creating it
  * the first time) and gives it back, so that threads never share a ring.
  *
@@ -30,10 +37,12 @@
  * Requests already running are not cancelled and complete as usual, so a
  * slow device costs nothing but the cancel requests.
  */
+#include <errno.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "dev/dev_int.h"
 
@@ -316,11 +325,35 @@ static void piece_release(struct batch *b, struct piece *p)
 		b->dev->ops->io_release(b->dev, p->off, p->fd);
 }
 
+static void piece_result(struct batch *b, struct piece *p, int res,
+			 bool cancelled);
+
+/* Transfer (the rest of) @p at @foff of @fd now, as the ring would: the
+ * bytes done or a negative errno, a completion's result. */
+static int piece_io_now(struct piece *p, int fd, uint64_t foff)
+{
+	size_t len = (size_t)SMR_MIN(p->len, SMR_IO_CHUNK);
+	ssize_t n;
+
+	if (p->io->op == SMR_IO_READ)
+		n = pread(fd, p->buf, len, (off_t)foff);
+	else if (p->nmemb > 1)
+		n = pwritev(fd, p->iov, (int)build_iov(p), (off_t)foff);
+	else
+		n = pwrite(fd, p->buf, len, (off_t)foff);
+	return n < 0 ? -errno : (int)n;
+}
+
 /*
- * Put piece @p on the ring. Returns 0 when queued or finished, or
- * SMR_ZC_BUSY_RETRY when it must wait for a zone held by another thread.
+ * Put piece @p on the ring, or, when it is @lone (nothing else of the batch
+ * is in flight or ready to go, so the ring could overlap it with nothing:
+ * a batch of one zone's writes, whose writes go one at a time), do it at
+ * once in this thread: the ring would hand a buffered write that can block
+ * (a zone file on tmpfs) to a worker thread and wait for it. Returns 0
+ * when queued or finished, or SMR_ZC_BUSY_RETRY when it must wait for a
+ * zone held by another thread.
  */
-static int piece_issue(struct batch *b, struct piece *p, bool wait)
+static int piece_issue(struct batch *b, struct piece *p, bool wait, bool lone)
 {
 	struct smr_dev *dev = b->dev;
 	struct io_uring_sqe *sqe;
@@ -360,6 +393,13 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait)
 		piece_sync(b, p);
 		return 0;
 	}
+	if (lone) {
+		rc = piece_io_now(p, fd, foff);
+		p->fd = fd;
+		piece_release(b, p);
+		piece_result(b, p, rc, false);
+		return 0;
+	}
 	p->fd = fd;
 	sqe = io_uring_get_sqe(b->ring);
 	if (!sqe) {
@@ -393,6 +433,14 @@ static void piece_complete(struct batch *b, struct piece *p, int res)
 	p->on_ring = false;
 	p->cancelled = false;
 	piece_release(b, p);
+	piece_result(b, p, res, cancelled);
+}
+
+/* What the transfer of @p gave (@cancelled: a stall's cancel was sent for
+ * it): done, failed, or ready again for the rest. */
+static void piece_result(struct batch *b, struct piece *p, int res,
+			 bool cancelled)
+{
 	if (res == -ECANCELED && cancelled) {
 		/* Stalled and never started: do it here instead. */
 		piece_sync(b, p);
@@ -634,7 +682,10 @@ static int run(struct batch *b)
 
 		/* Issue what is ready, up to the ring's depth. */
 		while (b->inflight < SMR_RING_DEPTH && (p = ready_pop(b))) {
-			if (piece_issue(b, p, false) == SMR_ZC_BUSY_RETRY) {
+			bool lone = !b->inflight && !b->ready && !def;
+
+			if (piece_issue(b, p, false, lone) ==
+			    SMR_ZC_BUSY_RETRY) {
 				p->next = def;
 				def = p;
 			}
@@ -658,7 +709,7 @@ static int run(struct batch *b)
 		 * another thread. Wait for it on the first waiting piece. */
 		p = ready_pop(b);
 		if (p)
-			piece_issue(b, p, true);
+			piece_issue(b, p, true, !b->ready);
 	}
 	return 0;
 }
