@@ -1363,6 +1363,23 @@ out_walk:
  * The passes
  * ======================================================================== */
 
+/* Open the engine on @dev with the namespace's tree described to it, so
+ * that its checks and salvage know the FS tree's items and keys. */
+static int fk_open_engine(struct smr_dev *dev, const struct smr_cow_opts *co,
+			  struct smr_cow **cowp)
+{
+	int rc = smr_cow_open(dev, co, cowp);
+
+	if (rc)
+		return rc;
+	rc = smr_ns_register_trees(*cowp);
+	if (rc) {
+		smr_cow_close(*cowp);
+		*cowp = NULL;
+	}
+	return rc;
+}
+
 struct fk_found {
 	uint64_t problems;  /* all */
 	uint64_t unfixable; /* of them, beyond fsck's repairs */
@@ -1427,7 +1444,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	uint64_t nsp = 0, bad = 0;
 	int rc;
 
-	rc = smr_cow_open(dev, &co, &cow);
+	rc = fk_open_engine(dev, &co, &cow);
 	if (rc) {
 		if (rc == -ENOMEM || rc == -EIO) {
 			smr_err("cannot open the filesystem: %s", strerror(-rc));
@@ -1592,7 +1609,7 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 	struct smr_cow *cow;
 	int rc, rc2;
 
-	rc = smr_cow_open(dev, &co, &cow);
+	rc = fk_open_engine(dev, &co, &cow);
 	if (rc) {
 		smr_err("cannot open the filesystem to salvage its trees: %s",
 			strerror(-rc));
@@ -1656,7 +1673,7 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct fk_walk w;
 	int rc;
 
-	rc = smr_cow_open(dev, &co, &cow);
+	rc = fk_open_engine(dev, &co, &cow);
 	if (rc) {
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));

@@ -30,6 +30,7 @@ struct smr_cow {
 	uint64_t cursor;
 	bool ro;
 	uint64_t errors, commits;
+	const struct smr_tree_type *type; /* of the one tree held */
 	/* Failure injection: the fail_at-th change from now fails. */
 	uint64_t changes, fail_at;
 	int fail_err;
@@ -48,6 +49,23 @@ int smr_key_cmp(const struct smr_key *a, const struct smr_key *b)
 	if (a->offset != b->offset)
 		return a->offset < b->offset ? -1 : 1;
 	return 0;
+}
+
+/* The one tree it holds takes its type's bounds, as the engine does. */
+int smr_cow_tree_register(struct smr_cow *c, const struct smr_tree_type *tt)
+{
+	if (!tt || tt->id != SMR_TREE_FS || !tt->name || !tt->max_item ||
+	    tt->max_item > SMR_COW_MAX_ITEM)
+		return -EINVAL;
+	if (c->type && c->type != tt)
+		return -EEXIST;
+	c->type = tt;
+	return 0;
+}
+
+void memcow_forget_type(struct smr_cow *c)
+{
+	c->type = NULL;
 }
 
 int memcow_create(uint64_t capacity, uint32_t block_size, struct smr_cow **cp)
@@ -313,8 +331,13 @@ static int mc_put(struct smr_txn *t, const struct smr_key *key,
 	bool exists;
 	int rc = 0;
 
-	if (len > SMR_COW_MAX_ITEM)
+	/* The engine's rule: changes only through the tree's type. */
+	if (!c->type)
+		return -EINVAL;
+	if (len > c->type->max_item)
 		return -E2BIG;
+	if (c->type->check_item && c->type->check_item(key, val, len))
+		return -EINVAL;
 	if (c->ro)
 		return -EROFS;
 	copy = malloc(len ? len : 1);

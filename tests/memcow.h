@@ -46,6 +46,10 @@ bool memcow_fail_pending(struct smr_cow *c);
  * digests mean an unchanged engine. */
 uint64_t memcow_digest(struct smr_cow *c);
 
+/* Forget the registered tree type, as closing and opening the engine
+ * does: items put under one type are then seen by the next. */
+void memcow_forget_type(struct smr_cow *c);
+
 /* Commits done so far. */
 uint64_t memcow_nr_commits(struct smr_cow *c);
 

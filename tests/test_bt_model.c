@@ -23,8 +23,17 @@
 #include <unistd.h>
 
 #include "cow/cow_priv.h"
+#include "cowtest.h"
 
 #define DOMAIN 60000 /* key ids */
+
+/* An engine over the in-memory store @ms, its FS tree typed for tests. */
+static int open_mem(struct smr_memstore *ms, const struct smr_cow_opts *o,
+		    struct smr_cow **cp)
+{
+	return smr_test_typed(smr_cow_open_store(&smr_store_mem_ops, ms, o, cp),
+			      cp);
+}
 
 struct ref {
 	uint8_t *present;
@@ -166,10 +175,10 @@ static int be_open(struct backend *be, const struct smr_cow_opts *o,
 	int rc;
 
 	if (be->ms)
-		return smr_cow_open_store(&smr_store_mem_ops, be->ms, o, cp);
+		return open_mem(be->ms, o, cp);
 	rc = smr_dev_open(be->path, NULL, &be->dev);
 	if (!rc)
-		rc = smr_cow_open(be->dev, o, cp);
+		rc = smr_test_cow_open(be->dev, o, cp);
 	return rc;
 }
 
@@ -356,7 +365,7 @@ static void test_grow_shrink(void)
 	uint64_t items;
 	int h;
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	SMR_ASSERT_OK(smr_txn_begin(c, &t));
@@ -402,7 +411,7 @@ static void test_write_failure(void)
 	uint64_t v = 1;
 	size_t len = sizeof(v);
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	SMR_ASSERT_OK(smr_txn_begin(c, &t));
@@ -419,7 +428,7 @@ static void test_write_failure(void)
 	SMR_ASSERT_RC(smr_txn_begin(c, &t), -EROFS);
 	smr_cow_close(c);
 	smr_memstore_fail_after(ms, -1);
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, &v, &len));
@@ -437,7 +446,7 @@ static void test_limits(void)
 	struct smr_key k = { .objid = 5 };
 	static uint8_t big[SMR_COW_MAX_ITEM + 1];
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	SMR_ASSERT_OK(smr_txn_begin(c, &t));
@@ -458,6 +467,163 @@ static void test_limits(void)
 	smr_memstore_free(ms);
 }
 
+/*
+ * Tree types. Without one, a tree is neither changed nor checked. With one,
+ * it bounds item sizes and refuses the items it does not hold on every
+ * change, smr_bt_check and smr_cow_check_all find such items already in the
+ * tree, the salvage drops them, and messages name the tree and its keys.
+ * Items of the wrong kind are put in under a type that takes anything, and
+ * the stricter type is registered after a reopen, as when the tree was
+ * damaged or written by something else.
+ */
+#define TT_BAD_TYPE 7
+
+static const char *tt_check(const struct smr_key *k, const void *v,
+			    size_t len)
+{
+	(void)v;
+	(void)len;
+	return k->type == TT_BAD_TYPE ? "type 7 is not held here" : NULL;
+}
+
+static bool tt_key_str(const struct smr_key *k, char *buf, size_t len)
+{
+	if (k->type == TT_BAD_TYPE)
+		return false;
+	snprintf(buf, len, "<item %" PRIu64 ">", k->objid);
+	return true;
+}
+
+static const struct smr_tree_type tt_type = {
+	.id = SMR_TREE_FS, .name = "test", .max_item = 64,
+	.check_item = tt_check, .key_str = tt_key_str,
+};
+
+/* No type registered for the FS tree: refused, and said so. */
+static void tree_type_none(struct smr_cow *c)
+{
+	struct smr_tree_type bad = tt_type;
+	struct smr_key k = { .objid = 5, .type = 1, .offset = 2 };
+	char buf[SMR_KEY_STR_MAX];
+	uint8_t val[8] = { 0 };
+	struct smr_txn *t;
+
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_RC(smr_bt_insert(t, SMR_TREE_FS, &k, val, 8), -EINVAL);
+	SMR_ASSERT_RC(smr_bt_delete(t, SMR_TREE_FS, &k), -EINVAL);
+	smr_txn_end(t);
+	/* Lookups need no type; names are numbers. */
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, NULL, NULL), -ENOENT);
+	CU_ASSERT_STRING_EQUAL(smr_tree_key_str(c, SMR_TREE_FS, &k, buf,
+						sizeof(buf)), "(5, 1, 2)");
+	CU_ASSERT_STRING_EQUAL(smr_tree_name(c, SMR_TREE_FS, buf, sizeof(buf)),
+			       "1");
+	/* The reverse map's type is the engine's own; ids, names and sizes
+	 * are checked. */
+	CU_ASSERT_STRING_EQUAL(smr_tree_name(c, SMR_TREE_RMAP, buf,
+					     sizeof(buf)), "rmap");
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &(struct smr_tree_type){
+				      .id = SMR_TREE_RMAP, .name = "x",
+				      .max_item = 8 }), -EEXIST);
+	bad.max_item = SMR_COW_MAX_ITEM + 1;
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &bad), -EINVAL);
+	bad = tt_type;
+	bad.id = 0;
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &bad), -EINVAL);
+	bad.id = 99;
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &bad), -EINVAL);
+	bad = tt_type;
+	bad.name = NULL;
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &bad), -EINVAL);
+}
+
+static void test_tree_type(void)
+{
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	uint64_t items, problems, underfull;
+	uint8_t val[100] = { 9 };
+	struct smr_cow_salvage sv;
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	struct smr_key k;
+	char buf[SMR_KEY_STR_MAX];
+
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	tree_type_none(c);
+	/* Items the test type below refuses, under one that takes them. */
+	SMR_ASSERT_OK(smr_test_register_fs(c));
+	SMR_ASSERT_RC(smr_cow_tree_register(c, &tt_type), -EEXIST);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (uint64_t i = 0; i < 300; i++) {
+		k = (struct smr_key){ .objid = i, .type = i == 100 ?
+							  TT_BAD_TYPE : 1 };
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val,
+					    i == 200 ? 100 : 8));
+	}
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_check(c));
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	SMR_ASSERT_OK(smr_cow_close(c));
+
+	c = NULL;
+	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	if (!c)
+		return;
+	/* A tree that has a root but no type is not checked. */
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_RC(smr_bt_check(c, SMR_TREE_FS, &items), -EINVAL);
+	pthread_rwlock_unlock(&c->lock);
+	SMR_ASSERT_RC(smr_cow_check(c), -EINVAL);
+	SMR_ASSERT_RC(smr_cow_check_all(c, &problems, &underfull), -EINVAL);
+	SMR_ASSERT_RC(smr_cow_salvage(c, &sv), -EINVAL);
+	SMR_ASSERT_OK(smr_cow_tree_register(c, &tt_type));
+	SMR_ASSERT_OK(smr_cow_tree_register(c, &tt_type));
+	k = (struct smr_key){ .objid = 5, .type = 1, .offset = 2 };
+	CU_ASSERT_STRING_EQUAL(smr_tree_key_str(c, SMR_TREE_FS, &k, buf,
+						sizeof(buf)), "<item 5>");
+	k.type = TT_BAD_TYPE;
+	CU_ASSERT_STRING_EQUAL(smr_tree_key_str(c, SMR_TREE_FS, &k, buf,
+						sizeof(buf)), "(5, 7, 2)");
+	CU_ASSERT_STRING_EQUAL(smr_tree_name(c, SMR_TREE_FS, buf, sizeof(buf)),
+			       "test");
+	/* On every change. */
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	k = (struct smr_key){ .objid = 1000, .type = TT_BAD_TYPE };
+	SMR_ASSERT_RC(smr_bt_insert(t, SMR_TREE_FS, &k, val, 8), -EINVAL);
+	k.type = 1;
+	SMR_ASSERT_RC(smr_bt_insert(t, SMR_TREE_FS, &k, val, 65), -E2BIG);
+	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val, 64));
+	smr_txn_end(t);
+	/* In the checks, and in the salvage that follows them. */
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_RC(smr_bt_check(c, SMR_TREE_FS, &items), -SMR_EFSCORRUPTED);
+	pthread_rwlock_unlock(&c->lock);
+	SMR_ASSERT_RC(smr_cow_check(c), -SMR_EFSCORRUPTED);
+	SMR_ASSERT_OK(smr_cow_check_all(c, &problems, &underfull));
+	CU_ASSERT(problems >= 1);
+	SMR_ASSERT_OK(smr_cow_salvage(c, &sv));
+	CU_ASSERT_EQUAL(sv.trees, 1);
+	CU_ASSERT_EQUAL(sv.kept, 299);
+	CU_ASSERT_EQUAL(sv.lost, 2);
+	CU_ASSERT_EQUAL(sv.bad_nodes, 0);
+	SMR_ASSERT_OK(smr_cow_check(c));
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(items, 299);
+	k = (struct smr_key){ .objid = 100, .type = TT_BAD_TYPE };
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, NULL, NULL), -ENOENT);
+	k = (struct smr_key){ .objid = 200, .type = 1 };
+	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, NULL, NULL), -ENOENT);
+	k = (struct smr_key){ .objid = 201, .type = 1 };
+	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, NULL, NULL));
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
 /* Close @c, reopen the store and check that the tree is sound and holds
  * @want items; frees the store. */
 static void close_reopen_count(struct smr_cow *c, struct smr_memstore *ms,
@@ -467,7 +633,7 @@ static void close_reopen_count(struct smr_cow *c, struct smr_memstore *ms,
 
 	SMR_ASSERT_OK(smr_cow_close(c));
 	c = NULL;
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, o, &c));
+	SMR_ASSERT_OK(open_mem(ms, o, &c));
 	if (c) {
 		pthread_rwlock_rdlock(&c->lock);
 		SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
@@ -490,7 +656,7 @@ static void test_dirty_bound(void)
 	uint8_t val[40] = { 1, 2, 3 };
 	size_t most = 0;
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	for (int j = 0; j < 500; j++) {
@@ -578,7 +744,7 @@ static void test_dirty_bound_writers(void)
 	struct smr_cow_stats st;
 	size_t most = 0;
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	for (int i = 0; i < DB_WRITERS; i++) {
@@ -686,7 +852,7 @@ static void test_concurrent(void)
 	pthread_t tid[4];
 	struct smr_cow *c = NULL;
 
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	for (int i = 0; i < 4; i++) {
@@ -701,7 +867,7 @@ static void test_concurrent(void)
 		CU_ASSERT_EQUAL(th[i].fails, 0);
 	}
 	SMR_ASSERT_OK(smr_cow_close(c));
-	SMR_ASSERT_OK(smr_cow_open_store(&smr_store_mem_ops, ms, &o, &c));
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
 	if (!c)
 		return;
 	for (int w = 0; w < 2; w++)
@@ -732,6 +898,7 @@ static const struct smr_test model_tests[] = {
 	{ "grow_shrink", test_grow_shrink },
 	{ "dirty_bound", test_dirty_bound },
 	{ "dirty_bound_writers", test_dirty_bound_writers },
+	{ "tree_type", test_tree_type },
 	{ "concurrent", test_concurrent },
 	{ "model", test_model },
 	{ "model_zloop", test_model_zloop },

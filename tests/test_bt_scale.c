@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cow/cow_priv.h"
+#include "cowtest.h"
 
 static double now(void)
 {
@@ -78,7 +79,7 @@ static void test_scale(void)
 	close(fd);
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
 	SMR_ASSERT_OK(smr_cow_format(dev, NULL, NULL));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	if (!c)
 		return;
 	printf("\n  %" PRIu64 " items (SMR_TEST_ITEMS to change)\n", n);
@@ -108,7 +109,7 @@ static void test_scale(void)
 
 	/* Reopen with a small cache; drop it before every lookup. */
 	o.cache_bytes = 1 * SMR_MIB;
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	if (!c)
 		return;
 	h = smr_bt_height(c, SMR_TREE_FS);

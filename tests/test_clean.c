@@ -68,13 +68,15 @@ static void fx_open_mkfs(struct fx *f)
 	SMR_ASSERT_OK(smr_ns_open(f->cow, NULL, &f->ns));
 }
 
-static void fx_new(struct fx *f, const char *tag)
+/* A fresh filesystem on a zoned loop directory with @nr_cnv conventional
+ * zones. */
+static void fx_new_cnv(struct fx *f, const char *tag, uint32_t nr_cnv)
 {
 	static unsigned int n;
 	struct smr_zloop_params p = {
 		.capacity = NZONES * ZONE,
 		.zone_size = ZONE,
-		.nr_cnv = 2,
+		.nr_cnv = nr_cnv,
 	};
 
 	snprintf(f->path, sizeof(f->path), "%s/z%u", smr_test_tmpdir(tag),
@@ -84,6 +86,11 @@ static void fx_new(struct fx *f, const char *tag)
 	SMR_ASSERT_OK(smr_cow_format(f->dev, NULL, NULL));
 	SMR_ASSERT_OK(smr_dev_close(f->dev));
 	fx_open_mkfs(f);
+}
+
+static void fx_new(struct fx *f, const char *tag)
+{
+	fx_new_cnv(f, tag, 2);
 }
 
 static void pattern(uint8_t *buf, size_t len, uint64_t seed)
@@ -303,6 +310,51 @@ struct racer {
 };
 
 static struct racer racer;
+
+
+/*
+ * An empty tree's root leaf in the zone cleaned: it has no key to find it
+ * by, and the tree's type refuses any item a put could dirty it with (the
+ * reverse map's takes only extent keys); it moves all the same. Without
+ * conventional zones, so that the nodes lie in sequential ones; the
+ * namespace changes, writing no data, until the zone of the empty reverse
+ * map's root is full.
+ */
+static void test_empty_root(void)
+{
+	uint8_t *buf = malloc(FSZ);
+	struct smr_ns_attr a;
+	uint32_t zno;
+	struct fx f;
+	char name[32];
+	int i;
+
+	fx_new_cnv(&f, "emptyroot", 0);
+	pattern(buf, FSZ, 7);
+	SMR_ASSERT_OK(write_file(&f, mkfile(&f, "f"), 0, buf, FSZ));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "f"));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	CU_ASSERT(f.cow->trees[SMR_TREE_RMAP].addr != 0);
+	CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_RMAP].nr_items, 0);
+	zno = (uint32_t)(f.cow->trees[SMR_TREE_RMAP].addr / ZONE);
+	for (i = 0; i < 4096 && smr_dev_zone_cond(f.dev, zno) !=
+					SMR_ZONE_COND_FULL; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		SMR_ASSERT_OK(smr_ns_mkdir(f.ns, &cr, ROOT, name, 0755, &a));
+		smr_ns_release(f.ns, a.ino);
+		SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	}
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, zno), SMR_ZONE_COND_FULL);
+	CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_RMAP].addr / ZONE, zno);
+	SMR_ASSERT_OK(smr_cow_clean_zone(f.cow, zno));
+	CU_ASSERT(f.cow->trees[SMR_TREE_RMAP].addr / ZONE != zno);
+	CU_ASSERT_EQUAL(smr_alloc_zone_live(f.cow->alloc, zno), 0);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, zno), SMR_ZONE_COND_EMPTY);
+	audit(&f);
+	fx_close(&f);
+	free(buf);
+}
 
 /* The hook the namespace registered, with a write to the same range
  * slipped in between the copy and the repointing. */
@@ -856,6 +908,7 @@ static void test_file_refill(void)
 
 static const struct smr_test tests[] = {
 	{ "clean_zone", test_clean_zone },
+	{ "empty_root", test_empty_root },
 	{ "file_refill", test_file_refill },
 	{ "stale_move", test_stale_move },
 	{ "fill_delete_refill", test_fill_delete },

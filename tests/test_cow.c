@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cow/cow_priv.h"
+#include "cowtest.h"
 #include "dev/fault.h"
 
 #define ZONE (1 * SMR_MIB)
@@ -69,7 +70,7 @@ static int open_fs(const char *path, const struct smr_cow_opts *o,
 
 	if (rc)
 		return rc;
-	rc = smr_cow_open(*devp, o, cp);
+	rc = smr_test_cow_open(*devp, o, cp);
 	if (rc) {
 		smr_dev_close(*devp);
 		*devp = NULL;
@@ -441,7 +442,7 @@ static void corrupt_ckpt(enum kind k)
 	SMR_ASSERT_OK(copy_tree(path, tmpl));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	for (uint64_t i = 0; i < a.n; i++) {
 		model_apply(c, &a, i, i + 1);
 		b.ver[i] = i + 1;
@@ -535,7 +536,7 @@ static void fallback_durable(enum kind k, int what)
 	SMR_ASSERT_OK(format_path(path, NULL));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	/* Many generations of churn: metadata and data zones fill, die and
 	 * are reset; on a file, released space is reused. */
 	for (int g = 1; g <= 30 && c; g++) {
@@ -1007,7 +1008,7 @@ static void test_group_commit(void)
 	SMR_ASSERT_OK(format_path(path, NULL));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	CU_ASSERT_FATAL(c != NULL);
 	smr_cow_get_stats(c, &st0);
 	for (int r = 0; r < GC_ROUNDS; r++) {
@@ -1103,6 +1104,9 @@ static void test_timer(void)
 
 static void data_and_trees(enum kind k)
 {
+	static const struct smr_tree_type three = {
+		.id = 3, .name = "three", .max_item = sizeof(uint64_t),
+	};
 	const char *path = make_dev(k, "data");
 	struct smr_cow_opts o = { .commit_secs = 3600 };
 	struct smr_data_extent ext[8];
@@ -1139,6 +1143,7 @@ static void data_and_trees(enum kind k)
 		SMR_ASSERT_OK(smr_cow_data_settle(t, ext[i].off, ext[i].len));
 	/* Trees other than the namespace's are independent. */
 	v = 77;
+	SMR_ASSERT_OK(smr_cow_tree_register(c, &three));
 	SMR_ASSERT_OK(smr_bt_insert(t, 3, &key, &v, sizeof(v)));
 	v = 88;
 	SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &key, &v, sizeof(v)));
@@ -1151,6 +1156,7 @@ static void data_and_trees(enum kind k)
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
 	if (!c)
 		return;
+	SMR_ASSERT_OK(smr_cow_tree_register(c, &three));
 	SMR_ASSERT_OK(smr_bt_lookup(c, 3, &key, &v, &vl));
 	CU_ASSERT_EQUAL(v, 77);
 	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &key, &v, &vl));
@@ -1220,7 +1226,7 @@ static void unsettled_at_crash(enum kind k)
 	SMR_ASSERT_OK(format_path(path, NULL));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	smr_cow_space(c, &sp0);
 	/* One write is settled (referenced), the other is still in flight
 	 * when the checkpoint is taken. */
@@ -1286,7 +1292,7 @@ static void test_failed_write(void)
 	SMR_ASSERT_OK(format_path(path, NULL));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	for (uint64_t i = 0; i < m.n; i++)
 		model_apply(c, &m, i, 5);
 	SMR_ASSERT_OK(smr_cow_commit(c));
@@ -1310,7 +1316,7 @@ static void test_failed_write(void)
 		free(lost.ver);
 		SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 		SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-		SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+		SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 		if (!c)
 			break;
 		CU_ASSERT_TRUE(model_equal(c, &m));
@@ -1362,7 +1368,7 @@ static void test_failed_reset(void)
 	SMR_ASSERT_OK(format_path(path, NULL));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	n = smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, len, ext, 16);
 	CU_ASSERT_FATAL(n >= 1);
 	SMR_ASSERT_OK(put_and_commit(c, i++));
@@ -1515,7 +1521,7 @@ static void power_loss(enum kind k)
 	scratch.ver = calloc(m.n, sizeof(*m.ver));
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &o, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &o, &c));
 	states[0].n = m.n;
 	states[0].ver = calloc(m.n, sizeof(uint64_t));
 	done_at[0] = 0;

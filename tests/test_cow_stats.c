@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cow/cow.h"
+#include "cowtest.h"
 #include "dev/dev.h"
 #include "testutil.h"
 
@@ -31,7 +32,7 @@ static int make_fs(const char *path, struct smr_dev **devp,
 		return rc;
 	rc = smr_cow_format(*devp, &fo, NULL);
 	if (!rc)
-		rc = smr_cow_open(*devp, &co, cp);
+		rc = smr_test_cow_open(*devp, &co, cp);
 	if (rc) {
 		smr_dev_close(*devp);
 		*devp = NULL;
@@ -213,7 +214,7 @@ static void test_reopen(void)
 	SMR_ASSERT_OK(smr_dev_close(dev));
 
 	SMR_ASSERT_OK(smr_dev_open(path, &dro, &dev));
-	SMR_ASSERT_OK(smr_cow_open(dev, &ro, &c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &ro, &c));
 	smr_cow_fsstat(c, &b);
 	CU_ASSERT(b.read_only);
 	CU_ASSERT_EQUAL(b.bytes_allocated[2], SMR_MIB);

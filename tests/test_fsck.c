@@ -84,9 +84,9 @@ static int fs_open(struct fs *f, bool with_ns)
 	rc = smr_cow_open(f->dev, NULL, &f->cow);
 	if (rc)
 		goto out_dev;
-	if (!with_ns)
-		return 0;
-	rc = smr_ns_open(f->cow, NULL, &f->ns);
+	/* Items are changed through the namespace's tree type. */
+	rc = with_ns ? smr_ns_open(f->cow, NULL, &f->ns) :
+		       smr_ns_register_trees(f->cow);
 	if (!rc)
 		return 0;
 	smr_cow_close(f->cow);

@@ -355,8 +355,12 @@ static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
 		return -ENOMEM;
 	rc = c->sops->read(c, addr, n->buf, c->ns);
 	if (rc) {
-		smr_err("btree node at byte %" PRIu64 " of tree %u: read failed: %s",
-			addr, tree, strerror(-rc));
+		char tb[16];
+
+		smr_err("btree node at byte %" PRIu64 " of tree %s: read "
+			"failed: %s", addr,
+			smr_tree_name_locked(c, tree, tb, sizeof(tb)),
+			strerror(-rc));
 		goto out_free;
 	}
 	__atomic_fetch_add(&c->stats.node_reads, 1, __ATOMIC_RELAXED);
@@ -1040,11 +1044,38 @@ int smr_bt_lookup_locked(struct smr_cow *c, uint32_t tree,
 	return rc;
 }
 
+/* The type of @tree, for a change, check or salvage of it (@what); NULL,
+ * with an error naming the tree, if it has none: the engine changes and
+ * checks a tree only through its type. */
+static const struct smr_tree_type *tree_type(struct smr_cow *c, uint32_t tree,
+					     const char *what)
+{
+	const struct smr_tree_type *tt = smr_tree_type_of(c, tree);
+
+	if (!tt)
+		smr_err("tree %u has no registered type: %s refused", tree,
+			what);
+	return tt;
+}
+
+/* Why @tt refuses the item (@key, @val, @len); NULL if it takes it. */
+static const char *item_unfit(const struct smr_tree_type *tt,
+			      const struct smr_nkey *key, const void *val,
+			      size_t len)
+{
+	struct smr_key k = { key->objid, key->type, key->offset };
+
+	if (len > tt->max_item)
+		return "item larger than its tree allows";
+	return tt->check_item ? tt->check_item(&k, val, len) : NULL;
+}
+
 int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
 			 const struct smr_nkey *key, const void *val,
 			 size_t len, int mode)
 {
 	struct smr_tree *t = tree_get(c, tree);
+	const struct smr_tree_type *tt;
 	struct smr_path p;
 	struct smr_node *leaf;
 	uint32_t slot, old;
@@ -1052,8 +1083,13 @@ int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
 
 	if (!t)
 		return -EINVAL;
-	if (len > SMR_COW_MAX_ITEM)
+	tt = tree_type(c, tree, "change");
+	if (!tt)
+		return -EINVAL;
+	if (len > tt->max_item)
 		return -E2BIG;
+	if (item_unfit(tt, key, val, len))
+		return -EINVAL;
 	if (!t->addr) {
 		struct smr_node *root;
 
@@ -1115,7 +1151,7 @@ int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
 	struct smr_nkey fk;
 	int rc;
 
-	if (!t)
+	if (!t || !tree_type(c, tree, "change"))
 		return -EINVAL;
 	rc = bt_search(c, t, key, &p);
 	if (rc <= 0) {
@@ -1488,6 +1524,34 @@ out:
 	return rc;
 }
 
+/* Why @tt refuses item @i of the leaf @buf, and its key in *@k; NULL if
+ * it takes it. */
+static const char *leaf_item_unfit(const struct smr_tree_type *tt,
+				   const void *buf, uint32_t i,
+				   struct smr_nkey *k)
+{
+	smr_leaf_key(buf, i, k);
+	return item_unfit(tt, k, (const uint8_t *)buf + smr_leaf_valoff(buf, i),
+			  smr_leaf_size(buf, i));
+}
+
+/* Leaf item @i of @buf (at @addr) against its tree's type @tt: 0, or
+ * -SMR_EFSCORRUPTED naming the tree, the key and what is wrong. */
+static int check_item(struct smr_cow *c, const struct smr_tree_type *tt,
+		      const void *buf, uint32_t i, uint64_t addr)
+{
+	const char *why;
+	char kb[SMR_KEY_STR_MAX], msg[224];
+	struct smr_nkey k;
+
+	why = leaf_item_unfit(tt, buf, i, &k);
+	if (!why)
+		return 0;
+	snprintf(msg, sizeof(msg), "check: tree %s, item %s: %s", tt->name,
+		 smr_tree_key_str_locked(c, tt->id, &k, kb, sizeof(kb)), why);
+	return smr_corrupt(addr, msg);
+}
+
 /* What a check that goes on past problems counts (smr_cow_check_all). */
 struct bt_chk {
 	uint64_t problems;
@@ -1510,6 +1574,7 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 		      const struct smr_nkey *hi, bool root, uint64_t *items,
 		      struct bt_chk *bad)
 {
+	const struct smr_tree_type *tt = smr_tree_type_of(c, t->id);
 	struct smr_node *n;
 	struct smr_nkey k;
 	uint32_t cnt;
@@ -1538,6 +1603,8 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 			if (smr_nkey_cmp(&pk, &k) >= 0)
 				rc = smr_corrupt(addr, "check: keys out of order");
 		}
+		if (!rc && !level)
+			rc = check_item(c, tt, n->buf, i, addr);
 	}
 	if (!rc && !level)
 		*items += cnt;
@@ -1579,6 +1646,8 @@ static int bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items,
 		return -EINVAL;
 	if (!t->addr)
 		return 0;
+	if (!tree_type(c, tree, "check"))
+		return -EINVAL;
 	rc = check_node(c, t, t->addr, t->gen, t->level, NULL, NULL, true,
 			nr_items, bad);
 	/* Items below a damaged node are not counted: no second problem. */
@@ -1803,6 +1872,7 @@ struct salv_item {
 struct salv {
 	struct smr_cow *c;
 	struct smr_tree *t;
+	const struct smr_tree_type *tt;
 	struct salv_item *v;
 	size_t n, cap;
 	uint64_t *old;   /* readable nodes of the old tree */
@@ -1830,18 +1900,27 @@ static void salv_lost(struct salv *s, uint64_t addr, uint16_t level, int why,
 		      const struct smr_nkey *lo, const struct smr_nkey *hi)
 {
 	struct smr_nkey z = { 0 };
-	char end[80] = "the end";
+	char from[SMR_KEY_STR_MAX], end[SMR_KEY_STR_MAX] = "the end";
+	uint32_t id = s->tt->id;
 
 	s->bad++;
-	if (!lo)
-		lo = &z;
+	smr_tree_key_str_locked(s->c, id, lo ? lo : &z, from, sizeof(from));
 	if (hi)
-		snprintf(end, sizeof(end), "(%" PRIu64 ", %u, %" PRIu64 ")",
-			 hi->objid, hi->type, hi->offset);
-	smr_err("salvage: tree %u: node at byte %" PRIu64 " (level %u) cannot "
-		"be read (%s): the items from (%" PRIu64 ", %u, %" PRIu64
-		") up to %s are dropped", s->t->id, addr, level,
-		strerror(-why), lo->objid, lo->type, lo->offset, end);
+		smr_tree_key_str_locked(s->c, id, hi, end, sizeof(end));
+	smr_err("salvage: tree %s: node at byte %" PRIu64 " (level %u) cannot "
+		"be read (%s): the items from %s up to %s are dropped",
+		s->tt->name, addr, level, strerror(-why), from, end);
+}
+
+static void salv_dropped(struct salv *s, uint64_t addr,
+			 const struct smr_nkey *k, const char *why)
+{
+	char kb[SMR_KEY_STR_MAX];
+
+	smr_err("salvage: tree %s: node at byte %" PRIu64 ": item %s dropped "
+		"(%s)", s->tt->name, addr,
+		smr_tree_key_str_locked(s->c, s->tt->id, k, kb, sizeof(kb)),
+		why);
 }
 
 /* Collect the items of the subtree at @addr that can be read, in key order,
@@ -1871,6 +1950,7 @@ static int salv_walk(struct salv *s, uint64_t addr, uint64_t gen,
 	cnt = smr_node_nritems(n->buf);
 	for (uint32_t i = 0; i < cnt && !rc; i++) {
 		struct smr_nkey k, kn;
+		const char *why;
 
 		if (level) {
 			smr_int_key(n->buf, i, &k);
@@ -1882,13 +1962,13 @@ static int salv_walk(struct salv *s, uint64_t addr, uint64_t gen,
 				       i + 1 < cnt ? &kn : hi);
 			continue;
 		}
-		smr_leaf_key(n->buf, i, &k);
+		why = leaf_item_unfit(s->tt, n->buf, i, &k);
 		if ((lo && smr_nkey_cmp(&k, lo) < 0) ||
 		    (hi && smr_nkey_cmp(&k, hi) >= 0) ||
-		    (s->n && smr_nkey_cmp(&k, &s->v[s->n - 1].key) <= 0)) {
-			smr_err("salvage: tree %u: node at byte %" PRIu64
-				": item %u out of order, dropped", s->t->id,
-				addr, i);
+		    (s->n && smr_nkey_cmp(&k, &s->v[s->n - 1].key) <= 0))
+			why = "out of order";
+		if (why) {
+			salv_dropped(s, addr, &k, why);
 			continue;
 		}
 		rc = salv_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v));
@@ -1911,8 +1991,8 @@ out:
 	return rc;
 }
 
-int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, bool may_empty,
-			  uint64_t *kept, uint64_t *bad_nodes)
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
+			  uint64_t *bad_nodes)
 {
 	struct smr_tree *t = tree_get(c, tree);
 	struct salv s = { .c = c, .t = t };
@@ -1923,13 +2003,16 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, bool may_empty,
 		return -EINVAL;
 	if (!t->addr)
 		return 0;
+	s.tt = tree_type(c, tree, "salvage");
+	if (!s.tt)
+		return -EINVAL;
 	rc = salv_walk(&s, t->addr, t->gen, t->level, NULL, NULL);
 	if (rc)
 		goto out;
-	if (!s.n && t->nr_items && !may_empty) {
-		smr_err("salvage: tree %u: none of its %" PRIu64 " items can be "
+	if (!s.n && t->nr_items && !s.tt->derived) {
+		smr_err("salvage: tree %s: none of its %" PRIu64 " items can be "
 			"read: left as it is rather than replaced by an empty "
-			"tree", tree, t->nr_items);
+			"tree", s.tt->name, t->nr_items);
 		*bad_nodes = s.bad;
 		rc = -SMR_EFSCORRUPTED;
 		goto out;

@@ -333,25 +333,25 @@ int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
 		uint64_t items, kept, bad, had = c->trees[id].nr_items;
+		char tb[16];
 
 		if (!c->trees[id].addr)
 			continue;
 		rc = smr_bt_check(c, id, &items);
-		if (!rc || rc == -ENOMEM)
+		/* -EINVAL: the tree has no type to salvage it by. */
+		if (!rc || rc == -ENOMEM || rc == -EINVAL)
 			continue;
-		/* The reverse map can be rebuilt from the extent items;
-		 * the namespace cannot be rebuilt from anything. */
-		rc = smr_bt_salvage_locked(c, id, id == SMR_TREE_RMAP, &kept,
-					   &bad);
+		rc = smr_bt_salvage_locked(c, id, &kept, &bad);
 		if (rc)
 			break;
 		r->trees++;
 		r->bad_nodes += bad;
 		r->kept += kept;
 		r->lost += had > kept ? had - kept : 0;
-		smr_warn("salvage: tree %u rebuilt with %" PRIu64 " items; %"
-			 PRIu64 " of the %" PRIu64 " it held are lost", id,
-			 kept, had > kept ? had - kept : 0, had);
+		smr_warn("salvage: tree %s rebuilt with %" PRIu64 " items; %"
+			 PRIu64 " of the %" PRIu64 " it held are lost",
+			 smr_tree_name_locked(c, id, tb, sizeof(tb)), kept,
+			 had > kept ? had - kept : 0, had);
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

@@ -24,6 +24,7 @@
 
 #include <endian.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,40 @@ static void rmap_key(uint64_t off, struct smr_nkey *k)
 	k->objid = off;
 	k->type = SMR_RMAP_T_EXTENT;
 	k->offset = 0;
+}
+
+/* The engine's check: the reverse map's one item type and key form. The
+ * value is rmap_decode's to judge (and the reverse-map check's to count). */
+static const char *rmap_check_item(const struct smr_key *k, const void *v,
+				   size_t len)
+{
+	(void)v;
+	(void)len;
+	if (k->type != SMR_RMAP_T_EXTENT)
+		return "not a reverse-map item type";
+	return k->offset ? "reverse-map key with an offset" : NULL;
+}
+
+static bool rmap_key_str(const struct smr_key *k, char *buf, size_t len)
+{
+	if (k->type != SMR_RMAP_T_EXTENT || k->offset)
+		return false;
+	snprintf(buf, len, "(extent at byte %" PRIu64 ")", k->objid);
+	return true;
+}
+
+static const struct smr_tree_type rmap_tree_type = {
+	.id = SMR_TREE_RMAP,
+	.name = "rmap",
+	.max_item = sizeof(struct smr_rmap_d),
+	.derived = true, /* from the extent items (smr_ns_check_rmap) */
+	.check_item = rmap_check_item,
+	.key_str = rmap_key_str,
+};
+
+int smr_rmap_register(struct smr_cow *c)
+{
+	return smr_cow_tree_register(c, &rmap_tree_type);
 }
 
 static int rmap_decode(const struct smr_nkey *k, const void *v, size_t len,
@@ -564,19 +599,20 @@ static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
 			}
 		}
 	}
-	/* An empty tree's root leaf has no key to descend by. */
+	/* An empty tree's root leaf has no key to descend by: any key
+	 * leads to it. */
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
 		struct smr_tree *t = &c->trees[id];
 		struct smr_nkey k = { 0 };
-		uint8_t none[1] = { 0 };
 
 		if (t->addr >= zs && t->addr < ze && !t->nr_items &&
 		    !(t->addr & SMR_TMP_ADDR)) {
-			/* A put and delete of the zero key dirties it. */
-			rc = smr_bt_modify_locked(c, id, &k, none, 0, SMR_BT_PUT);
-			if (!rc)
-				rc = smr_bt_delete_locked(c, id, &k);
+			rc = smr_bt_relocate_node_locked(c, id, 0, &k, t->addr);
+			if (rc == 1) {
+				*moved += c->ns;
+				rc = 0;
+			}
 		}
 	}
 	pthread_rwlock_unlock(&c->lock);

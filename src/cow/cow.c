@@ -2,6 +2,7 @@
 /* cow.c - the public entry points of the COW engine (cow.h). */
 #include "cow/cow_priv.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,74 @@ static void from_nkey(const struct smr_nkey *nk, struct smr_key *k)
 	k->objid = nk->objid;
 	k->type = nk->type;
 	k->offset = nk->offset;
+}
+
+/* ------------------------------------------------------------------------
+ * Tree types
+ * ------------------------------------------------------------------------ */
+
+int smr_cow_tree_register(struct smr_cow *c, const struct smr_tree_type *tt)
+{
+	int rc = 0;
+
+	if (!tt || tt->id < 1 || tt->id > SMR_COW_MAX_TREE || !tt->name ||
+	    !tt->max_item || tt->max_item > SMR_COW_MAX_ITEM)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->types[tt->id] && c->types[tt->id] != tt)
+		rc = -EEXIST;
+	else
+		c->types[tt->id] = tt;
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+const char *smr_tree_key_str_locked(struct smr_cow *c, uint32_t tree,
+				    const struct smr_nkey *key, char *buf,
+				    size_t len)
+{
+	const struct smr_tree_type *tt = smr_tree_type_of(c, tree);
+	struct smr_key k;
+
+	from_nkey(key, &k);
+	if (!tt || !tt->key_str || !tt->key_str(&k, buf, len))
+		snprintf(buf, len, "(%" PRIu64 ", %u, %" PRIu64 ")", k.objid,
+			 k.type, k.offset);
+	return buf;
+}
+
+const char *smr_tree_name_locked(struct smr_cow *c, uint32_t tree, char *buf,
+				 size_t len)
+{
+	const struct smr_tree_type *tt = smr_tree_type_of(c, tree);
+
+	if (tt)
+		return tt->name;
+	snprintf(buf, len, "%u", tree);
+	return buf;
+}
+
+const char *smr_tree_key_str(struct smr_cow *c, uint32_t tree,
+			     const struct smr_key *key, char *buf, size_t len)
+{
+	struct smr_nkey k;
+
+	to_nkey(key, &k);
+	pthread_rwlock_rdlock(&c->lock);
+	smr_tree_key_str_locked(c, tree, &k, buf, len);
+	pthread_rwlock_unlock(&c->lock);
+	return buf;
+}
+
+const char *smr_tree_name(struct smr_cow *c, uint32_t tree, char *buf,
+			  size_t len)
+{
+	const char *name;
+
+	pthread_rwlock_rdlock(&c->lock);
+	name = smr_tree_name_locked(c, tree, buf, len);
+	pthread_rwlock_unlock(&c->lock);
+	return name;
 }
 
 /* ------------------------------------------------------------------------
@@ -68,6 +137,8 @@ static int cow_open_common(struct smr_cow *c)
 		goto out;
 	c->ns = c->sb.node_size;
 	rc = smr_cow_setup(c);
+	if (!rc)
+		rc = smr_rmap_register(c);
 	if (rc)
 		goto out;
 	rc = smr_bt_load_roots(c, ck);

@@ -55,6 +55,65 @@ struct smr_key {
 /* <0, 0, >0 as a is before, equal to, after b. */
 int smr_key_cmp(const struct smr_key *a, const struct smr_key *b);
 
+/*
+ * A tree type: what the engine is told of a tree's items by the layer that
+ * owns the tree, so that one engine serves several trees without knowing
+ * what their keys mean (one ops table per tree, as XFS has per B-tree).
+ * The engine uses it to bound item sizes, to check items on every change
+ * and in smr_cow_check and smr_cow_check_all, to drop the items that fail
+ * when a tree is salvaged, and to name trees and keys in its messages.
+ *
+ * Every tree the engine changes or checks has one: a change to a tree with
+ * no registered type, or a check or salvage of one that holds a root, is
+ * refused with -EINVAL and an error naming the tree. Lookups and iteration
+ * need none.
+ */
+struct smr_tree_type {
+	uint32_t id;             /* the tree it describes */
+	const char *name;        /* for messages: "fs", "rmap" */
+	size_t max_item;         /* biggest value; <= SMR_COW_MAX_ITEM */
+	/*
+	 * The tree's items are derived from other trees' and can be rebuilt
+	 * from them (the reverse map, from the extent items): a salvage that
+	 * can read none of them leaves the tree empty. Otherwise such a tree
+	 * is left as it is, since an empty one would lose it all for good.
+	 */
+	bool derived;
+	/*
+	 * Whether an item can belong to the tree at all: its item type is
+	 * one the tree holds, its size one that type can have. Checks of a
+	 * value's contents, which a repair can act on, stay with the
+	 * owner's own checker. Returns NULL or a short reason (static text).
+	 * May be NULL: every item up to max_item fits.
+	 */
+	const char *(*check_item)(const struct smr_key *key, const void *val,
+				  size_t len);
+	/* Write @key readably into @buf (@len bytes, always terminated) and
+	 * return true; false for a key the type cannot name, which is then
+	 * printed as "(objid, type, offset)" in numbers, as it is when
+	 * key_str is NULL. */
+	bool (*key_str)(const struct smr_key *key, char *buf, size_t len);
+};
+
+/* Room smr_tree_key_str needs for any key. */
+#define SMR_KEY_STR_MAX 96
+
+/*
+ * Describe tree @tt->id to the engine; the description must outlive it.
+ * Registering the same type again is a no-op. -EINVAL for a bad id or
+ * max_item, -EEXIST if another type holds the id.
+ */
+int smr_cow_tree_register(struct smr_cow *c, const struct smr_tree_type *tt);
+
+/* @key of @tree as its type prints it, in @buf (SMR_KEY_STR_MAX bytes
+ * suffice); returns @buf. */
+const char *smr_tree_key_str(struct smr_cow *c, uint32_t tree,
+			     const struct smr_key *key, char *buf, size_t len);
+/* The name of @tree ("fs"; its number, "3", with no type). @buf holds the
+ * number (16 bytes); returns the name. */
+const char *smr_tree_name(struct smr_cow *c, uint32_t tree, char *buf,
+			  size_t len);
+
 /* ------------------------------------------------------------------------
  * Format, open, close
  * ------------------------------------------------------------------------ */
@@ -155,11 +214,12 @@ bool smr_cow_is_read_only(struct smr_cow *c);
 
 /*
  * Check the trees (fsck, tests): every node verifies and is reachable from
- * the roots exactly once, keys are ordered within and across nodes, item
- * counts match the roots, and no live node is among the blocks released
- * but not yet freed. Reads the whole of every tree. Returns 0, or
- * -SMR_EFSCORRUPTED / -SMR_EFSBADCRC (the failing block is logged), -EIO,
- * -ENOMEM.
+ * the roots exactly once, keys are ordered within and across nodes, every
+ * item is one its tree's type takes, item counts match the roots, and no
+ * live node is among the blocks released but not yet freed. Reads the
+ * whole of every tree. Returns 0, or -SMR_EFSCORRUPTED / -SMR_EFSBADCRC
+ * (the failing block is logged), -EIO, -ENOMEM, -EINVAL (a tree with a
+ * root but no registered type).
  */
 int smr_cow_check(struct smr_cow *c);
 
@@ -170,7 +230,7 @@ int smr_cow_check(struct smr_cow *c);
  * opened with skip_damaged). *@underfull gets the non-root nodes less than
  * a quarter full: deletion keeps nodes above that, but a split that
  * appends leaves a node with one item, so they are no problem (a figure of
- * fragmentation). Returns 0 (problems or not), -EIO, -ENOMEM.
+ * fragmentation). Returns 0 (problems or not), -EIO, -ENOMEM, -EINVAL.
  */
 int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
 		      uint64_t *underfull);
@@ -212,7 +272,13 @@ int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 		struct smr_key *found, void *val, size_t *len);
 
-/* Add an item: -EEXIST if the key is there, -E2BIG if @len > MAX_ITEM. */
+/*
+ * Changes go through the tree's type (struct smr_tree_type): -EINVAL if
+ * the tree has none or its check refuses the item, -E2BIG if @len passes
+ * the type's max_item.
+ */
+
+/* Add an item: -EEXIST if the key is there. */
 int smr_bt_insert(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
 		  const void *val, size_t len);
 /* Replace an item's value (its size may change): -ENOENT if absent. */
@@ -368,12 +434,14 @@ struct smr_cow_salvage {
 /*
  * fsck's B-tree salvage: every tree whose check (smr_bt_check) fails is
  * rebuilt from the items that can still be read, dropping each node that
- * fails verification with everything below it; each dropped node is
- * logged with the key range it held. The blocks that could not be read,
+ * fails verification with everything below it, and each item the tree's
+ * type refuses; each dropped node is logged with the key range it held,
+ * each dropped item with its key. The blocks that could not be read,
  * and the data only dropped items referenced, stay allocated for the
  * space audit to give back (smr_cow_check_space with repair, which must
  * run on the result before anything else is repaired). The caller
- * commits. Fills *@r. -EROFS, -ENOMEM, insert errors.
+ * commits. Fills *@r. -EROFS, -ENOMEM, -EINVAL (a tree with a root but
+ * no registered type), insert errors.
  */
 int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r);
 

@@ -143,6 +143,9 @@ struct smr_cow {
 	 */
 	pthread_rwlock_t lock;   /* the trees and everything below */
 	struct smr_tree trees[SMR_COW_MAX_TREE + 1]; /* index = id */
+	/* The registered tree types (smr_cow_tree_register); set under
+	 * lock exclusive, read with lock held. */
+	const struct smr_tree_type *types[SMR_COW_MAX_TREE + 1];
 	uint64_t gen;            /* newest durable checkpoint; lock */
 	uint64_t skipped_gen;    /* smr_cow_info.skipped_gen; set at open */
 	uint64_t gen_floor;      /* highest generation of a valid record on
@@ -234,8 +237,9 @@ int smr_bt_write_dirty(struct smr_cow *c, uint64_t gen, struct smr_ckpt *ck);
 void smr_cache_shrink(struct smr_cow *c);
 size_t smr_cache_dirty_bytes(struct smr_cow *c);
 int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
-/* Check the tree's structure (keys, counts, levels) by walking all of it;
- * 0 or -SMR_EFSCORRUPTED. Counts items into *@nr_items. */
+/* Check the tree's structure (keys, counts, levels) and every item against
+ * its type by walking all of it; 0, -SMR_EFSCORRUPTED, or -EINVAL for a
+ * tree with a root but no type. Counts items into *@nr_items. */
 int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
 
 /*
@@ -244,13 +248,14 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
  * logged with the key range lost), the readable old nodes are released,
  * and the kept items are inserted into a new tree in the running state.
  * The dropped blocks stay allocated for the space audit to find. Sets
- * *@kept and *@bad_nodes. Unless @may_empty (a tree that can be rebuilt
- * from others), a tree of which no item can be read is left as it is and
- * -SMR_EFSCORRUPTED returned: replacing it with an empty tree would lose
- * everything for good. Exclusive lock held. -ENOMEM, insert errors.
+ * *@kept and *@bad_nodes. Items the tree's type refuses are dropped too.
+ * Unless the type is derived (rebuilt from other trees), a tree of which
+ * no item can be read is left as it is and -SMR_EFSCORRUPTED returned:
+ * replacing it with an empty tree would lose everything for good.
+ * Exclusive lock held. -EINVAL (no type), -ENOMEM, insert errors.
  */
-int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, bool may_empty,
-			  uint64_t *kept, uint64_t *bad_nodes);
+int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
+			  uint64_t *bad_nodes);
 int smr_bt_height(struct smr_cow *c, uint32_t tree);
 /*
  * The invariant, checked: every node reachable from the roots is reachable
@@ -289,7 +294,23 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 #define SMR_BT_UPDATE 1
 #define SMR_BT_PUT 2
 
+/* The type of @tree, or NULL (engine lock held). */
+static inline const struct smr_tree_type *smr_tree_type_of(struct smr_cow *c,
+							    uint32_t tree)
+{
+	return tree >= 1 && tree <= SMR_COW_MAX_TREE ? c->types[tree] : NULL;
+}
+
+/* smr_tree_key_str and smr_tree_name with the engine lock held. */
+const char *smr_tree_key_str_locked(struct smr_cow *c, uint32_t tree,
+				    const struct smr_nkey *key, char *buf,
+				    size_t len);
+const char *smr_tree_name_locked(struct smr_cow *c, uint32_t tree, char *buf,
+				 size_t len);
+
 /* clean.c */
+/* Describe the reverse-map tree to the engine (at open). */
+int smr_rmap_register(struct smr_cow *c);
 /* Take the reverse-map entries of [@off, @off + @len) out (trimming those
  * that straddle it). Exclusive lock held. */
 int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len);

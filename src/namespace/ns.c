@@ -8,6 +8,7 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -528,6 +529,55 @@ static int ns_alloc(struct smr_cow *cow, const struct smr_ns_opts *o,
 	return 0;
 }
 
+/* ========================================================================
+ * The FS tree, described to the engine
+ * ======================================================================== */
+
+static const char *const ns_item_names[] = {
+	[SMR_NS_T_INODE] = "inode",     [SMR_NS_T_DIRENT] = "dirent",
+	[SMR_NS_T_DIRINDEX] = "dirindex", [SMR_NS_T_XATTR] = "xattr",
+	[SMR_NS_T_EXTENT] = "extent",   [SMR_NS_T_SYMLINK] = "symlink",
+	[SMR_NS_T_ORPHAN] = "orphan",   [SMR_NS_T_META] = "meta",
+};
+
+static bool ns_item_type_known(uint8_t type)
+{
+	return type >= SMR_NS_T_INODE && type <= SMR_NS_T_META;
+}
+
+/* The engine's check: an item type of the namespace. What a value holds
+ * is smr_ns_check's to judge (and a repair's to mend). */
+static const char *ns_check_item(const struct smr_key *k, const void *val,
+				 size_t len)
+{
+	(void)val;
+	(void)len;
+	return ns_item_type_known(k->type) ? NULL :
+					     "not a namespace item type";
+}
+
+static bool ns_key_str(const struct smr_key *k, char *buf, size_t len)
+{
+	if (!ns_item_type_known(k->type))
+		return false;
+	snprintf(buf, len, "(%" PRIu64 ", %s, %" PRIu64 ")", k->objid,
+		 ns_item_names[k->type], k->offset);
+	return true;
+}
+
+static const struct smr_tree_type ns_tree_type = {
+	.id = SMR_TREE_FS,
+	.name = "fs",
+	.max_item = SMR_COW_MAX_ITEM,
+	.check_item = ns_check_item,
+	.key_str = ns_key_str,
+};
+
+int smr_ns_register_trees(struct smr_cow *cow)
+{
+	return smr_cow_tree_register(cow, &ns_tree_type);
+}
+
 int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr)
 {
 	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
@@ -537,6 +587,9 @@ int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr)
 	size_t len = 0;
 	int rc;
 
+	rc = smr_ns_register_trees(cow);
+	if (rc)
+		return rc;
 	rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, &len);
 	if (rc == 0)
 		return -EEXIST;
@@ -627,6 +680,9 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 	struct ns_inode root;
 	int rc;
 
+	rc = smr_ns_register_trees(cow);
+	if (rc)
+		return rc;
 	rc = ns_alloc(cow, o, &ns);
 	if (rc)
 		return rc;

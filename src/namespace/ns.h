@@ -103,6 +103,14 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 		struct smr_ns **nsp);
 
 /*
+ * Describe the FS tree to the engine (smr_cow_tree_register): its name,
+ * the item types it holds and how its keys print. smr_ns_open and
+ * smr_ns_mkfs do it; a front-end that checks or salvages the engine
+ * before opening the namespace calls it first. 0 or -EEXIST.
+ */
+int smr_ns_register_trees(struct smr_cow *cow);
+
+/*
  * Free the handle. Inodes still open or referenced that have no links stay
  * orphans and are reclaimed at the next open. Does not commit: the caller
  * closes the engine (which commits). NULL is allowed.

@@ -83,6 +83,12 @@ static int fs_open_ro(struct fs *f, bool ro)
 		return rc;
 	rc = smr_cow_open(f->dev, &(struct smr_cow_opts){ .read_only = ro },
 			  &f->cow);
+	/* Items are changed through the namespace's tree type. */
+	if (!rc) {
+		rc = smr_ns_register_trees(f->cow);
+		if (rc)
+			smr_cow_close(f->cow);
+	}
 	if (rc)
 		smr_dev_close(f->dev);
 	return rc;

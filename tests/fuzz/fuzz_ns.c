@@ -7,7 +7,8 @@
  *
  * Input: flags byte (unused but kept, so that inputs look like the other
  * targets'), then items: u8 type, __le64 objid, __le64 offset, __le16 value
- * length (at most SMR_COW_MAX_ITEM), value bytes. The namespace is opened
+ * length (at most SMR_COW_MAX_ITEM), value bytes, put under a tree type
+ * that takes any item (as a damaged tree holds them). The namespace is opened
  * (which reclaims orphans), checked, walked and changed (fuzz_ns_walk),
  * then checked again.
  */
@@ -17,6 +18,10 @@
 #include "fuzz.h"
 #include "memcow.h"
 #include "namespace/ns.h"
+
+static const struct smr_tree_type fuzz_any = {
+	.id = SMR_TREE_FS, .name = "fs", .max_item = SMR_COW_MAX_ITEM,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_u8(&in);
 	if (memcow_create(2 << 20, 4096, &cow))
 		return 0;
-	if (smr_txn_begin(cow, &t))
+	if (smr_cow_tree_register(cow, &fuzz_any) || smr_txn_begin(cow, &t))
 		goto out;
 	while (in.n >= 19) {
 		struct smr_key k;
@@ -47,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in.n -= len;
 	}
 	smr_txn_end(t);
+	memcow_forget_type(cow);
 	if (!smr_ns_open(cow, NULL, &ns)) {
 		fuzz_ns_walk(ns, true);
 		smr_ns_close(ns);
