@@ -334,7 +334,9 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			else
 				ci->orphan = true;
 		} else {
-			ck_report(ck, false, "unknown item type %u of object 0",
+			/* The FS tree's type refuses it too: a B-tree
+			 * problem, which the repair's salvage drops. */
+			ck_report(ck, true, "unknown item type %u of object 0",
 				  k->type);
 		}
 		return 0;
@@ -352,7 +354,8 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 	case SMR_NS_T_EXTENT:
 		break;
 	default:
-		ck_report(ck, false, "inode %llu: unknown item type %u",
+		/* As above. */
+		ck_report(ck, true, "inode %llu: unknown item type %u",
 			  (unsigned long long)k->objid, k->type);
 		return 0;
 	}

@@ -3,9 +3,9 @@
 #
 # The corruption corpus: for each kind of structure (superblock, checkpoint,
 # the namespace tree's interior nodes and leaves, the reverse map's node,
-# inode items, directory entries, extent items, data, zone usage), a fresh
-# copy of a filesystem populated through a mount is damaged by
-# tests/fsck/damage, and then:
+# inode items, items of an unknown type, directory entries, extent items,
+# data, zone usage), a fresh copy of a filesystem populated through a mount
+# is damaged by tests/fsck/damage, and then:
 #
 #  1. fsck.smrfs -n finds it: status 4, and its output names the object;
 #  2. mount.smrfs on (a copy of) the damaged image either refuses with a
@@ -330,6 +330,10 @@ XFAIL="fsck does not check that an inode's flags are zero"
 check zl "inode flags" 1 "inode [0-9]+: .*flags" "$ALL" inode /a/b/small flags 1
 check zl "inode item missing" 1 "entry 'small' to missing inode" \
 	"$NOSMALL" noinode /a/b/small
+# An item type the namespace does not know: the FS tree's type refuses it,
+# so the B-tree check reports it and the salvage drops it alone.
+check zl "item of an unknown type" 1 "check: tree fs, item \([0-9]+, 99, 0\): not a namespace item type" \
+	"$ALL" item /a/b/small 99
 
 # Directory entries.
 XFAIL="-y rebuilds the entry from its readdir item but leaves the damaged one: 4, and a second -n still finds it"

@@ -16,6 +16,10 @@
  *                                       walk's order (the key order)
  *   damage DEV inode PATH FIELD VALUE   set mode, size, nlink or flags
  *   damage DEV noinode PATH             delete PATH's inode item
+ *   damage DEV item PATH TYPE           add an item of item type TYPE (one
+ *                                       the namespace does not know) to
+ *                                       PATH's inode, as another program
+ *                                       might write it
  *   damage DEV dirent PATH FIELD [VALUE]
  *                                       PATH's entry: ino or dtype (both
  *                                       items), name_len (the lookup item),
@@ -74,7 +78,13 @@ static int die(const char *what, int rc)
 	return 1;
 }
 
-static int fs_open_ro(struct fs *f, bool ro)
+/* The FS tree's type for writing items the namespace's type refuses. */
+static const struct smr_tree_type any_item = {
+	.id = SMR_TREE_FS, .name = "fs", .max_item = SMR_COW_MAX_ITEM,
+};
+
+/* Open the engine, its FS tree typed by @tt (the namespace's if NULL). */
+static int fs_open_as(struct fs *f, bool ro, const struct smr_tree_type *tt)
 {
 	int rc = smr_dev_open(dev_path, &(struct smr_dev_opts){ .read_only = ro },
 			      &f->dev);
@@ -83,9 +93,10 @@ static int fs_open_ro(struct fs *f, bool ro)
 		return rc;
 	rc = smr_cow_open(f->dev, &(struct smr_cow_opts){ .read_only = ro },
 			  &f->cow);
-	/* Items are changed through the namespace's tree type. */
+	/* Items are changed through the tree's type. */
 	if (!rc) {
-		rc = smr_ns_register_trees(f->cow);
+		rc = tt ? smr_cow_tree_register(f->cow, tt) :
+			  smr_ns_register_trees(f->cow);
 		if (rc)
 			smr_cow_close(f->cow);
 	}
@@ -94,9 +105,14 @@ static int fs_open_ro(struct fs *f, bool ro)
 	return rc;
 }
 
+static int fs_open_ro(struct fs *f, bool ro)
+{
+	return fs_open_as(f, ro, NULL);
+}
+
 static int fs_open(struct fs *f)
 {
-	return fs_open_ro(f, false);
+	return fs_open_as(f, false, NULL);
 }
 
 static int fs_close(struct fs *f)
@@ -411,6 +427,23 @@ static int do_noinode(const char *path)
 	return rc;
 }
 
+static int do_item(const char *path, uint8_t type)
+{
+	struct item it = { .len = 8 };
+	uint64_t ino;
+	struct fs f;
+	int rc;
+
+	rc = resolve_ino(path, &ino);
+	if (rc || (rc = fs_open_as(&f, false, &any_item)))
+		return rc;
+	it.k = key(ino, type, 0);
+	rc = put_items(&f, 0, &it, 1);
+	if (!rc)
+		printf("inode %" PRIu64 ": item of type %u added\n", ino, type);
+	return rc;
+}
+
 static int do_dirent(const char *path, const char *field, uint64_t val)
 {
 	struct item it[3];
@@ -617,6 +650,8 @@ int main(int argc, char **argv)
 		rc = do_inode(argv[3], argv[4], val);
 	else if (!strcmp(what, "noinode") && argc == 4)
 		rc = do_noinode(argv[3]);
+	else if (!strcmp(what, "item") && argc == 5)
+		rc = do_item(argv[3], (uint8_t)atoi(argv[4]));
 	else if (!strcmp(what, "dirent") && argc >= 5)
 		rc = do_dirent(argv[3], argv[4], val);
 	else if (!strcmp(what, "extent") && argc >= 5)
