@@ -9,6 +9,8 @@
  * docs/FORMAT.md, "Namespace items") and makes through the engine's item
  * API, committed once with the allocator's repairs:
  *
+ *   - a missing namespace record is rebuilt from the items and a missing
+ *     root directory made again, keeping its entries;
  *   - an entry whose inode is missing is dropped (both of its items), and
  *     so are the items of a missing inode (their data freed): the
  *     namespace writes an entry's items and an inode's items before the
@@ -47,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cow/cow.h"
 #include "dev/dev.h"
@@ -134,6 +137,9 @@ struct fk_walk {
 	size_t norphan, corphan;
 	bool meta;
 	struct smr_ns_meta_d meta_d;
+	/* For a namespace record rebuilt: the highest inode number and
+	 * generation in use, and the root's highest readdir sequence. */
+	uint64_t max_ino, max_gen, root_seq;
 	void *blk;          /* scrub buffer, scrub_len bytes */
 	uint64_t scrub_len;
 	uint64_t scrubbed, bad_blocks;
@@ -192,15 +198,18 @@ static struct smr_key fk_key(uint64_t objid, uint8_t type, uint64_t off)
 	return k;
 }
 
-static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
-{
-	return bsearch(&ino, w->in, w->nin, sizeof(*w->in), fk_inode_cmp);
-}
-
+/* (bsearch() must not be given the NULL of an empty array.) */
 static const struct fk_inode *fk_find_const(const struct fk_walk *w,
 					    uint64_t ino)
 {
-	return bsearch(&ino, w->in, w->nin, sizeof(*w->in), fk_inode_cmp);
+	return w->nin ? bsearch(&ino, w->in, w->nin, sizeof(*w->in),
+				fk_inode_cmp) :
+			NULL;
+}
+
+static struct fk_inode *fk_find(struct fk_walk *w, uint64_t ino)
+{
+	return (struct fk_inode *)fk_find_const(w, ino);
 }
 
 static const struct fk_index *fk_find_index(const struct fk_walk *w,
@@ -208,7 +217,9 @@ static const struct fk_index *fk_find_index(const struct fk_walk *w,
 {
 	const uint64_t key[2] = { dir, seq };
 
-	return bsearch(key, w->ix, w->nix, sizeof(*w->ix), fk_index_cmp);
+	return w->nix ? bsearch(key, w->ix, w->nix, sizeof(*w->ix),
+				fk_index_cmp) :
+			NULL;
 }
 
 static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
@@ -216,7 +227,9 @@ static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
 {
 	const uint64_t key[2] = { dir, hkey };
 
-	return bsearch(key, w->en, w->nen, sizeof(*w->en), fk_entry_cmp);
+	return w->nen ? bsearch(key, w->en, w->nen, sizeof(*w->en),
+				fk_entry_cmp) :
+			NULL;
 }
 
 /* What a scrub reads at once: one request per block made a scrub of a
@@ -297,9 +310,11 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 					   sizeof(*w->orphan_recs)))
 				return w->err = -ENOMEM;
 			w->orphan_recs[w->norphan++] = k->offset;
+			w->max_ino = SMR_MAX(w->max_ino, k->offset);
 		}
 		return 0;
 	}
+	w->max_ino = SMR_MAX(w->max_ino, k->objid);
 	if (k->type != SMR_NS_T_INODE && k->objid != w->cur_ino) {
 		/* Items sort by object, the inode first: these have none. */
 		struct fk_stray *x;
@@ -341,6 +356,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->parent = le64toh(d.parent);
 		fi->size = le64toh(d.size);
 		fi->bytes = le64toh(d.bytes);
+		w->max_gen = SMR_MAX(w->max_gen, le64toh(d.gen));
 		return 0;
 	}
 	case SMR_NS_T_DIRENT:
@@ -354,6 +370,9 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		nlen = le16toh(d.name_len);
 		if (len != sizeof(d) + nlen)
 			return 0;
+		w->max_ino = SMR_MAX(w->max_ino, le64toh(d.ino));
+		if (k->type == SMR_NS_T_DIRINDEX && k->objid == SMR_NS_ROOT_INO)
+			w->root_seq = SMR_MAX(w->root_seq, k->offset);
 		if (k->type == SMR_NS_T_DIRINDEX) {
 			if (smr_array_grow((void **)&w->ix, &w->cix, w->nix,
 					   sizeof(*w->ix)))
@@ -387,6 +406,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		if (len < sizeof(d))
 			return 0;
 		memcpy(&d, val, sizeof(d));
+		w->max_gen = SMR_MAX(w->max_gen, le64toh(d.gen));
 		if (smr_array_grow((void **)&w->ext, &w->cext, w->next,
 				   sizeof(*w->ext)) ||
 		    smr_array_grow((void **)&w->xk, &w->cxk, w->next,
@@ -882,8 +902,19 @@ struct fk_plan {
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 {
 	const char *will = repair ? "" : "would ";
+	size_t nin;
 
 	memset(p, 0, sizeof(*p));
+	if (!w->meta) {
+		p->counters++;
+		smr_err("no namespace record (%srebuild it from the items)",
+			will);
+	}
+	if (!fk_find(w, SMR_NS_ROOT_INO)) {
+		p->counters++;
+		smr_err("no root directory inode (%smake one, mode 0755, "
+			"owned by root, keeping the entries under it)", will);
+	}
 	for (size_t i = 0; i < w->nen; i++) {
 		struct fk_entry *e = &w->en[i];
 
@@ -903,6 +934,10 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 
 		while (j + 1 < w->nst && w->st[j + 1].objid == w->st[i].objid)
 			j++;
+		if (w->st[i].objid == SMR_NS_ROOT_INO) {
+			i = j; /* kept: the root is made again */
+			continue;
+		}
 		p->strays += j - i + 1;
 		smr_err("inode %" PRIu64 " is missing but has %zu items "
 			"(%sdrop them and free their data)", w->st[i].objid,
@@ -955,11 +990,13 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 				fi->bytes, fi->ext_bytes, will);
 		}
 	}
-	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
+	/* A root made again counts too. */
+	nin = w->nin + !fk_find(w, SMR_NS_ROOT_INO);
+	if (w->meta && le64toh(w->meta_d.nr_inodes) != nin) {
 		p->counters++;
 		smr_err("namespace record counts %" PRIu64 " inodes, %zu found "
 			"(%sset it)", (uint64_t)le64toh(w->meta_d.nr_inodes),
-			w->nin, will);
+			nin, will);
 	}
 }
 
@@ -1241,6 +1278,81 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 	return 0;
 }
 
+/*
+ * A namespace record or a root directory that is missing (a salvage that
+ * dropped the first leaf loses both): the namespace cannot open without
+ * them. The record is rebuilt from the items (numbers above every inode
+ * number and generation in use), the root made as mkfs makes it, with a
+ * readdir sequence above its entries', which are kept; the repairs after
+ * this count its links and take care of the rest.
+ */
+static int fk_rebuild_ns(struct smr_cow *cow, uint64_t *fixed)
+{
+	struct smr_key km = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	struct smr_txn *t;
+	struct fk_walk w;
+	uint64_t next_gen;
+	bool root;
+	int rc;
+
+	rc = fk_walk(cow, false, &w);
+	if (rc)
+		goto out;
+	root = fk_find(&w, SMR_NS_ROOT_INO) != NULL;
+	if (w.meta && root)
+		goto out;
+	rc = smr_txn_begin(cow, &t);
+	if (rc)
+		goto out;
+	next_gen = w.meta ? le64toh(w.meta_d.next_gen) : w.max_gen + 1;
+	next_gen = SMR_MAX(next_gen, 2);
+	if (!root) {
+		struct smr_key kr = fk_key(SMR_NS_ROOT_INO, SMR_NS_T_INODE, 0);
+		struct smr_ns_inode_d d;
+		struct timespec ts;
+		int64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		memset(&d, 0, sizeof(d));
+		d.mode = htole32(S_IFDIR | 0755);
+		d.nlink = htole32(2);
+		d.atime = d.mtime = d.ctime = d.crtime = htole64((uint64_t)now);
+		d.gen = htole64(next_gen++);
+		d.next_seq = htole64(SMR_MAX(w.root_seq + 1, SMR_NS_FIRST_SEQ));
+		d.parent = htole64(SMR_NS_ROOT_INO);
+		rc = smr_bt_insert(t, SMR_TREE_FS, &kr, &d, sizeof(d));
+		if (!rc) {
+			smr_info("made a root directory (inode 1)");
+			(*fixed)++;
+		}
+	}
+	if (!rc && !w.meta) {
+		memset(&w.meta_d, 0, sizeof(w.meta_d));
+		w.meta_d.version = htole32(SMR_NS_VERSION);
+		w.meta_d.next_ino = htole64(SMR_MAX(w.max_ino + 1,
+						    SMR_NS_ROOT_INO + 1));
+		w.meta_d.next_gen = htole64(next_gen);
+		w.meta_d.nr_inodes = htole64(w.nin + !root);
+		rc = smr_bt_insert(t, SMR_TREE_FS, &km, &w.meta_d,
+				   sizeof(w.meta_d));
+		if (!rc) {
+			smr_info("namespace record rebuilt: next inode %" PRIu64
+				 ", next generation %" PRIu64,
+				 (uint64_t)le64toh(w.meta_d.next_ino), next_gen);
+			(*fixed)++;
+		}
+	} else if (!rc) {
+		w.meta_d.next_gen = htole64(next_gen);
+		rc = smr_bt_update(t, SMR_TREE_FS, &km, &w.meta_d,
+				   sizeof(w.meta_d));
+	}
+	smr_txn_end(t);
+out:
+	fk_walk_free(&w);
+	return rc;
+}
+
 /* The namespace repairs, on an engine open read-write. */
 static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 {
@@ -1253,6 +1365,9 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 	bool need_lf = false;
 	int rc;
 
+	rc = fk_rebuild_ns(cow, &r->fixed);
+	if (rc)
+		return rc;
 	/* Opening read-write reclaims the orphans. */
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc)
@@ -1422,6 +1537,17 @@ static void fk_phase_failed(struct fk_found *f, const char *what, int rc)
 	fk_fatal(f, what, rc);
 }
 
+/* Does the namespace lack its record or its root inode, which a repair
+ * makes again (fk_rebuild_ns)? */
+static bool fk_ns_rebuildable(struct smr_cow *cow)
+{
+	struct smr_key km = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	struct smr_key kr = fk_key(SMR_NS_ROOT_INO, SMR_NS_T_INODE, 0);
+
+	return smr_bt_lookup(cow, SMR_TREE_FS, &km, NULL, NULL) == -ENOENT ||
+	       smr_bt_lookup(cow, SMR_TREE_FS, &kr, NULL, NULL) == -ENOENT;
+}
+
 /*
  * One full check of the filesystem on @dev: everything but the superblock
  * pass, with the engine read-only. Fills @r's counts and @f.
@@ -1493,6 +1619,11 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	if (fk_cancelled(o))
 		goto out_cancel;
 	rc = smr_ns_open(cow, NULL, &ns);
+	if (rc && fk_ns_rebuildable(cow)) {
+		/* The walk plans making them; the rest is checked after. */
+		smr_warn("the namespace's own checks run after the repair");
+		goto walk;
+	}
 	if (rc) {
 		fk_phase_failed(f, "cannot open the namespace", rc);
 		goto out_cow;
@@ -1521,6 +1652,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		smr_warn("reverse map: %" PRIu64 " entries of data in flight "
 			 "at the checkpoint, dropped at the next read-write "
 			 "open", rm.released);
+walk:
 	rc = fk_walk_progress(cow, o->scrub, o, &w);
 	if (rc == -ECANCELED)
 		goto out_walk;

@@ -293,7 +293,8 @@ check zl "newest checkpoint" 1 "checkpoint record at byte [0-9]+ is damaged" \
 XFAIL="a damaged root shared by both checkpoints: nothing of the tree can be read, -y refuses and writes nothing (4), and no file can be read"
 check zl "namespace tree interior node" 4 "corruption at byte [0-9]+: btree node" \
 	"$ALL" node fs 1
-XFAIL="the salvage of the first leaf loses the namespace record and the root inode, and nothing rebuilds them"
+# It holds the namespace record and the root with its entries: both are
+# made again, and what is left of the files is in /lost+found.
 check zl "namespace tree first leaf" 1 "corruption at byte [0-9]+: btree node" \
 	"" node fs 0
 # The last leaf holds the newest inodes, of files in /d: the salvage drops
@@ -334,6 +335,8 @@ check zl "inode item missing" 1 "entry 'small' to missing inode" \
 # so the B-tree check reports it and the salvage drops it alone.
 check zl "item of an unknown type" 1 "check: tree fs, item \([0-9]+, 99, 0\): not a namespace item type" \
 	"$ALL" item /a/b/small 99
+check zl "root inode missing" 1 "no root directory inode" "$ALL" noinode /
+check file "namespace record missing" 1 "no namespace record" "$ALL" nometa
 
 # Directory entries.
 XFAIL="-y rebuilds the entry from its readdir item but leaves the damaged one: 4, and a second -n still finds it"

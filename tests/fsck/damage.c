@@ -20,6 +20,7 @@
  *                                       the namespace does not know) to
  *                                       PATH's inode, as another program
  *                                       might write it
+ *   damage DEV nometa                   delete the namespace record
  *   damage DEV dirent PATH FIELD [VALUE]
  *                                       PATH's entry: ino or dtype (both
  *                                       items), name_len (the lookup item),
@@ -444,6 +445,22 @@ static int do_item(const char *path, uint8_t type)
 	return rc;
 }
 
+static int do_nometa(void)
+{
+	struct item it = { .len = 0 };
+	struct fs f;
+	int rc;
+
+	rc = fs_open(&f);
+	if (rc)
+		return rc;
+	it.k = key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
+	rc = put_items(&f, 0, &it, 1);
+	if (!rc)
+		printf("namespace record deleted\n");
+	return rc;
+}
+
 static int do_dirent(const char *path, const char *field, uint64_t val)
 {
 	struct item it[3];
@@ -652,6 +669,8 @@ int main(int argc, char **argv)
 		rc = do_noinode(argv[3]);
 	else if (!strcmp(what, "item") && argc == 5)
 		rc = do_item(argv[3], (uint8_t)atoi(argv[4]));
+	else if (!strcmp(what, "nometa") && argc == 3)
+		rc = do_nometa();
 	else if (!strcmp(what, "dirent") && argc >= 5)
 		rc = do_dirent(argv[3], argv[4], val);
 	else if (!strcmp(what, "extent") && argc >= 5)
