@@ -24,6 +24,7 @@
  *     them where the reverse map has them (before the space audit, which
  *     would otherwise take the wrong bytes for it and free its own);
  *   - an inode's byte count is set to what its extent items hold;
+ *   - inode flags are cleared (none is defined);
  *   - the namespace record's inode count is set to the inodes counted;
  *   - orphans (unlinked while open) are reclaimed by the namespace's own
  *     open, which is what the daemon does at mount.
@@ -64,6 +65,7 @@ struct fk_inode {
 	uint32_t mode, nlink;
 	uint64_t parent, size;
 	uint64_t bytes;     /* the inode's byte count */
+	uint64_t flags;     /* none is defined (docs/FORMAT.md) */
 	uint64_t ext_bytes; /* what its extent items hold */
 	bool bad_ext;       /* one of them is malformed: its byte count is
 			     * left as it is (smr_ns_check reports it) */
@@ -356,6 +358,7 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->parent = le64toh(d.parent);
 		fi->size = le64toh(d.size);
 		fi->bytes = le64toh(d.bytes);
+		fi->flags = le64toh(d.flags);
 		w->max_gen = SMR_MAX(w->max_gen, le64toh(d.gen));
 		return 0;
 	}
@@ -896,7 +899,7 @@ static int fk_fix_extents(struct smr_cow *cow, struct smr_txn *t,
 
 struct fk_plan {
 	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
-	uint64_t dirsizes, bytes;
+	uint64_t dirsizes, bytes, flags;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -982,6 +985,12 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			p->dirsizes++;
 			smr_err("dir %" PRIu64 ": size %" PRIu64 ", directories "
 				"keep 0 (%sset it to 0)", fi->ino, fi->size, will);
+		}
+		if (fi->flags) {
+			p->flags++;
+			smr_err("inode %" PRIu64 ": flags %#" PRIx64 ", none is "
+				"defined (%sclear them)", fi->ino, fi->flags,
+				will);
 		}
 		if (fk_bytes_wrong(fi)) {
 			p->bytes++;
@@ -1237,11 +1246,11 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 		struct smr_ns_inode_d d;
 
 		bool nlink, size = S_ISDIR(fi->mode) && fi->size;
-		bool bytes = fk_bytes_wrong(fi);
+		bool bytes = fk_bytes_wrong(fi), flags = fi->flags;
 
 		nlink = !fi->orphan && !fk_nameless(fi) &&
 			fi->nlink != fk_want_nlink(fi);
-		if (!nlink && !size && !bytes)
+		if (!nlink && !size && !bytes && !flags)
 			continue;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
 		if (rc)
@@ -1252,6 +1261,7 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			d.size = 0;
 		if (bytes)
 			d.bytes = htole64(fi->ext_bytes);
+		d.flags = 0;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, true);
 		if (rc)
 			return rc;
@@ -1263,7 +1273,9 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 		if (bytes)
 			smr_info("inode %" PRIu64 ": byte count set to %" PRIu64,
 				 fi->ino, fi->ext_bytes);
-		*fixed += nlink + size + bytes;
+		if (flags)
+			smr_info("inode %" PRIu64 ": flags cleared", fi->ino);
+		*fixed += nlink + size + bytes + flags;
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
 		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
@@ -1670,7 +1682,7 @@ walk:
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
 				   p.counters + p.strays + p.dirsizes +
-				   p.bytes;
+				   p.bytes + p.flags;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is

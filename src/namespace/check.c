@@ -81,8 +81,8 @@ static void ns_vreport(uint64_t *problems, enum smr_log_level level,
 
 /*
  * A problem of the namespace. @fixed: fsck.smrfs repairs it from its own
- * walk (names, link counts, directory sizes, byte counts, counters, items
- * of missing inodes); anything else is left as it is. The line says which.
+ * walk (names, link counts, directory sizes, byte counts, inode flags,
+ * counters, items of missing inodes); anything else is left as it is. The line says which.
  */
 static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
 {
@@ -148,6 +148,10 @@ static int ck_inode_item(void *arg, const struct smr_key *k, const void *val,
 	ci->bytes = le64toh(d.bytes);
 	ci->next_seq = le64toh(d.next_seq);
 	ci->parent = le64toh(d.parent);
+	if (d.flags)
+		ck_report(ck, true, "inode %llu: flags %#llx, none is defined",
+			  (unsigned long long)k->objid,
+			  (unsigned long long)le64toh(d.flags));
 	return 0;
 }
 

@@ -327,7 +327,6 @@ check file "file nlink too high" 1 "inode [0-9]+: link count 5, 1 counted" \
 check zl "symlink size" 4 "symlink [0-9]+: 8 target bytes, size 3" \
 	"$ALL" inode /d/sym size 3
 check zl "directory size" 1 "(inode|dir) [0-9]+: .*size" "$ALL" inode /a size 12345
-XFAIL="fsck does not check that an inode's flags are zero"
 check zl "inode flags" 1 "inode [0-9]+: .*flags" "$ALL" inode /a/b/small flags 1
 check zl "inode item missing" 1 "entry 'small' to missing inode" \
 	"$NOSMALL" noinode /a/b/small
