@@ -15,7 +15,8 @@
  *     so are the items of a missing inode (their data freed): the
  *     namespace writes an entry's items and an inode's items before the
  *     inode, so a change cut by an engine error leaves exactly this;
- *   - an entry that lost one of its two items gets it back from the other;
+ *   - an entry that lost one of its two items gets it back from the other
+ *     (an item that does not decode is dropped first);
  *   - an inode that no entry names (and that is not an orphan) is given a
  *     name "#INO" in /lost+found, made if missing;
  *   - link counts are set to the names counted (directories: 2 +
@@ -134,6 +135,8 @@ struct fk_walk {
 	size_t nxf, cxf;
 	struct fk_stray *st;
 	size_t nst, cst;
+	struct smr_key *bad; /* entry and readdir items that do not decode */
+	size_t nbad, cbad;
 	uint64_t cur_ino; /* the last INODE item seen: items follow it */
 	uint64_t *orphan_recs;
 	size_t norphan, corphan;
@@ -367,12 +370,18 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		struct smr_ns_dirent_d d;
 		size_t nlen;
 
-		if (len < sizeof(d))
+		if (len >= sizeof(d))
+			memcpy(&d, val, sizeof(d));
+		nlen = len >= sizeof(d) ? le16toh(d.name_len) : 0;
+		if (!nlen || nlen > SMR_NS_NAME_MAX || len != sizeof(d) + nlen) {
+			/* Dropped by a repair; its other half, if whole,
+			 * gives it back. */
+			if (smr_array_grow((void **)&w->bad, &w->cbad, w->nbad,
+					   sizeof(*w->bad)))
+				return w->err = -ENOMEM;
+			w->bad[w->nbad++] = *k;
 			return 0;
-		memcpy(&d, val, sizeof(d));
-		nlen = le16toh(d.name_len);
-		if (len != sizeof(d) + nlen)
-			return 0;
+		}
 		w->max_ino = SMR_MAX(w->max_ino, le64toh(d.ino));
 		if (k->type == SMR_NS_T_DIRINDEX && k->objid == SMR_NS_ROOT_INO)
 			w->root_seq = SMR_MAX(w->root_seq, k->offset);
@@ -461,6 +470,7 @@ static void fk_walk_free(struct fk_walk *w)
 	}
 	free(w->xf);
 	free(w->st);
+	free(w->bad);
 	free(w->orphan_recs);
 	smr_cow_buf_free(w->blk);
 	memset(w, 0, sizeof(*w));
@@ -899,7 +909,7 @@ static int fk_fix_extents(struct smr_cow *cow, struct smr_txn *t,
 
 struct fk_plan {
 	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
-	uint64_t dirsizes, bytes, flags;
+	uint64_t dirsizes, bytes, flags, bad;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -931,6 +941,13 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			smr_err("dir %" PRIu64 ": entry '%s' has no readdir item "
 				"(%sadd it from the entry)", e->dir, e->name, will);
 		}
+	}
+	for (size_t i = 0; i < w->nbad; i++) {
+		p->bad++;
+		smr_err("dir %" PRIu64 ": %s item %#" PRIx64 " does not decode "
+			"(%sdrop it)", w->bad[i].objid,
+			w->bad[i].type == SMR_NS_T_DIRENT ? "entry" : "readdir",
+			w->bad[i].offset, will);
 	}
 	for (size_t i = 0; i < w->nst; i++) {
 		size_t j = i;
@@ -1393,6 +1410,17 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 	rc = smr_txn_begin(cow, &t);
 	if (rc)
 		goto out_walk;
+	/* Items that do not decode go first: the entry they belonged to is
+	 * then one that lost that item, and is rebuilt from the other. */
+	for (size_t i = 0; i < w.nbad && !rc; i++) {
+		rc = smr_bt_delete(t, SMR_TREE_FS, &w.bad[i]);
+		if (!rc) {
+			smr_info("dir %" PRIu64 ": item %#" PRIx64 " that does "
+				 "not decode dropped", w.bad[i].objid,
+				 w.bad[i].offset);
+			r->fixed++;
+		}
+	}
 	for (size_t i = 0; i < w.nen && !rc; i++) {
 		struct fk_entry *e = &w.en[i];
 
@@ -1682,7 +1710,7 @@ walk:
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
 				   p.counters + p.strays + p.dirsizes +
-				   p.bytes + p.flags;
+				   p.bytes + p.flags + p.bad;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is

@@ -81,8 +81,9 @@ static void ns_vreport(uint64_t *problems, enum smr_log_level level,
 
 /*
  * A problem of the namespace. @fixed: fsck.smrfs repairs it from its own
- * walk (names, link counts, directory sizes, byte counts, inode flags,
- * counters, items of missing inodes); anything else is left as it is. The line says which.
+ * walk (names, entry items that do not decode, link counts, directory
+ * sizes, byte counts, inode flags, counters, items of missing inodes);
+ * anything else is left as it is. The line says which.
  */
 static void ck_report(struct ck *ck, bool fixed, const char *fmt, ...)
 {
@@ -255,7 +256,7 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 	size_t nlen;
 
 	if (len < sizeof(v.d) || len > sizeof(v)) {
-		ck_report(ck, false, "dir %llu: entry item of %zu bytes",
+		ck_report(ck, true, "dir %llu: entry item of %zu bytes",
 			  (unsigned long long)k->objid, len);
 		return;
 	}
@@ -264,7 +265,7 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 	ino = le64toh(v.d.ino);
 	ref = le64toh(v.d.ref);
 	if (nlen == 0 || len != sizeof(v.d) + nlen) {
-		ck_report(ck, false, "dir %llu: entry with a name of %zu bytes",
+		ck_report(ck, true, "dir %llu: entry with a name of %zu bytes",
 			  (unsigned long long)k->objid, nlen);
 		return;
 	}

@@ -338,7 +338,6 @@ check zl "root inode missing" 1 "no root directory inode" "$ALL" noinode /
 check file "namespace record missing" 1 "no namespace record" "$ALL" nometa
 
 # Directory entries.
-XFAIL="-y rebuilds the entry from its readdir item but leaves the damaged one: 4, and a second -n still finds it"
 check zl "entry name length" 1 "entry with a name of 200 bytes" \
 	"$ALL" dirent /a/b/small name_len 200
 check zl "entry under the wrong hash" 4 "entry 'small' under the wrong hash" \
