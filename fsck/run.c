@@ -1577,6 +1577,28 @@ static void fk_phase_failed(struct fk_found *f, const char *what, int rc)
 	fk_fatal(f, what, rc);
 }
 
+static int fk_any_item(void *arg, const struct smr_key *k, const void *val,
+		       size_t len)
+{
+	(void)k;
+	(void)val;
+	(void)len;
+	*(bool *)arg = true;
+	return 1; /* one is enough */
+}
+
+/* Can a single item of the FS tree be read (past damaged nodes)? If not,
+ * a salvage has nothing to rebuild it from. */
+static bool fk_fs_readable(struct smr_cow *cow)
+{
+	struct smr_key from = { 0, 0, 0 };
+	struct smr_key to = { UINT64_MAX, UINT8_MAX, UINT64_MAX };
+	bool any = false;
+
+	smr_bt_iterate(cow, SMR_TREE_FS, &from, &to, fk_any_item, &any);
+	return any;
+}
+
 /* Does the namespace lack its record or its root inode, which a repair
  * makes again (fk_rebuild_ns)? */
 static bool fk_ns_rebuildable(struct smr_cow *cow)
@@ -1659,6 +1681,17 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	if (fk_cancelled(o))
 		goto out_cancel;
 	rc = smr_ns_open(cow, NULL, &ns);
+	if (rc && f->salvage && !fk_fs_readable(cow)) {
+		smr_err("the namespace tree: none of its %" PRIu64 " items can "
+			"be read (its root node is damaged in the checkpoint in "
+			"use and in the one before it): no repair can rebuild "
+			"it, so nothing will be written, and the filesystem "
+			"cannot be mounted", info.fs_items);
+		fk_count(f, 1, 1);
+		f->fatal = true;
+		f->why = "the namespace tree cannot be read at all";
+		goto out_cow;
+	}
 	if (rc && fk_ns_rebuildable(cow)) {
 		/* The walk plans making them; the rest is checked after. */
 		smr_warn("the namespace's own checks run after the repair");
