@@ -2,7 +2,7 @@
 """fsx.py - random file operations checked against a model, in the manner
 of fsx: every byte the filesystem returns must be the byte the model says.
 
-Usage: python3 fsx.py [--ops N] [--seed S] [--maxlen BYTES] DIR
+Usage: python3 fsx.py [--ops N] [--seed S] [--maxlen BYTES] [--direct] DIR
        python3 fsx.py --verify DIR
 
 Works on the files DIR/fsx-0 and DIR/fsx-1 (created). Operations, chosen at
@@ -13,7 +13,9 @@ copy-on-write filesystem cannot reserve space for later writes), writes and
 reads through mmap,
 copy_file_range (within a file and between the two), fsync, fdatasync,
 close and reopen, and a look at SEEK_DATA/SEEK_HOLE (every byte the model
-holds that is not zero must lie in data). Every read is compared with the
+holds that is not zero must lie in data). With --direct, also reads and
+writes of whole pages through a second descriptor opened O_DIRECT (fsx -Z),
+mixed with all of the above. Every read is compared with the
 model, and every 500 operations the whole of both files. At the end the
 model's digest is written to DIR/../fsx.model, so that "--verify" can check
 the files after an unmount and a remount. Exit status 1 with the operation
@@ -47,7 +49,7 @@ def fallocate(fd, mode, off, length):
 
 
 class Fsx:
-    def __init__(self, d, seed, maxlen):
+    def __init__(self, d, seed, maxlen, direct=False):
         self.d = d
         self.rnd = random.Random(seed)
         self.maxlen = maxlen
@@ -56,6 +58,15 @@ class Fsx:
         self.log = []
         self.counts = {}
         self.off = set()  # operations the filesystem does not support
+        self.dfds = []
+        if direct:
+            try:
+                self.dfds = [os.open(self.path(i), os.O_RDWR | os.O_DIRECT)
+                             for i in range(NFILES)]
+            except OSError as e:
+                if e.errno != errno.EINVAL:
+                    raise
+                self.off.add("direct")
 
     def path(self, i):
         return os.path.join(self.d, "fsx-%d" % i)
@@ -101,10 +112,13 @@ class Fsx:
         self.note("write", i, off, length)
         if os.pwrite(self.fds[i], data, off) != length:
             self.fail("short write")
+        self.model_write(i, off, data)
+
+    def model_write(self, i, off, data):
         m = self.model[i]
         if off > len(m):
             m.extend(bytes(off - len(m)))
-        m[off:off + length] = data
+        m[off:off + len(data)] = data
 
     def op_read(self, i):
         off, length = self.rand_range(len(self.model[i]))
@@ -205,6 +219,34 @@ class Fsx:
             d.extend(bytes(doff - len(d)))
         d[doff:doff + n] = want
 
+    def direct_range(self, i):
+        off, length = self.rand_range(len(self.model[i]))
+        off -= off % PAGE
+        length = max(length - length % PAGE, PAGE)
+        return off, length
+
+    def op_dwrite(self, i):
+        if not self.dfds:
+            return
+        off, length = self.direct_range(i)
+        data = self.rnd.randbytes(length)
+        self.note("direct-write", i, off, length)
+        with mmap.mmap(-1, length) as buf:  # page-aligned memory
+            buf[:] = data
+            if os.pwrite(self.dfds[i], buf, off) != length:
+                self.fail("short direct write")
+        self.model_write(i, off, data)
+
+    def op_dread(self, i):
+        if not self.dfds:
+            return
+        off, length = self.direct_range(i)
+        self.note("direct-read", i, off, length)
+        with mmap.mmap(-1, length) as buf:
+            n = os.preadv(self.dfds[i], [buf], off)
+            got = buf[:n]
+        self.check(i, off, got, "direct read")
+
     def op_sync(self, i):
         how = self.rnd.choice(["fsync", "fdatasync"])
         self.note(how, i)
@@ -252,7 +294,7 @@ class Fsx:
                (self.op_truncate, 5), (self.op_falloc, 8),
                (self.op_mapwrite, 8), (self.op_mapread, 8),
                (self.op_copy, 8), (self.op_sync, 4), (self.op_reopen, 3),
-               (self.op_seek, 2)]
+               (self.op_seek, 2), (self.op_dwrite, 8), (self.op_dread, 6)]
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         for n in range(1, nops + 1):
@@ -266,6 +308,8 @@ class Fsx:
         self.check_all("final check")
         for fd in self.fds:
             os.fsync(fd)
+            os.close(fd)
+        for fd in self.dfds:
             os.close(fd)
 
 
@@ -283,6 +327,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--maxlen", type=int, default=65536)
     ap.add_argument("--verify", action="store_true")
+    ap.add_argument("--direct", action="store_true")
     ap.add_argument("dir")
     a = ap.parse_args()
     mfile = os.path.join(os.path.dirname(os.path.abspath(a.dir)) or "/",
@@ -300,7 +345,7 @@ def main():
             sys.exit(1)
         print("fsx: files match the model after the remount")
         return
-    fx = Fsx(a.dir, a.seed, a.maxlen)
+    fx = Fsx(a.dir, a.seed, a.maxlen, a.direct)
     fx.run(a.ops)
     with open(mfile, "w") as f:
         f.write(digest([bytes(m) for m in fx.model]) + "\n")

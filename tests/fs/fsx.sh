@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Random file operations checked byte for byte against a model
 # (tests/fs/fsx.py: writes past the end, truncates, fallocate, mmap,
-# copy_file_range, fsync, reopen, SEEK_DATA/SEEK_HOLE), on a zoned loop
+# copy_file_range, fsync, reopen, SEEK_DATA/SEEK_HOLE, O_DIRECT reads and
+# writes mixed with the rest as fsx -Z does), on a zoned loop
 # directory with zones small enough that the cleaner moves the files while
 # the run goes on, and on a plain file. Then unmount, fsck.smrfs -n,
 # remount: the files must still be what the model says.
@@ -35,7 +36,7 @@ run() { # run DEVICE OPTS: every seed, then the check after a remount
 	for seed in $SEEDS; do
 		mount_fs "$1" "$M" "$2"
 		mkdir -p "$M/s$seed" || fail "mkdir"
-		python3 "$FSX" --ops "$OPS" --seed "$seed" "$M/s$seed" \
+		python3 "$FSX" --direct --ops "$OPS" --seed "$seed" "$M/s$seed" \
 			>"$T/fsx.out" || fail "fsx seed $seed on $1"
 		cat "$T/fsx.out"
 		check_falloc
