@@ -40,10 +40,11 @@ SMR_FS_TESTS = \
 	tests/fs/posix_tools.sh \
 	tests/fs/posix.sh \
 	tests/fs/killpriv.sh \
-	tests/fs/fsx.sh
+	tests/fs/fsx.sh \
+	tests/fs/fsstress.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py tests/fs/fsx.py \
-	tests/fs/killload.py tests/fs/posix.py
+	tests/fs/killload.py tests/fs/posix.py tests/fs/fsstress.py
 
 # The full run of kill9.sh: 200 deaths of the daemon (about 10 minutes).
 check-kill9: all $(check_PROGRAMS)
