@@ -1151,6 +1151,306 @@ def xattr_basic(d):
 
 
 # ---------------------------------------------------------------------------
+# More of what pjdfstest and xfstests look at: xattr limits, link counts
+# across RENAME_EXCHANGE, open files that lost their name, open flags, far
+# offsets, the times of chown, fallocate and copy_file_range, long
+# directories read while they change, permissions, statfs
+# ---------------------------------------------------------------------------
+
+def getxattr_size(p, name, size):
+    """getxattr(2) into a buffer of @size bytes; returns the value size."""
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = libc.getxattr(os.fsencode(p), name.encode(), buf,
+                      ctypes.c_size_t(size))
+    if n < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), p)
+    return n
+
+
+def listxattr_size(p, size):
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = libc.listxattr(os.fsencode(p), buf, ctypes.c_size_t(size))
+    if n < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), p)
+    return n
+
+
+@case
+def xattr_errors(d):
+    f = d + "/f"
+    create(f)
+    os.setxattr(f, "user.a", b"12345")
+    check(getxattr_size(f, "user.a", 0) == 5, "getxattr size query")
+    expect(errno.ERANGE, getxattr_size, f, "user.a", 2)
+    check(listxattr_size(f, 0) >= len("user.a") + 1, "listxattr size")
+    expect(errno.ERANGE, listxattr_size, f, 2)
+    expect(errno.ERANGE, os.setxattr, f, "user." + "x" * 256, b"1")
+    expect(errno.E2BIG, os.setxattr, f, "user.big", b"x" * 65537)
+    os.setxattr(f, "user.empty", b"")
+    check(os.getxattr(f, "user.empty") == b"", "an empty value")
+    # No user xattrs on a symlink.
+    os.symlink("f", d + "/sl")
+    expect(errno.EPERM, lambda: os.setxattr(d + "/sl", "user.a", b"1", 0,
+                                            follow_symlinks=False))
+    age(f)
+    before = times(f)
+    os.setxattr(f, "user.b", b"1")
+    changed(before, f, "c")
+    age(f)
+    before = times(f)
+    os.removexattr(f, "user.b")
+    changed(before, f, "c")
+    os.mkdir(d + "/dir")
+    os.setxattr(d + "/dir", "user.d", b"v" * 4000)
+    check(os.getxattr(d + "/dir", "user.d") == b"v" * 4000,
+          "an xattr of a directory")
+
+
+@case
+def xattr_big(d):
+    f = d + "/f"
+    create(f)
+    v = bytes(range(256)) * 256
+    os.setxattr(f, "user.big", v)
+    check(os.getxattr(f, "user.big") == v, "a 64 KiB value")
+    for i in range(100):
+        os.setxattr(f, "user.n%03d" % i, b"%d" % i)
+    names = [x for x in os.listxattr(f) if x.startswith("user.n")]
+    check(len(names) == 100, "100 xattrs: %d listed" % len(names))
+    check(os.getxattr(f, "user.n042") == b"42", "one of 100")
+
+
+@case
+def exchange_nlink(d):
+    # A directory and a file swap parents: the parents' link counts move.
+    os.mkdir(d + "/a")
+    os.mkdir(d + "/b")
+    os.mkdir(d + "/a/sub")
+    create(d + "/b/f")
+    na, nb = os.stat(d + "/a").st_nlink, os.stat(d + "/b").st_nlink
+    age(d + "/a/sub", d + "/b/f")
+    sbefore, fbefore = times(d + "/a/sub"), times(d + "/b/f")
+    renameat2(d + "/a/sub", d + "/b/f", RENAME_EXCHANGE)
+    check(os.stat(d + "/a").st_nlink == na - 1, "nlink of the dir's old "
+          "parent: %d, expected %d" % (os.stat(d + "/a").st_nlink, na - 1))
+    check(os.stat(d + "/b").st_nlink == nb + 1, "nlink of its new parent")
+    check(os.stat(d + "/b/f/..").st_ino == os.stat(d + "/b").st_ino,
+          ".. after the exchange")
+    changed(sbefore, d + "/b/f", "c")
+    changed(fbefore, d + "/a/sub", "c")
+
+
+@case
+def nlink_dirs(d):
+    n = os.stat(d).st_nlink
+    os.mkdir(d + "/x")
+    check(os.stat(d + "/x").st_nlink == 2, "nlink of a new directory")
+    check(os.stat(d).st_nlink == n + 1, "parent's nlink after mkdir")
+    os.mkdir(d + "/x/y")
+    check(os.stat(d + "/x").st_nlink == 3, "nlink with a subdirectory")
+    os.rmdir(d + "/x/y")
+    check(os.stat(d + "/x").st_nlink == 2, "nlink after rmdir")
+    os.rmdir(d + "/x")
+    check(os.stat(d).st_nlink == n, "parent's nlink after rmdir")
+    # A directory removed while open: nlink 0, and nothing is made in it.
+    os.mkdir(d + "/z")
+    fd = os.open(d + "/z", os.O_RDONLY)
+    try:
+        os.rmdir(d + "/z")
+        check(os.fstat(fd).st_nlink == 0, "nlink of a removed open dir")
+        expect(errno.ENOENT, os.open, d + "/z/new",
+               os.O_CREAT | os.O_WRONLY)
+    finally:
+        os.close(fd)
+
+
+@case
+def unlinked_open(d):
+    f = d + "/f"
+    create(f)
+    write_file(f, b"hello" * 1000)
+    fd = os.open(f, os.O_RDWR)
+    try:
+        os.unlink(f)
+        check(os.fstat(fd).st_nlink == 0, "nlink of an unlinked open file")
+        os.pwrite(fd, b"more", 5000)
+        check(os.pread(fd, 10, 4998) == b"lomore", "read after the unlink")
+        os.ftruncate(fd, 3)
+        check(os.fstat(fd).st_size == 3, "ftruncate after the unlink")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    check(not os.path.lexists(f), "the name came back")
+
+
+@case
+def open_flags(d):
+    f = d + "/f"
+    create(f)
+    os.symlink("none", d + "/dangling")
+    os.symlink("f", d + "/sl")
+    expect(errno.EEXIST, os.open, d + "/dangling",
+           os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    expect(errno.ELOOP, os.open, d + "/sl", os.O_RDONLY | os.O_NOFOLLOW)
+    expect(errno.ENOTDIR, os.open, f, os.O_RDONLY | os.O_DIRECTORY)
+    expect(errno.EISDIR, os.open, d, os.O_WRONLY)
+    # O_CREAT through a dangling symlink makes its target.
+    os.close(os.open(d + "/dangling", os.O_CREAT | os.O_WRONLY, 0o600))
+    check(os.path.exists(d + "/none"), "O_CREAT through a dangling symlink")
+    # With O_APPEND, Linux appends even what pwrite asks to put elsewhere.
+    fd = os.open(f, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"abc")
+        os.pwrite(fd, b"XY", 0)
+    finally:
+        os.close(fd)
+    with open(f, "rb") as fp:
+        got = fp.read()
+    check(got == b"abcXY", "O_APPEND: %r" % got)
+
+
+@case
+def big_offsets(d):
+    f = d + "/f"
+    create(f)
+    fd = os.open(f, os.O_RDWR)
+    try:
+        os.pwrite(fd, b"end", (1 << 40) - 3)
+        check(os.fstat(fd).st_size == 1 << 40, "size after a write at 1 TiB")
+        check(os.pread(fd, 6, (1 << 40) - 6) == b"\0\0\0end",
+              "read at 1 TiB")
+        for size in (1 << 62, (1 << 63) - 1):
+            e = call(os.ftruncate, fd, size)
+            check(e in (0, errno.EFBIG, errno.EINVAL),
+                  "ftruncate to %d: %s" % (size, ename(e)))
+        e = call(os.pwrite, fd, b"x", (1 << 63) - 1)
+        check(e in (errno.EFBIG, errno.EINVAL),
+              "write at 2^63 - 1: %s" % ename(e))
+    finally:
+        os.close(fd)
+
+
+@case
+def setattr_noop_times(d):
+    # chown(-1, -1) and chmod to the same mode still change ctime.
+    f = d + "/f"
+    create(f)
+    age(f)
+    before = times(f)
+    os.chown(f, -1, -1)
+    changed(before, f, "c")
+    age(f)
+    before = times(f)
+    os.chmod(f, mode_of(f))
+    changed(before, f, "c")
+
+
+@case
+def punch_times(d):
+    f = d + "/f"
+    create(f)
+    write_file(f, b"x" * 20000)
+    age(f)
+    before = times(f)
+    fd = os.open(f, os.O_RDWR)
+    try:
+        rc = libc.fallocate(fd, 3, ctypes.c_long(4096), ctypes.c_long(8192))
+        check(rc == 0, "fallocate punch hole: %s" % ename(ctypes.get_errno()))
+        changed(before, f, "mc")
+        check(os.pread(fd, 8192, 4096) == bytes(8192), "zeros in the hole")
+        check(os.fstat(fd).st_size == 20000, "the punch changed the size")
+    finally:
+        os.close(fd)
+
+
+@case
+def copy_range_times(d):
+    f, g = d + "/f", d + "/g"
+    create(f)
+    create(g)
+    write_file(f, b"y" * 20000)
+    age(f, g)
+    gbefore = times(g)
+    src, dst = os.open(f, os.O_RDONLY), os.open(g, os.O_WRONLY)
+    try:
+        n = os.copy_file_range(src, dst, 20000, 0, 100)
+        check(n == 20000, "copy_file_range copied %d" % n)
+    finally:
+        os.close(src)
+        os.close(dst)
+    changed(gbefore, g, "mc")
+    with open(g, "rb") as fp:
+        check(fp.read() == bytes(100) + b"y" * 20000, "copied contents")
+
+
+@case
+def readdir_many(d):
+    names = set("f%04d" % i for i in range(1500))
+    for n in names:
+        create(d + "/" + n)
+    got = os.listdir(d)
+    check(len(got) == len(set(got)) and set(got) == names,
+          "listdir of 1500 names: %d" % len(got))
+    # Names removed while the directory is read: every name that stays is
+    # seen, and no name twice.
+    seen, gone = [], set()
+    with os.scandir(d) as it:
+        for i, e in enumerate(it):
+            seen.append(e.name)
+            if i % 3 == 0:
+                for k in range(3):
+                    victim = "f%04d" % ((i * 7 + k) % 1500)
+                    if victim not in gone:
+                        os.unlink(d + "/" + victim)
+                        gone.add(victim)
+    check(len(seen) == len(set(seen)), "a name seen twice")
+    missing = (names - gone) - set(seen)
+    check(not missing, "names not seen: %s" % sorted(missing)[:5])
+
+
+@case
+def access_groups(d):
+    f = d + "/f"
+    create(f, 0o640)
+    os.chown(f, U1, G2)
+    uexpect(0, U1, G1, lambda: os.close(os.open(f, os.O_RDWR)))
+    uexpect(errno.EACCES, U2, G1, os.open, f, os.O_RDONLY)
+    uexpect(0, U2, G2, lambda: os.close(os.open(f, os.O_RDONLY)))
+    uexpect(errno.EACCES, U2, G2, os.open, f, os.O_WRONLY)
+    os.chmod(d, 0o711)
+    uexpect(errno.EACCES, U2, G2, os.listdir, d)
+    uexpect(0, U2, G2, os.stat, f)
+
+
+@case
+def statfs_basic(d):
+    s = os.statvfs(d)
+    check(s.f_namemax == NAME_MAX, "f_namemax %d" % s.f_namemax)
+    check(s.f_bsize > 0 and s.f_blocks > 0, "f_bsize or f_blocks is 0")
+    check(s.f_blocks >= s.f_bfree >= s.f_bavail, "blocks < free < avail")
+
+
+@case
+def dir_entry_times(d):
+    # Every change to a directory's entries moves its mtime and ctime.
+    os.mkdir(d + "/x")
+    create(d + "/f")
+    for fn in (lambda: os.symlink("f", d + "/x/s"),
+               lambda: os.link(d + "/f", d + "/x/l"),
+               lambda: os.mkfifo(d + "/x/p"),
+               lambda: os.unlink(d + "/x/l"),
+               lambda: os.rename(d + "/x/s", d + "/x/s2"),
+               lambda: os.mkdir(d + "/x/sub"),
+               lambda: os.rmdir(d + "/x/sub")):
+        age(d + "/x")
+        before = times(d + "/x")
+        fn()
+        changed(before, d + "/x", "mc")
+
+
+# ---------------------------------------------------------------------------
 # The runner
 # ---------------------------------------------------------------------------
 
