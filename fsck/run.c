@@ -825,6 +825,18 @@ out:
 	return rc;
 }
 
+/* Do bytes [@off, @off + @len) belong to an extent of an inode that
+ * exists? (The extents of missing inodes are the walk's strays.) */
+static bool fk_data_in_use(const struct fk_walk *w, uint64_t off,
+			   uint64_t len)
+{
+	for (size_t i = 0; i < w->next; i++)
+		if (fk_find_const(w, w->xk[i].ino) && w->ext[i].off < off + len &&
+		    off < w->ext[i].off + w->ext[i].len)
+			return true;
+	return false;
+}
+
 /* The data extents the items will reference once w->xf is applied, for
  * the space audit: in *@v (to free), *@n of them. */
 static int fk_planned_ext(const struct fk_walk *w, struct smr_data_extent **v,
@@ -837,6 +849,11 @@ static int fk_planned_ext(const struct fk_walk *w, struct smr_data_extent **v,
 	for (size_t i = 0; i < w->next; i++) {
 		const struct fk_exfix *x;
 
+		/* An extent of a missing inode over bytes an existing file
+		 * references: dropped, the bytes left to that file. */
+		if (!fk_find_const(w, w->xk[i].ino) &&
+		    fk_data_in_use(w, w->ext[i].off, w->ext[i].len))
+			continue;
 		if (w->xk[i].fix < 0) {
 			if (smr_array_grow((void **)v, &c, *n, sizeof(**v)))
 				return -ENOMEM;
@@ -1149,18 +1166,6 @@ static int fk_fix_index(struct smr_cow *cow, struct smr_txn *t,
 		(*fixed)++;
 	}
 	return rc;
-}
-
-/* Do bytes [@off, @off + @len) belong to an extent of an inode that
- * exists? (The extents of missing inodes are the walk's strays.) */
-static bool fk_data_in_use(const struct fk_walk *w, uint64_t off,
-			   uint64_t len)
-{
-	for (size_t i = 0; i < w->next; i++)
-		if (fk_find_const(w, w->xk[i].ino) && w->ext[i].off < off + len &&
-		    off < w->ext[i].off + w->ext[i].len)
-			return true;
-	return false;
 }
 
 /* An item of a missing inode: dropped, and an extent's data freed unless

@@ -372,6 +372,13 @@ for k in zl file; do
 	check $k "extent onto another file's data" 1 "$NOTHERS" \
 		"$(every_file_but)" extent /a/big onto /a/b/medium
 done
+# An extent item of a missing inode, naming another file's bytes: the item
+# is dropped, and the bytes, the other file's, are not freed.
+for k in zl file; do
+	check $k "extent of a missing inode onto another file's data" 1 \
+		"inode 1000000 is missing but has 1 items" \
+		"$(every_file_but)" stray /a/big
+done
 # Its data found nowhere (checksums that hold nowhere): the extent is
 # dropped, the file reads zeros there, and no other file changes.
 check zl "extent onto another file's data, its own lost" 1 \

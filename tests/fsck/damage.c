@@ -21,6 +21,9 @@
  *                                       PATH's inode, as another program
  *                                       might write it
  *   damage DEV nometa                   delete the namespace record
+ *   damage DEV stray PATH               add an extent item of a missing
+ *                                       inode naming PATH's first extent's
+ *                                       bytes
  *   damage DEV dirent PATH FIELD [VALUE]
  *                                       PATH's entry: ino or dtype (both
  *                                       items), name_len (the lookup item),
@@ -461,6 +464,26 @@ static int do_nometa(void)
 	return rc;
 }
 
+static int do_stray(const char *path)
+{
+	struct item it;
+	uint64_t ino;
+	struct fs f;
+	int rc;
+
+	rc = resolve_ino(path, &ino);
+	if (rc || (rc = fs_open(&f)))
+		return rc;
+	rc = find_item(f.cow, ino, SMR_NS_T_EXTENT, NULL, &it);
+	/* An inode number past every one in use: no inode item. */
+	it.k.objid = 1000000;
+	rc = put_items(&f, rc, &it, 1);
+	if (!rc)
+		printf("extent item of missing inode %" PRIu64 " added\n",
+		       it.k.objid);
+	return rc;
+}
+
 static int do_dirent(const char *path, const char *field, uint64_t val)
 {
 	struct item it[3];
@@ -671,6 +694,8 @@ int main(int argc, char **argv)
 		rc = do_item(argv[3], (uint8_t)atoi(argv[4]));
 	else if (!strcmp(what, "nometa") && argc == 3)
 		rc = do_nometa();
+	else if (!strcmp(what, "stray") && argc == 4)
+		rc = do_stray(argv[3]);
 	else if (!strcmp(what, "dirent") && argc >= 5)
 		rc = do_dirent(argv[3], argv[4], val);
 	else if (!strcmp(what, "extent") && argc >= 5)
