@@ -907,6 +907,46 @@ static void test_zoned_enospc(void)
 	smr_dev_close(dev);
 }
 
+/* A data stream that cannot open a zone goes on in the other data
+ * stream's open zone: what statfs counts free is what writers get. */
+static void test_zoned_data_fallback(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zf", 0, 6, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	uint8_t *buf = smr_dev_buf_alloc(64 * BS);
+	struct smr_extent e[4];
+	struct smr_space sp;
+	uint64_t got = BS;
+	uint32_t cold_zone;
+	bool in_cold = false;
+	int n;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL && buf != NULL);
+	/* The cold stream opens a zone and writes one block of it. */
+	CU_ASSERT_EQUAL(smr_alloc_write(a, buf, BS, NULL, SMR_STREAM_COLD, e,
+					4), 1);
+	cold_zone = smr_dev_zone_no(dev, e[0].off);
+	while ((n = smr_alloc_write(a, buf, 64 * BS, NULL, SMR_STREAM_HOT, e,
+				    4)) > 0) {
+		for (int i = 0; i < n; i++) {
+			got += e[i].len;
+			in_cold |= smr_dev_zone_no(dev, e[i].off) == cold_zone;
+		}
+	}
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	/* Everything but the reserve, the cold zone's tail included. */
+	CU_ASSERT(in_cold);
+	CU_ASSERT_EQUAL(got, (NZONES - 3) * ZSZ);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.free, 0);
+	CU_ASSERT_EQUAL(sp.reserved, 3 * ZSZ);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 static void xmod_enospc(const struct smr_alloc_ops *ops, const char *tag)
 {
 	char path[512];
@@ -1687,6 +1727,7 @@ static const struct smr_test select_tests[] = {
 static const struct smr_test zoned_tests[] = {
 	{ "zoned_streams", test_zoned_streams },
 	{ "zoned_enospc", test_zoned_enospc },
+	{ "zoned_data_fallback", test_zoned_data_fallback },
 	{ "zoned_deferred_reset", test_zoned_deferred_reset },
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },

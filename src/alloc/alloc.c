@@ -442,9 +442,10 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st)
  * Allocate and write
  * ------------------------------------------------------------------------ */
 
-int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
-		    const struct smr_alloc_hint *hint, enum smr_stream stream,
-		    struct smr_extent *ext, unsigned int max_ext)
+static int write_stream(struct smr_alloc *a, const void *buf, uint64_t len,
+			const struct smr_alloc_hint *hint,
+			enum smr_stream stream, struct smr_extent *ext,
+			unsigned int max_ext)
 {
 	pthread_mutex_t *sl = smr_alloc_stream_lock(a, stream);
 	bool reloc = stream == SMR_STREAM_RELOC || (hint && hint->reloc);
@@ -523,4 +524,34 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 out_unlock:
 	pthread_mutex_unlock(sl);
 	return rc;
+}
+
+int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
+		    const struct smr_alloc_hint *hint, enum smr_stream stream,
+		    struct smr_extent *ext, unsigned int max_ext)
+{
+	enum smr_stream other = stream == SMR_STREAM_HOT ? SMR_STREAM_COLD :
+				SMR_STREAM_HOT;
+	uint64_t got = 0;
+	int n, k;
+
+	n = write_stream(a, buf, len, hint, stream, ext, max_ext);
+	/* A data stream that cannot open a zone (the rest is the reserve)
+	 * goes on in the other data stream's open zone: the tails of both
+	 * count as free, and a full device would otherwise refuse writes
+	 * with most of a zone left in the stream that is not written. */
+	if ((stream != SMR_STREAM_HOT && stream != SMR_STREAM_COLD) ||
+	    a->stream_share[stream] == a->stream_share[other] ||
+	    (n < 0 && n != -ENOSPC))
+		return n;
+	n = SMR_MAX(n, 0);
+	for (int i = 0; i < n; i++)
+		got += ext[i].len;
+	if (got == len || (unsigned int)n == max_ext)
+		return n;
+	k = write_stream(a, (const uint8_t *)buf + got, len - got, hint, other,
+			 ext + n, max_ext - (unsigned int)n);
+	if (k < 0)
+		return n ? n : k;
+	return n + k;
 }

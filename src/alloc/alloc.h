@@ -387,7 +387,10 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
  * the data needs more than @max_ext extents, or the stream runs out of
  * space part way, -ENOSPC is not returned but only the bytes that fit are
  * written: the caller checks the extents' total. -ENOSPC when not one byte
- * could be had, -EINVAL for a bad length or @max_ext 0. On a write error
+ * could be had, -EINVAL for a bad length or @max_ext 0. A data stream (hot,
+ * cold) that cannot open a zone goes on in the other data stream's open
+ * zone, under that stream's lock, if the two have zones of their own: both
+ * tails count as free space. On a write error
  * the failed extents are reported with write_failed, the written ones are
  * freed, and the error is returned: the caller owns nothing.
  */
