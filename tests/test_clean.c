@@ -814,6 +814,61 @@ static void test_background(void)
 }
 
 /* ------------------------------------------------------------------------
+ * A background pass runs only when it wins enough
+ * ------------------------------------------------------------------------ */
+
+static void test_auto_min_win(void)
+{
+	struct smr_cow_opts o = { .gc_off = true, .gc_low = NZONES,
+				  .gc_high = NZONES + 1,
+				  .gc_policy = SMR_COW_GC_GREEDY };
+	const int per_zone = (int)(ZONE / FSZ);
+	struct smr_cow_gc_stats st0, st1;
+	uint8_t *buf = malloc(FSZ);
+	uint64_t ino[48];
+	char name[32];
+	struct fx f;
+	int rc;
+
+	fx_new(&f, "minwin");
+	fx_close(&f);
+	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
+	SMR_ASSERT_OK(smr_cow_open(f.dev, &o, &f.cow));
+	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
+	for (int i = 0; i < 48; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		ino[i] = mkfile(&f, name);
+		pattern(buf, FSZ, (uint64_t)i);
+		SMR_ASSERT_OK(write_file(&f, ino[i], 0, buf, FSZ));
+	}
+	/* One file in 16 of a full zone dies: too little for a pass. */
+	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "f0"));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	smr_cow_gc_stats(f.cow, &st0);
+	rc = smr_cow_clean_auto(f.cow);
+	CU_ASSERT_EQUAL(rc, 0);
+	smr_cow_gc_stats(f.cow, &st1);
+	CU_ASSERT_EQUAL(st1.gc_runs, st0.gc_runs);
+	/* A third of the zone: worth it. */
+	for (int i = 1; i < per_zone / 3 + 1; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, name));
+	}
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	rc = smr_cow_clean_auto(f.cow);
+	CU_ASSERT(rc >= 1);
+	smr_cow_gc_stats(f.cow, &st1);
+	CU_ASSERT(st1.gc_zones > st0.gc_zones);
+	for (int i = per_zone / 3 + 1; i < 48; i++)
+		CU_ASSERT(file_is(&f, ino[i], (uint64_t)i, FSZ));
+	audit(&f);
+	fx_close(&f);
+	free(buf);
+}
+
+/* ------------------------------------------------------------------------
  * Unaligned writes clean too when the device is full
  * ------------------------------------------------------------------------ */
 
@@ -915,6 +970,7 @@ static const struct smr_test tests[] = {
 	{ "metamorphic", test_metamorphic },
 	{ "power_cut", test_power_cut },
 	{ "background", test_background },
+	{ "auto_min_win", test_auto_min_win },
 	{ "unaligned_full", test_unaligned_full },
 	{ NULL, NULL },
 };

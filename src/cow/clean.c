@@ -36,6 +36,11 @@
 /* Zones one cleaning call takes at most; a pass (one set of commits)
  * takes as many of them as there is room for their copies. */
 #define GC_PASS_ZONES 16
+/* A background pass runs only if its victims' dead bytes make up at least
+ * this part of a zone: a pass pays its commits and its node writes however
+ * little it wins (foreground cleaning, which a writer waits for, takes what
+ * there is). */
+#define GC_MIN_WIN_PART 4
 /* Zone bytes read per step of the node scan. */
 #define SCAN_CHUNK (1024 * 1024ULL)
 
@@ -797,7 +802,8 @@ static uint64_t pass_room(struct smr_cow *c)
  * zones emptied, or an error; clean_lock held.
  */
 static int clean_some_locked(struct smr_cow *c, enum smr_cow_gc_policy policy,
-			     unsigned int max_zones, uint64_t want)
+			     unsigned int max_zones, uint64_t want,
+			     uint64_t min_win)
 {
 	struct smr_gc_victim v[SMR_GC_PICK_MAX];
 	uint32_t stuck[SMR_GC_PICK_MAX], zno[SMR_GC_PICK_MAX];
@@ -836,7 +842,7 @@ static int clean_some_locked(struct smr_cow *c, enum smr_cow_gc_policy policy,
 			dest[n] = victim_dest(&v[i]);
 			n++;
 		}
-		if (!n)
+		if (!n || win < min_win)
 			break;
 		rc = clean_zones_locked(c, zno, dest, n);
 		if (rc < 0)
@@ -860,7 +866,7 @@ int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 	if (!c->alloc || !c->info->zoned)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&c->clean_lock);
-	rc = clean_some_locked(c, policy, max_zones, UINT64_MAX);
+	rc = clean_some_locked(c, policy, max_zones, UINT64_MAX, 0);
 	pthread_mutex_unlock(&c->clean_lock);
 	return rc;
 }
@@ -944,7 +950,8 @@ int smr_cow_clean_auto(struct smr_cow *c)
 		 * then than what cleaning will cost later. */
 		rc = clean_some_locked(c, fz < low / 2 ?
 					  SMR_COW_GC_GREEDY : pol,
-				       GC_PASS_ZONES, (high + 1 - fz) * zl);
+				       GC_PASS_ZONES, (high + 1 - fz) * zl,
+				       zl / GC_MIN_WIN_PART);
 	pthread_mutex_unlock(&c->clean_lock);
 	return rc;
 }

@@ -553,9 +553,10 @@ int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
  * fewer than gc_low zones are free (and from then on until more than
  * gc_high are), clean by the policy of the options (greedily when fewer
  * than half of gc_low are free) in passes of one set of commits, until
- * the victims' dead bytes make up for the zones missing above gc_high.
- * Returns the number of zones emptied (0: nothing to do or nothing worth
- * cleaning), or an error. Same calling rules as smr_cow_clean_zone.
+ * the victims' dead bytes make up for the zones missing above gc_high;
+ * a pass whose victims would win less than a quarter of a zone is not
+ * made. Returns the number of zones emptied (0: nothing to do or nothing
+ * worth cleaning), or an error. Same calling rules as smr_cow_clean_zone.
  */
 int smr_cow_clean_auto(struct smr_cow *c);
 
