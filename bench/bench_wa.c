@@ -18,9 +18,12 @@
  *   ZONE_MIB  zone size in MiB, a power of two (default 4)
  *   PASSES    overwrite volume in device sizes (default 3)
  *
- * To run a part of the table: BENCH_WA_U=75 (one utilization),
+ * To run a part of the table: BENCH_WA_U=75 (one utilization, any
+ * percentage),
  * BENCH_WA_SKEW=0 or 1 (uniform or hot/cold only), BENCH_WA_POLICY=greedy
- * or cost-benefit.
+ * or cost-benefit. BENCH_WA_MAX_OPEN limits the open and active zones of
+ * the device (the allocator's streams then share zones); BENCH_WA_DUMP
+ * prints, when a run fails, where the space is and each zone's live share.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,12 +64,46 @@ struct result {
 	double secs;
 	int err;
 	const char *phase; /* where err happened */
+	uint64_t writes;   /* overwrites done */
 };
+
+/* Where the space is when a run fails (BENCH_WA_DUMP set): the space
+ * figures and each managed zone's live share, in tenths. */
+static void dump(struct smr_cow *c, uint64_t writes)
+{
+	struct smr_cow_zstat z[64];
+	struct smr_cow_space sp;
+	uint32_t first = 0;
+	int n;
+
+	smr_cow_space(c, &sp);
+	fprintf(stderr, "after %llu writes: free %llu MiB, reclaimable %llu "
+		"MiB, reserved %llu MiB, used %llu MiB\nzones (live tenths, "
+		". empty, M metadata):\n", (unsigned long long)writes,
+		(unsigned long long)(sp.free >> 20),
+		(unsigned long long)(sp.reclaimable >> 20),
+		(unsigned long long)(sp.reserved >> 20),
+		(unsigned long long)(sp.used >> 20));
+	while ((n = smr_cow_zstat(c, first, 64, z)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (z[i].flags & SMR_COW_ZONE_META)
+				fputc('M', stderr);
+			else if (!z[i].written)
+				fputc('.', stderr);
+			else
+				fputc('0' + (int)SMR_MIN(9, z[i].live * 10 /
+						(int64_t)z[i].cap), stderr);
+		}
+		first += (uint32_t)n;
+	}
+	fputc('\n', stderr);
+}
 
 static int run(const char *base, unsigned int nzones, uint64_t zone,
 	       unsigned int passes, unsigned int util, bool skew,
 	       enum smr_cow_gc_policy pol, struct result *r)
 {
+	const char *max_open = getenv("BENCH_WA_MAX_OPEN");
 	struct smr_zloop_params p = { .capacity = nzones * zone,
 				      .zone_size = zone, .nr_cnv = 2 };
 	struct smr_cow_opts o = { .gc_off = true, .gc_policy = (int)pol };
@@ -84,6 +121,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	p.max_open = max_open ? (uint32_t)atoi(max_open) : 0;
+	p.max_active = p.max_open;
 	o.gc_low = low ? (unsigned int)atoi(low) : 0;
 	o.gc_high = high ? (unsigned int)atoi(high) : 0;
 	snprintf(path, sizeof(path), "%s/bench_wa.%d", base, (int)getpid());
@@ -154,6 +193,7 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 		else
 			f = rnd(&seed) % nfiles;
 		off = rnd(&seed) % (FILE_BYTES / WRITE_BYTES) * WRITE_BYTES;
+		r->writes = w;
 		rc = smr_cow_clean_auto(c);
 		if (rc < 0)
 			goto out;
@@ -178,6 +218,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 		  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 out:
 	r->err = rc;
+	if (rc && c && getenv("BENCH_WA_DUMP"))
+		dump(c, r->writes);
 	smr_ns_close(ns);
 	if (c)
 		smr_cow_close(c);
@@ -213,27 +255,31 @@ int main(int argc, char **argv)
 		if (only_skew && atoi(only_skew) != skew)
 			continue;
 		for (unsigned int u = 0; u < 3; u++) {
-			if (only_u && (unsigned int)atoi(only_u) != utils[u])
-				continue;
+			unsigned int util = only_u ?
+					    (unsigned int)atoi(only_u) :
+					    utils[u];
+
+			if (only_u && u)
+				break;
 			for (int pol = 1; pol >= 0; pol--) {
 				struct result r;
 
 				if (only_pol && strcmp(only_pol, pname[pol]))
 					continue;
 
-				run(base, nzones, zone, passes, utils[u], skew,
+				run(base, nzones, zone, passes, util, skew,
 				    (enum smr_cow_gc_policy)pol, &r);
 				if (r.err)
 					printf("| %s | %u%% | %s | %s in the %s | - | - | - | - |\n",
 					       skew ? "hot/cold 90/10" :
 						      "uniform",
-					       utils[u], pname[pol],
+					       util, pname[pol],
 					       strerror(-r.err), r.phase);
 				else
 					printf("| %s | %u%% | %s | %.2f | %.2f | %.2f | %llu | %.1f |\n",
 					       skew ? "hot/cold 90/10" :
 						      "uniform",
-					       utils[u], pname[pol], r.wa,
+					       util, pname[pol], r.wa,
 					       (double)r.reloc / (double)r.user,
 					       (double)r.meta / (double)r.user,
 					       (unsigned long long)r.zones_cleaned,
