@@ -148,7 +148,8 @@ static void test_refused(void)
 	SMR_ASSERT_RC(smr_dev_open(mkfile("file-odd", FSIZE + 100), NULL, &a),
 		      -EINVAL);
 	SMR_ASSERT_RC(smr_dev_open(mkfile("file-empty", 0), NULL, &a), -EINVAL);
-	SMR_ASSERT_RC(smr_dev_open("/nonexistent/img", NULL, &a), -ENOENT);
+	SMR_ASSERT_RC(smr_dev_open(smr_test_missing("file-missing"), NULL, &a),
+		      -ENOENT);
 }
 
 /*

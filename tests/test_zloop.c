@@ -570,7 +570,8 @@ static void test_params_checked(void)
 	/* Not a zoned loop directory at all. */
 	SMR_ASSERT_RC(smr_dev_open(smr_test_tmpdir("zl-empty"), NULL, &dev),
 		      -EINVAL);
-	SMR_ASSERT_RC(smr_dev_open("/nonexistent/zloop", NULL, &dev), -ENOENT);
+	SMR_ASSERT_RC(smr_dev_open(smr_test_missing("zl-missing"), NULL, &dev),
+		      -ENOENT);
 }
 
 static void test_exclusive(void)

@@ -3,6 +3,7 @@
 
 #include <CUnit/Basic.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ const char *smr_test_tmpdir(const char *tag)
 	if (nr_tmpdirs == 0)
 		atexit(cleanup_tmpdirs);
 	tmpdirs[nr_tmpdirs++] = path;
+	return path;
+}
+
+const char *smr_test_missing(const char *tag)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/none/none", smr_test_tmpdir(tag));
 	return path;
 }
 

@@ -33,6 +33,10 @@ int smr_test_main(int argc, char **argv, const struct smr_suite *suites);
  * contents when the program exits. The string is owned by testutil. */
 const char *smr_test_tmpdir(const char *tag);
 
+/* A path that surely does not exist: a name in a directory that does not
+ * exist, inside a fresh smr_test_tmpdir(tag). Valid until the next call. */
+const char *smr_test_missing(const char *tag);
+
 /* Remove a tree (rm -rf). Returns 0 or a negative errno. */
 int smr_test_rmtree(const char *path);
 
