@@ -315,6 +315,18 @@ static int check_sum(struct smr_alloc *a, const struct smr_state_sum *s)
 	return 0;
 }
 
+/*
+ * Can @module read a state that @wrote wrote? rotational and flash keep the
+ * same state, free and cooling extents, so each reads the other's: the
+ * mount option alloc= may switch between them, and the module recorded at
+ * mkfs reads what the other left.
+ */
+static bool state_module_reads(uint32_t module, uint32_t wrote)
+{
+	return wrote == module || (module != SMR_ALLOC_MOD_ZONED &&
+				   wrote != SMR_ALLOC_MOD_ZONED);
+}
+
 int smr_state_read(struct smr_alloc *a, uint32_t module,
 		   const struct smr_alloc_ref *ref, size_t entry_size,
 		   struct smr_state_sum *sum, void **entries, uint64_t *n,
@@ -426,7 +438,7 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 		if (rc)
 			goto out_free;
 		cnt = le32toh(sb->nr_entries);
-		if (le32toh(sb->module) != module ||
+		if (!state_module_reads(module, le32toh(sb->module)) ||
 		    le32toh(sb->entry_size) != entry_size ||
 		    le32toh(sb->blk_index) != i ||
 		    le32toh(sb->nr_blks) != nblks ||

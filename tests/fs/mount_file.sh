@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # mkfs and mount a regular file; use it, copy a tree in, write from several
 # processes at once, remount it, find everything; mkfs refuses a file that
-# holds another filesystem unless -f.
+# holds another filesystem unless -f; the allocator named at mount
+# (alloc=) reads what the one named at mkfs wrote.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 IMG=$T/img
@@ -84,6 +85,19 @@ if command -v losetup >/dev/null &&
 	fi
 else
 	note "skipped: no loop device"
+fi
+
+note "alloc= switches between rotational and flash, both ways"
+mount_fs "$IMG" "$M" alloc=rotational
+cmp "$T/rnd1" "$M/par1" || fail "a file read with alloc=rotational"
+cp "$T/rnd3" "$M/rot" || fail "cp with alloc=rotational"
+umount_fs "$M"
+mount_fs "$IMG" "$M"
+cmp "$T/rnd3" "$M/rot" || fail "what alloc=rotational wrote, read back"
+umount_fs "$M"
+if [ -x "$FSCK" ]; then
+	"$FSCK" -n "$IMG" >"$T/out" 2>&1 ||
+		fail "fsck.smrfs -n after alloc=rotational: $(cat "$T/out")"
 fi
 
 note "an smrfs of another size is refused as such"
