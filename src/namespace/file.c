@@ -667,7 +667,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 				    pc);
 		/* Out of space with dead space about: clean and retry (no
 		 * lock is held here, which cleaning needs). */
-		for (int i = 0; rc == -ENOSPC && i < 8; i++) {
+		for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
 			if (smr_cow_clean_for_space(ns->cow))
 				break;
 			rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near,
@@ -751,7 +751,7 @@ out_unlock:
 	total += done;
 	/* Out of space with dead space about: clean (without the namespace
 	 * lock and the transaction, which cleaning needs) and go on. */
-	if (rc == -ENOSPC && total < size && tries++ < 8 &&
+	if (rc == -ENOSPC && total < size && tries++ < NS_ENOSPC_RETRIES &&
 	    !smr_cow_clean_for_space(ns->cow))
 		goto retry;
 	done = total;
@@ -815,20 +815,14 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
  * would be a lie. They get -EOPNOTSUPP, as on btrfs zoned; callers fall back
  * (glibc's posix_fallocate writes the blocks, fsx skips the mode).
  */
-int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
-		     uint64_t len)
+static int ns_punch_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
+			 uint64_t len)
 {
 	uint64_t bs = ns->bsize, pend, a, b;
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc;
 
-	if (mode != (SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE))
-		return -EOPNOTSUPP;
-	if (len == 0 || off > NS_MAX_FILE_END)
-		return -EINVAL;
-	if (len > NS_MAX_FILE_END - off)
-		return -EFBIG;
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_inode_get(ns, ino, &in);
 	if (rc)
@@ -868,6 +862,29 @@ out_end:
 	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
+		     uint64_t len)
+{
+	int rc;
+
+	if (mode != (SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (len == 0 || off > NS_MAX_FILE_END)
+		return -EINVAL;
+	if (len > NS_MAX_FILE_END - off)
+		return -EFBIG;
+	rc = ns_punch_once(ns, ino, off, len);
+	/* The blocks the hole starts and ends in are rewritten: out of
+	 * space, clean and try again, as a write does (the call was
+	 * undone). */
+	for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
+		if (smr_cow_clean_for_space(ns->cow))
+			break;
+		rc = ns_punch_once(ns, ino, off, len);
+	}
 	return rc;
 }
 

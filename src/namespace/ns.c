@@ -789,9 +789,9 @@ static int ns_setattr_check(const struct smr_ns_cred *cr,
 	return 0;
 }
 
-int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
-		   uint64_t ino, const struct smr_ns_setattr *sa,
-		   struct smr_ns_attr *attr)
+static int ns_setattr_once(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			   uint64_t ino, const struct smr_ns_setattr *sa,
+			   struct smr_ns_attr *attr)
 {
 	struct ns_inode in;
 	struct smr_txn *t;
@@ -868,6 +868,23 @@ out_end:
 	rc = ns_txn_end(ns, t, rc);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t ino, const struct smr_ns_setattr *sa,
+		   struct smr_ns_attr *attr)
+{
+	int rc = ns_setattr_once(ns, cr, ino, sa, attr);
+
+	/* A truncate to within a block rewrites that block: out of space,
+	 * clean and try again, as a write does (the call was undone). */
+	for (int i = 0; rc == -ENOSPC && (sa->valid & SMR_NS_SET_SIZE) &&
+			i < NS_ENOSPC_RETRIES; i++) {
+		if (smr_cow_clean_for_space(ns->cow))
+			break;
+		rc = ns_setattr_once(ns, cr, ino, sa, attr);
+	}
 	return rc;
 }
 

@@ -42,6 +42,10 @@ struct ns_ref {
 /* Smallest table; it doubles past 3/4 full and halves below 1/8. */
 #define NS_REF_SLOTS_MIN 1024
 
+/* How often a call that got -ENOSPC cleans (smr_cow_clean_for_space) and
+ * tries again before it gives up. */
+#define NS_ENOSPC_RETRIES 8
+
 /* Recently written inodes whose last write the namespace remembers, to
  * tell hot data from cold (file.c, "Temperature"). */
 #define NS_HEAT_BITS 12
