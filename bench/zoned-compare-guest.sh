@@ -15,6 +15,15 @@
 # uses, over the same span, and the last fields are the growth of smrfsctl
 # stat's user_bytes_written, device_bytes_written, relocated_bytes and
 # zones_cleaned (smrfs only).
+# Then a line on the writes the zoned device ($ZONED_DEV) completed over the
+# same span, from its /sys/block/*/stat:
+#
+#   IOSTAT fs workload writes sectors write_ms
+#
+# the number of write requests, the sectors they wrote and the milliseconds
+# they spent in the device queue, summed over requests: sectors / writes is
+# the mean write size, write_ms / (1000 * seconds) the mean number of writes
+# in flight.
 # A workload that fails prints "FAILED fs workload reason" and the run goes
 # on with the next one.
 #
@@ -106,6 +115,11 @@ sectors() {
 		s=$((s + $(awk '{ print $7 }' "/sys/block/${d#/dev/}/stat")))
 	done
 	echo $s
+}
+# Writes completed, sectors written and write milliseconds of the zoned
+# device so far.
+wstat() {
+	awk '{ print $5, $7, $8 }' "/sys/block/${D#/dev/}/stat"
 }
 # smrfs_ctr WHERE FIELD: a counter of smrfsctl stat --json, asked through
 # the daemon (WHERE the mount point) or read from the unmounted device.
@@ -234,6 +248,7 @@ run() {
 		z0=$(smrfs_ctr "$M" zones_cleaned)
 	}
 	s0=$(sectors "$fs")
+	w0=$(wstat)
 	t0=$(now)
 	case $wl in
 	seq)
@@ -258,6 +273,7 @@ run() {
 	umount_fs "$fs" || { echo "FAILED $fs $wl umount"; return 1; }
 	t1=$(now)
 	s1=$(sectors "$fs")
+	w1=$(wstat)
 	extra=""
 	[ "$fs" = smrfs ] &&
 		extra="$(($(smrfs_ctr "$D" user_bytes_written) - u0))
@@ -266,6 +282,8 @@ $(($(smrfs_ctr "$D" relocated_bytes) - r0))
 $(($(smrfs_ctr "$D" zones_cleaned) - z0))"
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	echo "RESULT $fs $wl $secs $user $(((s1 - s0) * 512))" $extra
+	echo "$w0 $w1" | awk -v fs="$fs" -v wl="$wl" \
+		'{ print "IOSTAT", fs, wl, $4 - $1, $5 - $2, $6 - $3 }'
 }
 
 for wl in $workloads; do

@@ -5,8 +5,9 @@
 # on one kernel zoned block device in the zoned VM (tests/zoned/vm/smrfs-vm):
 # sequential write, random 4 KiB overwrites of a filled filesystem, small
 # file create/delete. One VM run per device shape; the guest half is
-# bench/zoned-compare-guest.sh. Prints a Markdown table: throughput and
-# device bytes written per user byte (bench/README.md).
+# bench/zoned-compare-guest.sh. Prints Markdown tables: throughput and
+# device bytes written per user byte, then the mean size and concurrency of
+# the writes the zoned device completed (bench/README.md).
 #
 # Usage: bench/zoned-compare.sh [--build DIR] [--out FILE] [RUNNER OPTIONS]
 #   --build DIR  the build directory (default: $SMRFS_BUILD, else .)
@@ -76,5 +77,15 @@ $1 == "FAILED" {
 	r = ""
 	for (i = 4; i <= NF; i++) r = r " " $i
 	printf "| %s | %s | failed:%s | | | | |\n", $3, $2, r
+}' "$raw"
+echo
+echo "| workload | filesystem | writes to the zoned device | mean write KiB | mean writes in flight |"
+echo "|---|---|---:|---:|---:|"
+awk '
+$1 == "RESULT" { secs[$2 " " $3] = $4 }
+$1 == "IOSTAT" && $4 > 0 {
+	s = secs[$2 " " $3]
+	printf "| %s | %s | %d | %.0f | %.2f |\n", $3, $2, $4, $5 / 2 / $4,
+		(s > 0 ? $6 / 1000 / s : 0)
 }' "$raw"
 exit $rc
