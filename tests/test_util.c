@@ -5,11 +5,14 @@
 
 #include <endian.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "format/blk.h"
+#include "format/ondisk.h"
+#include "format/sb.h"
 #include "util/smr.h"
 
 static void test_parse_size(void)
@@ -173,6 +176,47 @@ static void test_blk_decode_matches(void)
 	CU_ASSERT_TRUE(smr_blk_matches(blk, sizeof(blk), &test_ops, &exp));
 }
 
+/* A checkpoint's unused roots and its tail past the pending extents must be
+ * zero: a nonzero byte anywhere there (the first, one inside, the last) is
+ * refused, even under a checksum that matches. */
+static void test_ckpt_zero_tail(void)
+{
+	static const uint8_t uuid[16] = { 9, 8, 7 };
+	static struct smr_ckpt ck, out;
+	uint8_t *blk = malloc(SMR_CKPT_SIZE);
+	struct smr_dckpt *d = (struct smr_dckpt *)blk;
+	size_t tail = sizeof(*d) + 2 * sizeof(struct smr_dextent);
+	size_t at[] = { tail, tail + 1, (tail + SMR_CKPT_SIZE) / 2,
+			SMR_CKPT_SIZE - 1,
+			offsetof(struct smr_dckpt, roots[1]),
+			offsetof(struct smr_dckpt, roots[SMR_CKPT_MAX_ROOTS]) - 1 };
+
+	CU_ASSERT_FATAL(blk != NULL);
+	ck.gen = 5;
+	ck.prev_gen = 4;
+	ck.nr_roots = 1;
+	ck.roots[0].tree = 1;
+	ck.nr_pending = 2;
+	ck.pending[0].off = 1 << 20;
+	ck.pending[0].len = 4096;
+	ck.pending[1].off = 2 << 20;
+	ck.pending[1].len = 8192;
+	SMR_ASSERT_OK(smr_ckpt_to_disk(&ck, uuid, blk, SMR_CKPT_SIZE, 65536));
+	SMR_ASSERT_OK(smr_ckpt_from_disk(blk, SMR_CKPT_SIZE, 65536, uuid, &out));
+	CU_ASSERT_EQUAL(out.nr_pending, 2);
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(at); i++) {
+		blk[at[i]] = 0x40;
+		d->hdr.csum = htole64(smr_blk_csum(blk, SMR_CKPT_SIZE));
+		SMR_ASSERT_RC(smr_ckpt_from_disk(blk, SMR_CKPT_SIZE, 65536, uuid,
+						 &out), -SMR_EFSCORRUPTED);
+		blk[at[i]] = 0;
+		d->hdr.csum = htole64(smr_blk_csum(blk, SMR_CKPT_SIZE));
+		SMR_ASSERT_OK(smr_ckpt_from_disk(blk, SMR_CKPT_SIZE, 65536,
+						 uuid, &out));
+	}
+	free(blk);
+}
+
 /* Pass @name @n times in a child; returns the child's wait status. */
 static int failpoint_child(const char *spec, const char *name, int n)
 {
@@ -228,6 +272,7 @@ static const struct smr_test util_tests[] = {
 static const struct smr_test blk_tests[] = {
 	{ "blk_seal_verify", test_blk_seal_verify },
 	{ "blk_decode_matches", test_blk_decode_matches },
+	{ "ckpt_zero_tail", test_ckpt_zero_tail },
 	{ NULL, NULL },
 };
 

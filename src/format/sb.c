@@ -26,10 +26,11 @@ static bool smr_zero(const void *p, size_t len)
 {
 	const uint8_t *b = p;
 
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
+	/* The first byte zero and each byte equal to the one before it:
+	 * memcmp's vector loop rather than a byte at a time, which was a
+	 * sixth of a commit's instructions (a checkpoint is sealed with its
+	 * verifier, and its tail is nearly 16 KiB of zeros). */
+	return !len || (!b[0] && !memcmp(b, b + 1, len - 1));
 }
 
 static int smr_sb_verify(const void *blk, size_t len, uint64_t addr)
