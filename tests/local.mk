@@ -2,7 +2,7 @@
 # The test helpers, and the tests of code that belongs to no single layer.
 # Each layer's own tests are in its local.mk.
 check_LTLIBRARIES += tests/libsmrtest.la
-tests_libsmrtest_la_SOURCES = tests/testutil.h tests/testutil.c
+tests_libsmrtest_la_SOURCES = tests/testutil.h tests/testutil.c tests/cowtest.h
 tests_libsmrtest_la_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_libsmrtest_la_LIBADD = $(CUNIT_LIBS)
 
