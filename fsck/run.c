@@ -243,14 +243,6 @@ static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
 
 /* The checksum of a data block of inode @ino at file offset @foff
  * (docs/FORMAT.md, "Extent"). */
-static uint64_t fk_block_sum(uint64_t ino, uint64_t foff, uint64_t gen,
-			     const void *blk, uint32_t bs)
-{
-	__le64 id[3] = { htole64(ino), htole64(foff), htole64(gen) };
-
-	return smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0));
-}
-
 static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		     const struct smr_ns_extent_d *d, const void *val,
 		     size_t len)
@@ -285,8 +277,8 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		memcpy(&want, cs + 8 * (o / bs), 8);
 		want = le64toh(want);
 		w->scrubbed += bs;
-		if (!rc && fk_block_sum(ino, foff + o, gen, blk, w->bsize) ==
-				   want)
+		if (!rc &&
+		    smr_ns_block_csum(blk, w->bsize, ino, foff + o, gen) == want)
 			continue;
 		w->bad_blocks++;
 		smr_err("inode %" PRIu64 ": data block at file offset %" PRIu64
@@ -688,7 +680,7 @@ static bool fk_block_ok(struct smr_cow *cow, void *buf, uint32_t bs,
 			uint64_t want, uint64_t dev)
 {
 	return !smr_cow_data_read(cow, dev, buf, bs) &&
-	       fk_block_sum(ino, foff, gen, buf, bs) == want;
+	       smr_ns_block_csum(buf, bs, ino, foff, gen) == want;
 }
 
 /* Length in blocks of the run of found blocks that starts at block @b of

@@ -47,17 +47,18 @@ union ns_ext_buf {
 		  8 * SMR_NS_EXTENT_MAX_BLOCKS];
 };
 
-static uint64_t ns_csum_seed(uint64_t ino, uint64_t foff, uint64_t gen)
+uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
+			   uint64_t foff, uint64_t gen)
 {
 	__le64 id[3] = { htole64(ino), htole64(foff), htole64(gen) };
 
-	return smr_hash64(id, sizeof(id), 0);
+	return smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0));
 }
 
 static uint64_t ns_block_csum(struct smr_ns *ns, const void *blk,
 			      uint64_t ino, uint64_t foff, uint64_t gen)
 {
-	return smr_hash64(blk, ns->bsize, ns_csum_seed(ino, foff, gen));
+	return smr_ns_block_csum(blk, ns->bsize, ino, foff, gen);
 }
 
 /* ========================================================================

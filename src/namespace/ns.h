@@ -110,6 +110,13 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
  */
 int smr_ns_register_trees(struct smr_cow *cow);
 
+/* The checksum of one data block of @bs bytes, as an extent item stores it
+ * (docs/FORMAT.md): seeded by the inode, the block's file offset and the
+ * extent's generation, so that only the file's own block at that offset
+ * verifies. */
+uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
+			   uint64_t foff, uint64_t gen);
+
 /*
  * Free the handle. Inodes still open or referenced that have no links stay
  * orphans and are reclaimed at the next open. Does not commit: the caller
