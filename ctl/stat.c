@@ -346,7 +346,8 @@ static const char stat_help[] =
 	"Show the device kind and backend, the allocator module and why it\n"
 	"was chosen, the zones (total, free, open, active, full, conventional,\n"
 	"superblock and checkpoint zones), the space (capacity, used, free,\n"
-	"reclaimable, reserved), block and node size, label, UUID, checkpoint\n"
+	"reclaimable, reserved, and the size and available space statfs\n"
+	"reports), block and node size, label, UUID, checkpoint\n"
 	"generation, inodes and the allocator's counters since mkfs.\n"
 	"\n"
 	"A mount point is asked through the running daemon; a device (zoned\n"
@@ -406,10 +407,15 @@ static void stat_json(FILE *f, const struct ctl_src *s,
 		"  \"free_bytes\": %" PRIu64 ",\n"
 		"  \"reclaimable_bytes\": %" PRIu64 ",\n"
 		"  \"reserved_bytes\": %" PRIu64 ",\n"
+		"  \"overhead_bytes\": %" PRIu64 ",\n"
+		"  \"size_bytes\": %" PRIu64 ",\n"
+		"  \"available_bytes\": %" PRIu64 ",\n"
 		"  \"inodes\": %" PRIu64 ",\n",
 		st->info.capacity, st->info.data_start, st->space.capacity,
 		st->space.used, st->space.free, st->space.reclaimable,
-		st->space.reserved, inodes);
+		st->space.reserved, st->space.overhead,
+		smr_cow_space_size(&st->space),
+		smr_cow_space_avail(&st->space), inodes);
 	fputs("  \"bytes_allocated\": {", f);
 	for (int i = 0; i < 4; i++)
 		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : " ", streams[i],
@@ -513,6 +519,11 @@ static void stat_text(FILE *f, const struct ctl_src *s,
 		  "back after a commit or cleaning");
 	stat_line(f, "reserved", st->space.reserved,
 		  "for metadata and the cleaner");
+	stat_line(f, "size", smr_cow_space_size(&st->space),
+		  "what statfs reports: users can fill it and keep "
+		  "overwriting");
+	stat_line(f, "available", smr_cow_space_avail(&st->space),
+		  "of that size, as statfs reports it");
 	if (s->ns || s->mounted)
 		fprintf(f, "  %-12s %" PRIu64 "\n", "inodes", inodes);
 	fprintf(f, "allocator counters (since mkfs):\n");

@@ -1233,17 +1233,21 @@ static void test_enospc(void)
 	}
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "fill"));
 	/* statfs counts the freed space at once, before any commit, and a
-	 * writer gets it at once (the engine commits for it). */
+	 * writer gets it at once (the engine commits for it). The fill may
+	 * have gone past the size statfs reports (into the room the cleaner
+	 * keeps on a zoned device): what comes back is at most that size. */
 	{
 		struct smr_ns_statfs st2;
+		uint64_t want = st.bavail + off / st.bsize;
 
 		SMR_ASSERT_OK(smr_ns_statfs(ns, &st2));
-		if (st2.bavail < st.bavail + off / st.bsize)
+		want = SMR_MIN(want, st2.blocks * 95 / 100);
+		if (st2.bavail < want)
 			fprintf(stderr, "freed %llu blocks: bavail %llu -> %llu\n",
 				(unsigned long long)(off / st.bsize),
 				(unsigned long long)st.bavail,
 				(unsigned long long)st2.bavail);
-		CU_ASSERT(st2.bavail >= st.bavail + off / st.bsize);
+		CU_ASSERT(st2.bavail >= want);
 		CU_ASSERT(st2.bfree == st2.bavail);
 	}
 	f = mkfile(ROOT, "again", 0644);

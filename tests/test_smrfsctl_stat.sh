@@ -99,6 +99,10 @@ cap=$(jget "$T/s0.json" capacity_bytes)
 sum=$(( $(jget "$T/s0.json" used_bytes) + $(jget "$T/s0.json" free_bytes) + \
 	$(jget "$T/s0.json" reclaimable_bytes) + $(jget "$T/s0.json" reserved_bytes) ))
 [ "$sum" -eq "$cap" ] || fail "used+free+reclaimable+reserved $sum != capacity $cap"
+# The size statfs reports is the capacity less the overhead.
+[ $(( $(jget "$T/s0.json" size_bytes) + $(jget "$T/s0.json" overhead_bytes) )) \
+	-eq "$cap" ] || fail "size_bytes + overhead_bytes != capacity"
+[ "$(jget "$T/s0.json" available_bytes)" -gt 0 ] || fail "available_bytes"
 
 "$CTL" stat "$Z" >"$T/s0.txt" || fail "stat $Z"
 grep -q 'allocator .*zoned' "$T/s0.txt" || fail "stat text: $(cat "$T/s0.txt")"

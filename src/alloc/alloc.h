@@ -91,6 +91,11 @@ struct smr_alloc_hint {
  *              after cleaning (dead bytes in zones not yet reset, and the
  *              unwritable tail of finished zones)
  * reserved:    kept for metadata and the cleaner; data streams cannot have it
+ * overhead:    not a part of the above but a constant of the geometry: what
+ *              users cannot fill and keep overwriting (the reserve, the open
+ *              zones of the streams data never writes, and the dead space
+ *              cleaning needs to win zones back); statfs leaves it out of
+ *              the size it reports, as f2fs leaves out its overprovisioning
  */
 struct smr_space {
 	uint64_t capacity;
@@ -98,6 +103,7 @@ struct smr_space {
 	uint64_t free;
 	uint64_t reclaimable;
 	uint64_t reserved;
+	uint64_t overhead;
 };
 
 /* Counters since the filesystem was made (persisted with the state). */

@@ -332,6 +332,7 @@ void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 			  m->cooling.bytes;
 	sp->reserved = SMR_MIN(m->reserve, m->free.bytes);
 	sp->free = m->free.bytes - sp->reserved;
+	sp->overhead = m->reserve;
 	sp->used = m->capacity - m->free.bytes - sp->reclaimable;
 }
 

@@ -362,8 +362,30 @@ struct smr_cow_space {
 	uint64_t free;        /* available to data now */
 	uint64_t reclaimable; /* comes back by commit or cleaning */
 	uint64_t reserved;    /* metadata and cleaner reserve */
+	uint64_t overhead;    /* of capacity, what users cannot fill and keep
+			       * overwriting (the reserve, the streams' own
+			       * zones, the cleaner's room): a constant */
 };
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp);
+
+/* The size users can fill and keep overwriting, what statfs reports as
+ * the filesystem's size: the capacity less the overhead. */
+static inline uint64_t smr_cow_space_size(const struct smr_cow_space *sp)
+{
+	return sp->capacity - (sp->overhead < sp->capacity ? sp->overhead :
+							      sp->capacity);
+}
+
+/* What users may still write of that size, as statfs reports it: free
+ * and reclaimable space, but no more than the size less what is used. */
+static inline uint64_t smr_cow_space_avail(const struct smr_cow_space *sp)
+{
+	uint64_t size = smr_cow_space_size(sp);
+	uint64_t left = size > sp->used ? size - sp->used : 0;
+	uint64_t have = sp->free + sp->reclaimable;
+
+	return have < left ? have : left;
+}
 
 /* ------------------------------------------------------------------------
  * fsck: src/cow/check.c

@@ -1255,4 +1255,5 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	sp->free = s.free;
 	sp->reclaimable = s.reclaimable;
 	sp->reserved = s.reserved;
+	sp->overhead = s.overhead;
 }

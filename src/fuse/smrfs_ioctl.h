@@ -86,7 +86,8 @@ struct smrfs_ioc_stat {
 	uint64_t gc_zones;
 	uint64_t gc_runs;
 	uint64_t gc_usecs;       /* an older daemon leaves it zero */
-	uint64_t spare[26];      /* zero; for later versions */
+	uint64_t overhead;       /* an older daemon leaves it zero */
+	uint64_t spare[25];      /* zero; for later versions */
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_stat) == 760,
@@ -167,6 +168,7 @@ static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,
 	o->free = st->space.free;
 	o->reclaimable = st->space.reclaimable;
 	o->reserved = st->space.reserved;
+	o->overhead = st->space.overhead;
 	memcpy(o->bytes_allocated, st->bytes_allocated,
 	       sizeof(o->bytes_allocated));
 	o->bytes_freed = st->bytes_freed;
@@ -235,6 +237,7 @@ static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
 	st->space.free = o->free;
 	st->space.reclaimable = o->reclaimable;
 	st->space.reserved = o->reserved;
+	st->space.overhead = o->overhead;
 	memcpy(st->bytes_allocated, o->bytes_allocated,
 	       sizeof(st->bytes_allocated));
 	st->bytes_freed = o->bytes_freed;

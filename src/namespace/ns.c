@@ -901,13 +901,11 @@ int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st)
 	bs = sp.block_size ? sp.block_size : ns->bsize;
 	memset(st, 0, sizeof(*st));
 	st->bsize = (uint32_t)bs;
-	st->blocks = sp.capacity / bs;
-	st->bfree = (sp.free + sp.reclaimable) / bs;
+	/* The size is what users can fill and keep overwriting; the reserve
+	 * and the room the cleaner needs are not theirs (smr_cow_space). */
+	st->blocks = smr_cow_space_size(&sp) / bs;
+	st->bfree = smr_cow_space_avail(&sp) / bs;
 	st->bavail = st->bfree;
-	if (st->bfree > st->blocks)
-		st->bfree = st->blocks;
-	if (st->bavail > st->bfree)
-		st->bavail = st->bfree;
 	st->ffree = st->bfree;
 	pthread_mutex_lock(&ns->lock);
 	st->files = ns->nr_inodes + st->ffree;
