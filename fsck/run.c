@@ -1209,8 +1209,9 @@ static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 	rc = fk_inode_rw(cow, t, lf, &dir, false);
 	if (rc)
 		return rc;
-	h = smr_hash64(name, nlen, SMR_NS_HASH_SEED) & ~0xffULL;
-	for (slot = 0; slot < 256; slot++) {
+	h = smr_ns_name_hash(name, nlen) &
+	    ~((uint64_t)SMR_NS_DIRENT_SLOTS - 1);
+	for (slot = 0; slot < SMR_NS_DIRENT_SLOTS; slot++) {
 		k = fk_key(lf, SMR_NS_T_DIRENT, h | slot);
 		rc = smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, NULL);
 		if (rc == -ENOENT)
@@ -1218,7 +1219,7 @@ static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 		if (rc)
 			return rc;
 	}
-	if (slot == 256)
+	if (slot == SMR_NS_DIRENT_SLOTS)
 		return -ENOSPC;
 	seq = le64toh(dir.next_seq);
 	if (seq < SMR_NS_FIRST_SEQ)

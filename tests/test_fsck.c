@@ -927,6 +927,7 @@ static void test_nameless(void)
 
 	for (int k = 0; k < 2; k++) {
 		populate((enum kind)k, 0);
+		fa.name = "f2";
 		SMR_ASSERT_OK(fs_open(&f, false));
 		from = key(ino_d, SMR_NS_T_DIRENT, 0);
 		to = key(ino_d, SMR_NS_T_DIRENT, UINT64_MAX);
@@ -963,6 +964,17 @@ static void test_nameless(void)
 				 (unsigned long long)ino_f2);
 			SMR_ASSERT_OK(smr_ns_lookup(f.ns, l.ino, name, &a));
 			CU_ASSERT_EQUAL(a.ino, ino_f2);
+			/* fsck keyed the entry by the namespace's own hash. */
+			from = key(l.ino, SMR_NS_T_DIRENT, 0);
+			to = key(l.ino, SMR_NS_T_DIRENT, UINT64_MAX);
+			fa.name = name;
+			fa.found = false;
+			SMR_ASSERT_OK(smr_bt_iterate(f.cow, SMR_TREE_FS, &from,
+						     &to, find_cb, &fa));
+			CU_ASSERT_FATAL(fa.found);
+			CU_ASSERT_EQUAL(fa.hkey & ~(uint64_t)0xff,
+					smr_ns_name_hash(name, strlen(name)) &
+						~(uint64_t)0xff);
 			CU_ASSERT_EQUAL(a.nlink, 1);
 			CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 0, sizeof(buf), buf),
 					(ssize_t)sizeof(buf));

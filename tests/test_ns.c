@@ -227,6 +227,10 @@ static void test_names(void)
 	name[255] = 0;
 	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, name, S_IFREG, 0, &a));
 	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, name, &a));
+	/* The name hash is part of the format: images made before must still
+	 * find their names. */
+	CU_ASSERT_EQUAL(smr_ns_name_hash("lost+found", 10),
+			0xb3903888cb367e1eULL);
 
 	/* Special files keep their type and device number. */
 	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "fifo", S_IFIFO | 0600,

@@ -40,6 +40,8 @@
 #define SMR_NS_ROOT_INO 1ULL
 /* Seed of the XXH3-64 name hash of DIRENT and XATTR keys. */
 #define SMR_NS_HASH_SEED 0x736d7266736e616dULL /* "smrfsnam" */
+/* Collision slots of a DIRENT hash: the key's low 8 bits. */
+#define SMR_NS_DIRENT_SLOTS 256
 /* Layout version in smr_ns_meta_d.version. */
 #define SMR_NS_VERSION 1
 /* First readdir sequence number of a directory (1 and 2 are "." and ".."). */

@@ -286,7 +286,7 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 			  (unsigned long long)k->objid, (int)nlen,
 			  (const char *)v.d.name);
 	if (k->type == SMR_NS_T_DIRENT) {
-		uint64_t h = ns_name_hash((const char *)v.d.name, nlen);
+		uint64_t h = smr_ns_name_hash((const char *)v.d.name, nlen);
 
 		dir->dirents++;
 		t->names++;

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #define NS_DIRENT_BUF (sizeof(struct smr_ns_dirent_d) + SMR_NS_NAME_MAX)
-#define NS_SLOT_MASK 0xffULL
+#define NS_SLOT_MASK ((uint64_t)SMR_NS_DIRENT_SLOTS - 1)
 
 /* One directory entry as found. */
 struct ns_dent {
@@ -54,7 +54,7 @@ static int ns_dirent_find(struct smr_ns *ns, uint64_t dir, const char *name,
 			  struct ns_dent *de)
 {
 	size_t nlen = strlen(name);
-	uint64_t base = ns_name_hash(name, nlen) & ~NS_SLOT_MASK;
+	uint64_t base = smr_ns_name_hash(name, nlen) & ~NS_SLOT_MASK;
 	struct smr_key from = ns_key(dir, SMR_NS_T_DIRENT, base), found;
 	union {
 		struct smr_ns_dirent_d d;
@@ -96,7 +96,7 @@ static int ns_dirent_add(struct smr_ns *ns, struct smr_txn *t,
 			 uint8_t dtype)
 {
 	size_t nlen = strlen(name);
-	uint64_t base = ns_name_hash(name, nlen) & ~NS_SLOT_MASK;
+	uint64_t base = smr_ns_name_hash(name, nlen) & ~NS_SLOT_MASK;
 	union {
 		struct smr_ns_dirent_d d;
 		uint8_t b[NS_DIRENT_BUF];

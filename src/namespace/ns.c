@@ -45,7 +45,7 @@ int64_t ns_from_ts(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-uint64_t ns_name_hash(const char *name, size_t len)
+uint64_t smr_ns_name_hash(const char *name, size_t len)
 {
 	return smr_hash64(name, len, SMR_NS_HASH_SEED);
 }

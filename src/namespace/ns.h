@@ -117,6 +117,11 @@ int smr_ns_register_trees(struct smr_cow *cow);
 uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
 			   uint64_t foff, uint64_t gen);
 
+/* The hash of the @len bytes of @name that keys its DIRENT and XATTR items
+ * (docs/FORMAT.md, "Namespace items"); a DIRENT key is the hash with its low
+ * bits replaced by the collision slot. */
+uint64_t smr_ns_name_hash(const char *name, size_t len);
+
 /*
  * Free the handle. Inodes still open or referenced that have no links stay
  * orphans and are reclaimed at the next open. Does not commit: the caller

@@ -84,7 +84,6 @@ static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
 int64_t ns_now(void);
 struct timespec ns_ts(int64_t t);
 int64_t ns_from_ts(const struct timespec *ts);
-uint64_t ns_name_hash(const char *name, size_t len);
 
 /* Inodes */
 int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip);

@@ -65,7 +65,7 @@ static int ns_xa_find(struct smr_ns *ns, uint64_t ino, const char *name,
 		      struct ns_xa *xa)
 {
 	size_t nlen = strlen(name);
-	uint64_t base = ns_name_hash(name, nlen) & ~NS_XA_BASE_MASK;
+	uint64_t base = smr_ns_name_hash(name, nlen) & ~NS_XA_BASE_MASK;
 	struct smr_key from = ns_key(ino, SMR_NS_T_XATTR, base), found;
 	union {
 		struct smr_ns_xattr_d d;
@@ -133,7 +133,7 @@ static int ns_xa_delete(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 static int ns_xa_free_slot(struct smr_ns *ns, uint64_t ino, const char *name,
 			   uint64_t *keyp)
 {
-	uint64_t base = ns_name_hash(name, strlen(name)) & ~NS_XA_BASE_MASK;
+	uint64_t base = smr_ns_name_hash(name, strlen(name)) & ~NS_XA_BASE_MASK;
 
 	for (uint64_t s = 0; s < NS_XA_SLOTS; s++) {
 		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, base | s << 8);
