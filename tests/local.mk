@@ -30,3 +30,7 @@ TESTS += tests/crash/crash
 check-crash: tests/crash/crash
 	tests/crash/crash --full
 .PHONY: check-crash
+
+# Every file git tracks is in the release tarball (skips outside git).
+TESTS += tests/dist_files.sh
+EXTRA_DIST += tests/dist_files.sh
