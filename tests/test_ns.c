@@ -710,7 +710,10 @@ static void test_fallocate_lseek(void)
 	CU_ASSERT_EQUAL(a.blocks, 0);
 	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_PUNCH_HOLE, 0, 1),
 		      -EOPNOTSUPP);
-	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0x10, 0, 1), -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE |
+				       SMR_NS_FALLOC_PUNCH_HOLE, 0, 1),
+		      -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, 0x20, 0, 1), -EOPNOTSUPP);
 	SMR_ASSERT_RC(smr_ns_fallocate(ns, f, PUNCH_KEEP, 0, 0), -EINVAL);
 	SMR_ASSERT_RC(smr_ns_fallocate(ns, ROOT, PUNCH_KEEP, 0, 1), -EISDIR);
 	/* Punching past the end neither grows the file nor fails. */
@@ -752,6 +755,44 @@ static void test_fallocate_lseek(void)
 		      -ENXIO);
 	SMR_ASSERT_OK(smr_ns_lseek(ns, f, sizeof(buf) + 1, SEEK_HOLE, &r));
 	CU_ASSERT_EQUAL(r, sizeof(buf) + 1);
+
+	/* Zero range: zeros inside, the whole blocks dropped; with
+	 * KEEP_SIZE the size stays, without it the file grows to the end
+	 * of the range (never shrinks). */
+	sa.size = sizeof(want);
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	fill_pattern(want, sizeof(want), 10);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, want, sizeof(want)),
+			(ssize_t)sizeof(want));
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE, 3000,
+				       6000));
+	memset(want + 3000, 0, 6000);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE |
+				       SMR_NS_FALLOC_KEEP_SIZE,
+				       sizeof(want) - 5000, 9000));
+	memset(want + sizeof(want) - 5000, 0, 5000);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, sizeof(want));
+	CU_ASSERT_EQUAL(a.blocks, 3 * 4096 / 512);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT(!memcmp(buf, want, sizeof(buf)));
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE, 100,
+				       200));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, sizeof(want));
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE,
+				       sizeof(want) - 1, 70001));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, sizeof(want) + 70000);
+	memset(want + 100, 0, 200);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT(!memcmp(buf, want, sizeof(buf) - 1));
+	CU_ASSERT_EQUAL(buf[sizeof(buf) - 1], 0);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, sizeof(buf), sizeof(buf), buf),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT(!memcmp(buf, want + 3000, 4000)); /* zeros */
 	fs_teardown();
 }
 

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -538,6 +539,12 @@ static void smr_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
 	req_cred(req, &cr);
 	reply_err(req, smr_ns_removexattr(NS(req), &cr, ino, name));
 }
+
+/* The mode goes to the namespace as it comes. */
+_Static_assert(SMR_NS_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE &&
+		       SMR_NS_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE &&
+		       SMR_NS_FALLOC_ZERO_RANGE == FALLOC_FL_ZERO_RANGE,
+	       "fallocate mode bits");
 
 static void smr_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			       off_t off, off_t len,

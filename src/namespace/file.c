@@ -809,15 +809,15 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 }
 
 /*
- * Only PUNCH_HOLE|KEEP_SIZE is honoured. Mode 0 and KEEP_SIZE promise that
- * later writes into the range will not fail for want of space. Every write
- * here goes to new space (copy-on-write), so blocks allocated now could not
- * take those writes, and without a reservation of free space the promise
- * would be a lie. They get -EOPNOTSUPP, as on btrfs zoned; callers fall back
- * (glibc's posix_fallocate writes the blocks, fsx skips the mode).
+ * Zero [@off, @off + @len) of a regular file: the extents inside the range
+ * are dropped (holes read as zeros) and the partial blocks at its ends are
+ * rewritten with zeros. PUNCH_HOLE and ZERO_RANGE differ only in that the
+ * latter, without KEEP_SIZE (@grow), extends the size to the range's end.
+ * Past the size there is nothing to zero: the bytes after the end of the
+ * last block are zero already (ns_truncate_locked).
  */
-static int ns_punch_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
-			 uint64_t len)
+static int ns_zero_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
+			uint64_t len, bool grow)
 {
 	uint64_t bs = ns->bsize, pend, a, b;
 	struct ns_inode in;
@@ -857,6 +857,8 @@ static int ns_punch_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
 	if (rc)
 		goto out_end;
 out_times:
+	if (grow && off + len > in.size)
+		in.size = off + len;
 	in.mtime = in.ctime = ns_now();
 	rc = ns_inode_put(ns, t, &in);
 out_end:
@@ -866,25 +868,44 @@ out_unlock:
 	return rc;
 }
 
+/*
+ * PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE (with or without KEEP_SIZE) are
+ * honoured; neither needs space beyond the rewrite of two partial blocks.
+ * Mode 0 and KEEP_SIZE promise that later writes into the range will not
+ * fail for want of space. Every write here goes to new space
+ * (copy-on-write), so blocks allocated now could not take those writes, and
+ * without a reservation of free space the promise would be a lie. They get
+ * -EOPNOTSUPP, as on btrfs zoned; callers fall back (glibc's
+ * posix_fallocate writes the blocks, fsx skips the mode).
+ */
 int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 		     uint64_t len)
 {
+	bool grow = false;
 	int rc;
 
-	if (mode != (SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE))
+	switch (mode) {
+	case SMR_NS_FALLOC_PUNCH_HOLE | SMR_NS_FALLOC_KEEP_SIZE:
+	case SMR_NS_FALLOC_ZERO_RANGE | SMR_NS_FALLOC_KEEP_SIZE:
+		break;
+	case SMR_NS_FALLOC_ZERO_RANGE:
+		grow = true;
+		break;
+	default:
 		return -EOPNOTSUPP;
+	}
 	if (len == 0 || off > NS_MAX_FILE_END)
 		return -EINVAL;
 	if (len > NS_MAX_FILE_END - off)
 		return -EFBIG;
-	rc = ns_punch_once(ns, ino, off, len);
-	/* The blocks the hole starts and ends in are rewritten: out of
+	rc = ns_zero_once(ns, ino, off, len, grow);
+	/* The blocks the range starts and ends in are rewritten: out of
 	 * space, clean and try again, as a write does (the call was
 	 * undone). */
 	for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
 		if (smr_cow_clean_for_space(ns->cow))
 			break;
-		rc = ns_punch_once(ns, ino, off, len);
+		rc = ns_zero_once(ns, ino, off, len, grow);
 	}
 	return rc;
 }

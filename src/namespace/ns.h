@@ -270,14 +270,18 @@ int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync);
 
 #define SMR_NS_FALLOC_KEEP_SIZE 0x01  /* = FALLOC_FL_KEEP_SIZE */
 #define SMR_NS_FALLOC_PUNCH_HOLE 0x02 /* = FALLOC_FL_PUNCH_HOLE */
+#define SMR_NS_FALLOC_ZERO_RANGE 0x10 /* = FALLOC_FL_ZERO_RANGE */
 
 /*
  * PUNCH_HOLE|KEEP_SIZE drops the extents inside the range and zeroes the
- * partial blocks at its ends; it is the only mode. Mode 0 and KEEP_SIZE
- * would have to reserve space for later copy-on-write writes, which smrfs
- * cannot promise: -EOPNOTSUPP, as for every other mode (PUNCH_HOLE without
- * KEEP_SIZE too). -EINVAL len 0 or a negative range, -ENODEV not a regular
- * file, -EISDIR a directory, -EFBIG past 2^63-1.
+ * partial blocks at its ends. ZERO_RANGE does the same and then, without
+ * KEEP_SIZE, extends the size to the end of the range; unlike ext4 it
+ * reserves no space for later writes into the range (see below). Mode 0
+ * and KEEP_SIZE would have to reserve space for later copy-on-write
+ * writes, which smrfs cannot promise: -EOPNOTSUPP, as for every other mode
+ * (PUNCH_HOLE without KEEP_SIZE too). -ENOSPC no space to rewrite a
+ * partial block (nothing changed), -EINVAL len 0 or a negative range,
+ * -ENODEV not a regular file, -EISDIR a directory, -EFBIG past 2^63-1.
  */
 int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 		     uint64_t len);

@@ -7,9 +7,10 @@ Usage: python3 fsx.py [--ops N] [--seed S] [--maxlen BYTES] [--direct] DIR
 
 Works on the files DIR/fsx-0 and DIR/fsx-1 (created). Operations, chosen at
 random: write (anywhere, also past the end), read, truncate (up and down),
-fallocate (punch hole, keep size, mode 0; each dropped for the run when the
-filesystem says EOPNOTSUPP, as fsx does: smrfs honours only the punch, a
-copy-on-write filesystem cannot reserve space for later writes), writes and
+fallocate (punch hole, zero range with and without keep size, keep size,
+mode 0; each dropped for the run when the filesystem says EOPNOTSUPP, as
+fsx does: smrfs honours the punch and the zeroing, a copy-on-write
+filesystem cannot reserve space for later writes), writes and
 reads through mmap,
 copy_file_range (within a file and between the two), fsync, fdatasync,
 close and reopen, and a look at SEEK_DATA/SEEK_HOLE (every byte the model
@@ -32,6 +33,7 @@ import sys
 
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
+FALLOC_FL_ZERO_RANGE = 0x10
 SEEK_DATA = getattr(os, "SEEK_DATA", 3)
 SEEK_HOLE = getattr(os, "SEEK_HOLE", 4)
 PAGE = mmap.PAGESIZE
@@ -136,12 +138,15 @@ class Fsx:
             m.extend(bytes(size - len(m)))
 
     def op_falloc(self, i):
-        kind = self.rnd.choice(["punch", "keep", "extend"])
+        kind = self.rnd.choice(["punch", "keep", "extend", "zero",
+                                "zero-keep"])
         if kind in self.off:
             return
         off, length = self.rand_range(len(self.model[i]))
         mode = {"punch": FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                "keep": FALLOC_FL_KEEP_SIZE, "extend": 0}[kind]
+                "keep": FALLOC_FL_KEEP_SIZE, "extend": 0,
+                "zero": FALLOC_FL_ZERO_RANGE,
+                "zero-keep": FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE}[kind]
         self.note("fallocate-" + kind, i, off, length)
         try:
             fallocate(self.fds[i], mode, off, length)
@@ -151,11 +156,11 @@ class Fsx:
                 return
             raise
         m = self.model[i]
-        if kind == "punch":
+        if kind in ("punch", "zero", "zero-keep"):
             end = min(off + length, len(m))
             if off < end:
                 m[off:end] = bytes(end - off)
-        elif kind == "extend" and off + length > len(m):
+        if kind in ("extend", "zero") and off + length > len(m):
             m.extend(bytes(off + length - len(m)))
 
     def op_mapwrite(self, i):

@@ -1365,6 +1365,95 @@ def punch_times(d):
         os.close(fd)
 
 
+TMPFS_MAGIC = 0x01021994
+FALLOC_FL_KEEP_SIZE = 1
+FALLOC_FL_ZERO_RANGE = 0x10
+
+
+def fs_type(path):
+    buf = ctypes.create_string_buffer(256)  # struct statfs, f_type first
+    if libc.statfs(path.encode(), buf) != 0:
+        raise OSError(ctypes.get_errno(), "statfs " + path)
+    return ctypes.c_long.from_buffer(buf).value
+
+
+def fallocate(fd, mode, off, length):
+    if libc.fallocate(fd, mode, ctypes.c_long(off), ctypes.c_long(length)):
+        return ctypes.get_errno()
+    return 0
+
+
+@case
+def zero_range(d):
+    # As ext4 and XFS: zeros inside, the size grows to the end of the
+    # range unless KEEP_SIZE, and never shrinks. (tmpfs, the reference
+    # here, does not zero ranges: that alone is let pass.)
+    f = d + "/f"
+    create(f)
+    data = bytes((i * 7 + 3) % 251 for i in range(20000))
+    write_file(f, data)
+    fd = os.open(f, os.O_RDWR)
+    try:
+        e = fallocate(fd, FALLOC_FL_ZERO_RANGE, 3000, 6000)
+        if e == errno.EOPNOTSUPP and fs_type(d) == TMPFS_MAGIC:
+            return
+        check(e == 0, "zero range: %s" % ename(e))
+        want = bytearray(data)
+        want[3000:9000] = bytes(6000)
+        age(f)
+        before = times(f)
+        e = fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                      15000, 30000)
+        check(e == 0, "zero range, keep size: %s" % ename(e))
+        changed(before, f, "mc")
+        want[15000:] = bytes(5000)
+        check(os.fstat(fd).st_size == 20000, "KEEP_SIZE changed the size")
+        check(os.pread(fd, 30000, 0) == bytes(want), "zeros in the range")
+        check(fallocate(fd, FALLOC_FL_ZERO_RANGE, 10, 10) == 0,
+              "zero range inside the file")
+        check(os.fstat(fd).st_size == 20000, "a zero range shrank the file")
+        e = fallocate(fd, FALLOC_FL_ZERO_RANGE, 19990, 10010)
+        check(e == 0, "zero range past the end: %s" % ename(e))
+        want[10:20] = bytes(10)
+        want[19990:] = bytes(10)
+        want += bytes(10000)
+        check(os.fstat(fd).st_size == 30000, "the size after a zero range")
+        check(os.pread(fd, 40000, 0) == bytes(want), "zeros past the end")
+        check(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 0) == errno.EINVAL,
+              "zero range of length 0")
+    finally:
+        os.close(fd)
+    rfd = os.open(f, os.O_RDONLY)
+    try:
+        check(fallocate(rfd, FALLOC_FL_ZERO_RANGE, 0, 1) == errno.EBADF,
+              "zero range through a read-only descriptor")
+    finally:
+        os.close(rfd)
+
+
+@case
+def tmpfile(d):
+    # O_TMPFILE: either it works (an unnamed file that linkat can name) or
+    # the filesystem says it does not support it, never another error.
+    try:
+        fd = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError as e:
+        check(e.errno == errno.EOPNOTSUPP, "O_TMPFILE: %s" % ename(e.errno))
+        return
+    try:
+        os.write(fd, b"tmp")
+        check(os.listdir(d) == [], "O_TMPFILE made a name")
+        # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc link.
+        rc = libc.linkat(AT_FDCWD, b"/proc/self/fd/%d" % fd, AT_FDCWD,
+                         (d + "/named").encode(), 0x400)
+        check(rc == 0, "linkat of the O_TMPFILE: %s" %
+              ename(ctypes.get_errno()))
+    finally:
+        os.close(fd)
+    with open(d + "/named", "rb") as fp:
+        check(fp.read() == b"tmp", "the linked O_TMPFILE's data")
+
+
 @case
 def copy_range_times(d):
     f, g = d + "/f", d + "/g"
