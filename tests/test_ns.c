@@ -1252,6 +1252,13 @@ static void test_enospc(void)
 	ssize_t n = 0;
 
 	fs_setup();
+#ifdef NS_TEST_REAL
+	uint64_t k = mkfile(ROOT, "keep", 0644);
+
+	fill_pattern(out, 5 * 4096, 77);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, k, 0, out, 5 * 4096),
+			5 * 4096);
+#endif
 	f = mkfile(ROOT, "fill", 0644);
 	for (int i = 0; i < 100000; i++) {
 		fill_pattern(buf, CHUNK, i);
@@ -1262,6 +1269,37 @@ static void test_enospc(void)
 	}
 	CU_ASSERT_EQUAL(n, -ENOSPC);
 	CU_ASSERT(off > 0);
+#ifdef NS_TEST_REAL
+	{
+		/* Not a block left for data, nothing dead to clean: a
+		 * truncate into a block, a punch and a zero range rewrite
+		 * blocks and give space back, so they take the block from
+		 * the reserve rather than fail (as ext4 never fails a
+		 * shrinking truncate). */
+		struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE,
+					     .size = 5 * 4096 - 100 };
+		struct smr_ns_attr a;
+		uint64_t tail = off;
+
+		while (smr_ns_write(ns, &root_cr, f, tail, buf, 4096) == 4096)
+			tail += 4096;
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, tail, buf, 4096),
+				-ENOSPC);
+		SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, k, &sa, &a));
+		SMR_ASSERT_OK(smr_ns_fallocate(ns, k, SMR_NS_FALLOC_PUNCH_HOLE |
+					       SMR_NS_FALLOC_KEEP_SIZE, 1000,
+					       100));
+		SMR_ASSERT_OK(smr_ns_fallocate(ns, k, SMR_NS_FALLOC_ZERO_RANGE,
+					       3 * 4096 + 10, 4096));
+		memset(out + 1000, 0, 100);
+		memset(out + 3 * 4096 + 10, 0, 4096);
+		CU_ASSERT_EQUAL(smr_ns_read(ns, k, 0, CHUNK, buf),
+				5 * 4096 - 100);
+		CU_ASSERT(!memcmp(buf, out, 5 * 4096 - 100));
+		/* And all of it commits. */
+		SMR_ASSERT_OK(smr_ns_sync(ns));
+	}
+#endif
 	SMR_ASSERT_OK(smr_ns_statfs(ns, &st));
 	/* statfs must not promise space a write cannot get. */
 	if (st.bavail * st.bsize >= CHUNK)

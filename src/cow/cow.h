@@ -310,6 +310,13 @@ int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 enum smr_data_temp {
 	SMR_DATA_HOT = 0,
 	SMR_DATA_COLD = 1,
+	/* The block or two a call that gives space back must rewrite to go
+	 * on (the zeroed ends of a shrinking truncate or a hole punch), when
+	 * the data streams are out of space: written to the relocation
+	 * stream, which may use the reserve, so that freeing space does not
+	 * fail for want of it. Each such block leaves the one it replaces
+	 * dead, for the cleaner to win back. */
+	SMR_DATA_RESCUE = 2,
 };
 
 struct smr_data_extent {

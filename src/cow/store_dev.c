@@ -1161,8 +1161,9 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	if (!max || !len || len % c->info->block_size)
 		return -EINVAL;
 	n = smr_alloc_write(c->alloc, buf, len, &hint,
-			    temp == SMR_DATA_COLD ? SMR_STREAM_COLD :
-						    SMR_STREAM_HOT,
+			    temp == SMR_DATA_COLD     ? SMR_STREAM_COLD :
+			    temp == SMR_DATA_RESCUE ? SMR_STREAM_RELOC :
+							SMR_STREAM_HOT,
 			    x, SMR_MIN(max, (unsigned int)SMR_ARRAY_SIZE(x)));
 	if (n < 0)
 		return n;

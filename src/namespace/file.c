@@ -514,7 +514,7 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
  */
 static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			  struct ns_inode *ip, uint64_t a, const uint8_t *wbuf,
-			  uint64_t len, struct ns_ext *e)
+			  uint64_t len, bool rescue, struct ns_ext *e)
 {
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	size_t mark = ns_undo_mark(ns);
@@ -525,7 +525,10 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 		return -ENOMEM;
 	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
 			    ns_near(ns, ip->ino, a, e + 1),
-			    ns_temp_locked(ns, ip->ino, a, len, ip->size), pc);
+			    rescue ? SMR_DATA_RESCUE :
+				     ns_temp_locked(ns, ip->ino, a, len,
+						    ip->size),
+			    pc);
 	if (!rc) {
 		rc = ns_piece_map_locked(ns, t, ip, pc, e);
 		/* Earlier pieces stay; nothing of this one does. */
@@ -537,13 +540,15 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 }
 
 /*
- * Write @len bytes at @off (any alignment) into the map. Size and times are
- * the caller's. Returns 0, or the error with nothing of the failing piece
- * mapped (earlier pieces stay: *@done says how many bytes of @buf made it).
+ * Write @len bytes at @off (any alignment) into the map; @rescue: to the
+ * space of SMR_DATA_RESCUE. Size and times are the caller's. Returns 0, or
+ * the error with nothing of the failing piece mapped (earlier pieces stay:
+ * *@done says how many bytes of @buf made it).
  */
 static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t off,
-			   const uint8_t *buf, uint64_t len, uint64_t *done)
+			   const uint8_t *buf, uint64_t len, bool rescue,
+			   uint64_t *done)
 {
 	uint64_t bs = ns->bsize, maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs;
 	uint64_t pos = off, end = off + len;
@@ -585,7 +590,7 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 			memset(wbuf + (z - a), 0, b - z);
 		}
 		memcpy(wbuf + (pos - a), buf + (pos - off), pend - pos);
-		rc = ns_write_piece(ns, t, ip, a, wbuf, b - a, e);
+		rc = ns_write_piece(ns, t, ip, a, wbuf, b - a, rescue, e);
 		if (rc)
 			break;
 		pos = pend;
@@ -732,7 +737,8 @@ retry:
 	if (rc)
 		goto out_unlock;
 	rc = ns_write_locked(ns, t, &in, off + total,
-			     (const uint8_t *)buf + total, size - total, &done);
+			     (const uint8_t *)buf + total, size - total, false,
+			     &done);
 	if (done) {
 		ns_wrote(cr, &in, off + total + done);
 		rc2 = ns_xattr_drop_caps_locked(ns, t, ino);
@@ -766,7 +772,13 @@ out:
  * Truncate, fallocate, lseek, fsync
  * ======================================================================== */
 
-/* Zero [@from, @to) inside one block, if that block holds data. */
+/*
+ * Zero [@from, @to) inside one block, if that block holds data. The calls
+ * that do it (a shrinking truncate, a punch, a zero range) give space back,
+ * or at worst leave the block they replace dead: when the data streams are
+ * out of space they take the block from the reserve (SMR_DATA_RESCUE)
+ * rather than fail, as ext4 never fails a shrinking truncate for space.
+ */
 static int ns_zero_partial(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t from, uint64_t to)
 {
@@ -785,7 +797,10 @@ static int ns_zero_partial(struct smr_ns *ns, struct smr_txn *t,
 	zeros = calloc(1, to - from);
 	if (!zeros)
 		return -ENOMEM;
-	rc = ns_write_locked(ns, t, ip, from, zeros, to - from, &done);
+	rc = ns_write_locked(ns, t, ip, from, zeros, to - from, false, &done);
+	if (rc == -ENOSPC)
+		rc = ns_write_locked(ns, t, ip, from, zeros, to - from, true,
+				     &done);
 	free(zeros);
 	return rc;
 }
