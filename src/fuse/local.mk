@@ -43,10 +43,12 @@ SMR_FS_TESTS = \
 	tests/fs/fsx.sh \
 	tests/fs/fsstress.sh \
 	tests/fs/space_retry.sh \
-	tests/fs/space_honest.sh
+	tests/fs/space_honest.sh \
+	tests/fs/ace.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py tests/fs/fsx.py \
-	tests/fs/killload.py tests/fs/posix.py tests/fs/fsstress.py
+	tests/fs/killload.py tests/fs/posix.py tests/fs/fsstress.py \
+	tests/fs/ace.py
 
 # The full run of kill9.sh: 200 deaths of the daemon (about 10 minutes).
 check-kill9: all $(check_PROGRAMS)
