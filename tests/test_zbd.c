@@ -87,9 +87,12 @@ static struct smr_zone kzone(struct smr_dev *dev, uint32_t zno)
 /* The cache of @dev agrees with the kernel on zone @zno. */
 static bool zone_agrees(struct smr_dev *dev, uint32_t zno)
 {
-	struct smr_zone c, k = kzone(dev, zno);
+	struct smr_zone c, k;
 	bool ok;
 
+	/* Writes queued behind (write-behind) reach the kernel first. */
+	smr_dev_flush(dev);
+	k = kzone(dev, zno);
 	if (smr_dev_zone(dev, zno, &c))
 		return false;
 	ok = c.start == k.start && c.len == k.len && c.cap == k.cap &&
@@ -285,6 +288,7 @@ static void test_write_at_wp(void)
 	SMR_ASSERT_OK(smr_dev_zone_reset(dev, z));
 	SMR_ASSERT_OK(put(dev, start, 65536, 2));
 	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z), start + 65536);
+	SMR_ASSERT_OK(smr_dev_flush(dev));
 	CU_ASSERT_EQUAL(kzone(dev, z).wp, start + 65536);
 	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, z), SMR_ZONE_COND_IMP_OPEN);
 	SMR_ASSERT_OK(put(dev, start + 65536, big, 3));
@@ -554,6 +558,38 @@ static void test_data(void)
 	SMR_ASSERT_OK(smr_dev_close(dev));
 }
 
+/* Write-behind is on by default on a zoned block device: writes of two
+ * zones in turn are queued, read back at once, and are where the kernel
+ * says once flushed. */
+static void test_write_behind(void)
+{
+	struct smr_dev *dev = open_zdev(false);
+	uint32_t bs = smr_dev_info(dev)->block_size;
+	uint32_t z1 = seq_zone(dev, 0), z2 = seq_zone(dev, z1 + 1);
+	uint64_t s[2] = { smr_dev_zone_start(dev, z1),
+			  smr_dev_zone_start(dev, z2) };
+	struct smr_dev_wb_stats st;
+
+	SMR_ASSERT_OK(smr_dev_reset_all(dev));
+	for (unsigned int i = 0; i < 32; i++) {
+		uint64_t off = s[i % 2] + (i / 2) * 16 * bs;
+
+		SMR_ASSERT_OK(put(dev, off, 16 * bs, 100 + i));
+		CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, i % 2 ? z2 : z1),
+				off + 16 * bs);
+		CU_ASSERT_TRUE(holds(dev, off, 16 * bs, 100 + i));
+	}
+	smr_dev_wb_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.queued, 32);
+	CU_ASSERT_TRUE(zone_agrees(dev, z1));
+	CU_ASSERT_TRUE(zone_agrees(dev, z2));
+	smr_dev_wb_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.bytes, 32 * 16 * (uint64_t)bs);
+	CU_ASSERT_EQUAL(st.failed, 0);
+	SMR_ASSERT_OK(smr_dev_reset_all(dev));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+}
+
 /* Buffers of any alignment: direct I/O takes them through an aligned copy,
  * one at a time and in a batch. */
 static void test_misaligned(void)
@@ -681,6 +717,7 @@ static const struct smr_test zbd_tests[] = {
 	{ "open_close", test_open_close },
 	{ "limits", test_limits },
 	{ "data", test_data },
+	{ "write_behind", test_write_behind },
 	{ "misaligned", test_misaligned },
 	{ "fault_replay", test_fault_replay },
 	{ NULL, NULL },

@@ -86,22 +86,33 @@ static bool read_sysfs_ulong(const char *path, unsigned long *v)
 	return ok;
 }
 
-bool smr_dev_sysfs_rotational(dev_t rdev)
+/* Read queue/@attr of block device @rdev (of its disk for a partition). */
+static bool read_sysfs_queue(dev_t rdev, const char *attr, unsigned long *v)
 {
 	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s",
+		 major(rdev), minor(rdev), attr);
+	if (read_sysfs_ulong(path, v))
+		return true;
+	/* A partition: the queue belongs to the whole disk. */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/%s",
+		 major(rdev), minor(rdev), attr);
+	return read_sysfs_ulong(path, v);
+}
+
+bool smr_dev_sysfs_rotational(dev_t rdev)
+{
 	unsigned long v;
 
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/rotational",
-		 major(rdev), minor(rdev));
-	if (read_sysfs_ulong(path, &v))
-		return v != 0;
-	/* A partition: the queue belongs to the whole disk. */
-	snprintf(path, sizeof(path),
-		 "/sys/dev/block/%u:%u/../queue/rotational", major(rdev),
-		 minor(rdev));
-	if (read_sysfs_ulong(path, &v))
-		return v != 0;
-	return false;
+	return read_sysfs_queue(rdev, "rotational", &v) && v != 0;
+}
+
+uint64_t smr_dev_sysfs_max_transfer(dev_t rdev)
+{
+	unsigned long v;
+
+	return read_sysfs_queue(rdev, "max_sectors_kb", &v) ? v * 1024ULL : 0;
 }
 
 int smr_dev_pread_full(int fd, void *buf, size_t len, uint64_t off)
@@ -320,9 +331,19 @@ int smr_dev_open(const char *path, const struct smr_dev_opts *opts,
 	if (!ops || !ops->open)
 		return -EOPNOTSUPP;
 	rc = ops->open(path, opts, devp);
-	if (rc == 0)
-		(*devp)->unchecked = opts->unchecked;
-	return rc;
+	if (rc)
+		return rc;
+	(*devp)->unchecked = opts->unchecked;
+	/* Direct I/O copies the data into an aligned buffer anyway: queue
+	 * it there and let the caller go on. */
+	if ((*devp)->info.direct_io && (*devp)->info.zoned &&
+	    !opts->read_only && !opts->unchecked) {
+		rc = smr_dev_wb_start(*devp, SMR_DEV_WB_DEFAULT_BYTES);
+		if (rc)
+			smr_warn("%s: no write-behind: %s", path,
+				 strerror(-rc));
+	}
+	return 0;
 }
 
 int smr_dev_close(struct smr_dev *dev)
@@ -333,6 +354,7 @@ int smr_dev_close(struct smr_dev *dev)
 		return 0;
 	if (!dev->info.read_only)
 		rc = smr_dev_flush(dev);
+	smr_dev_wb_stop(dev);
 	smr_dev_uring_free(dev);
 	if (dev->ops->close)
 		dev->ops->close(dev);
@@ -361,6 +383,17 @@ int smr_dev_set_block_size(struct smr_dev *dev, uint32_t bs)
 		return -EINVAL;
 	info->block_size = bs;
 	return 0;
+}
+
+int smr_dev_set_write_behind(struct smr_dev *dev, size_t max_bytes)
+{
+	if (!dev->info.zoned)
+		return -EINVAL;
+	if (dev->info.read_only)
+		return -EROFS;
+	if (!max_bytes)
+		return smr_dev_wb_stop(dev);
+	return smr_dev_wb_start(dev, max_bytes);
 }
 
 const char *smr_dev_path(const struct smr_dev *dev)
@@ -526,8 +559,11 @@ int smr_dev_write_begin(struct smr_dev *dev, uint32_t zno, uint64_t off,
 
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {
-		rc = smr_zc_write_prep(dev->zc, zno, off, len, !dev->unchecked,
-				       undo);
+		if (smr_dev_wb_open_blocked(dev, zno, false))
+			rc = SMR_ZC_BUSY_RETRY;
+		else
+			rc = smr_zc_write_prep(dev->zc, zno, off, len,
+					       !dev->unchecked, undo);
 		if (rc != SMR_ZC_BUSY_RETRY || !wait)
 			break;
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
@@ -630,8 +666,10 @@ int smr_dev_read(struct smr_dev *dev, void *buf, size_t len, uint64_t off)
 	while (len) {
 		size_t piece = (size_t)SMR_MIN((uint64_t)len,
 					       smr_dev_zone_end_of(dev, off) - off);
-		size_t rd = smr_dev_readable(dev, piece, off);
+		size_t rd;
 
+		smr_dev_wb_wait_read(dev, off, piece);
+		rd = smr_dev_readable(dev, piece, off);
 		if (rd) {
 			rc = dev->ops->read(dev, p, rd, off);
 			if (rc)
@@ -658,11 +696,14 @@ int smr_dev_write(struct smr_dev *dev, const void *buf, size_t len,
 	rc = smr_dev_io_check(dev, SMR_IO_WRITE, len, off);
 	if (rc || !len)
 		return rc;
-	if (dev_needs_bounce(dev, buf))
-		return dev_write_bounced(dev, buf, len, off);
 	rc = smr_dev_write_zone(dev, len, off, &zno, &seq);
 	if (rc)
 		return rc;
+	/* Queued: copied into an aligned buffer of the handle's. */
+	if (seq && dev->wb)
+		return smr_dev_wb_write(dev, zno, buf, len, off);
+	if (dev_needs_bounce(dev, buf))
+		return dev_write_bounced(dev, buf, len, off);
 	if (seq) {
 		rc = smr_dev_write_begin(dev, zno, off, len, true, &undo);
 		if (rc)
@@ -751,9 +792,14 @@ int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n)
 
 int smr_dev_flush(struct smr_dev *dev)
 {
-	if (dev->info.read_only || !dev->ops->flush)
+	int rc, frc = 0;
+
+	if (dev->info.read_only)
 		return 0;
-	return dev->ops->flush(dev);
+	rc = smr_dev_wb_drain(dev);
+	if (dev->ops->flush)
+		frc = dev->ops->flush(dev);
+	return rc ? rc : frc;
 }
 
 int smr_dev_discard(struct smr_dev *dev, uint64_t off, uint64_t len)
@@ -796,7 +842,11 @@ static int zone_op(struct smr_dev *dev, enum smr_zc_op op, uint32_t zno)
 	}
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {
-		rc = smr_zc_op_prep(dev->zc, op, zno, &undo);
+		if (op == SMR_ZC_OP_OPEN &&
+		    smr_dev_wb_open_blocked(dev, zno, true))
+			rc = SMR_ZC_BUSY_RETRY;
+		else
+			rc = smr_zc_op_prep(dev->zc, op, zno, &undo);
 		if (rc != SMR_ZC_BUSY_RETRY)
 			break;
 		pthread_cond_wait(&dev->zcond, &dev->zlock);

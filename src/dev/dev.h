@@ -131,6 +131,9 @@ struct smr_dev_info {
 	uint32_t nr_cnv_zones;  /* conventional zones among them */
 	uint32_t max_open;      /* max open zones, 0 = no limit */
 	uint32_t max_active;    /* max active zones, 0 = no limit */
+	/* Bytes the device takes in one request before the kernel splits
+	 * it (zbd: queue/max_sectors_kb); 0 = unknown. */
+	uint64_t max_transfer;
 };
 
 /* Zeroed = defaults: read-write, exclusive, backend detected from the path. */
@@ -228,6 +231,17 @@ size_t smr_dev_zone_cache_bytes(const struct smr_dev *dev);
  * A failed call leaves the device and the zone cache as they were (a torn
  * write can be made only by the fault backend).
  * Reading a sequential zone past its write pointer returns zeros.
+ *
+ * Write-behind. On a handle with write-behind (the default on a zoned
+ * device opened for direct I/O, see smr_dev_set_write_behind()), a
+ * smr_dev_write() into a sequential zone returns as soon as its bytes are
+ * copied and queued: the zone's write pointer advances at once, the write
+ * reaches the medium later. What follows keeps its order: a read of the
+ * range waits for it; a write, batch or zone operation on the zone waits
+ * for the zone's queued writes; smr_dev_flush() and smr_dev_close() wait for
+ * all of them. A queued write that fails is not reported by the call that
+ * queued it but by every later smr_dev_flush() (and smr_dev_close(), and
+ * every later write), which return its error.
  * ------------------------------------------------------------------------ */
 int smr_dev_read(struct smr_dev *dev, void *buf, size_t len, uint64_t off);
 int smr_dev_write(struct smr_dev *dev, const void *buf, size_t len,
@@ -260,8 +274,39 @@ struct smr_io {
  */
 int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n);
 
-/* Make every completed write durable (fdatasync / cache flush). */
+/* Make every completed write durable (fdatasync / cache flush); with
+ * write-behind, first wait for every write queued before the call. Returns
+ * the error of a queued write that failed, if any did, else the flush's. */
 int smr_dev_flush(struct smr_dev *dev);
+
+/* Default cap on the bytes a handle holds queued for write-behind. */
+#define SMR_DEV_WB_DEFAULT_BYTES (32 * SMR_MIB)
+
+/*
+ * Turn write-behind of sequential writes on (@max_bytes > 0: at most that
+ * many bytes queued; a writer that would pass it waits, unless nothing is
+ * queued) or off (0: waits for what is queued). On by default, with
+ * SMR_DEV_WB_DEFAULT_BYTES, for zoned devices opened for direct I/O
+ * (info.direct_io), where the data is copied into an aligned buffer anyway;
+ * off for buffered backends and unchecked handles. Call it while no other
+ * I/O runs on the handle. Returns 0, -EINVAL (not zoned), -EROFS (read-only
+ * handle), -ENOMEM, or the error of a queued write when turning it off.
+ */
+int smr_dev_set_write_behind(struct smr_dev *dev, size_t max_bytes);
+
+/* What write-behind did since the handle was opened. */
+struct smr_dev_wb_stats {
+	uint64_t queued;       /* writes queued */
+	uint64_t issued;       /* device writes (a queued run merged is one) */
+	uint64_t bytes;        /* bytes written */
+	uint64_t peak_bytes;   /* most bytes queued at once */
+	uint64_t peak_inflight; /* most device writes in flight at once */
+	uint64_t cap_waits;    /* writers that waited for the cap */
+	uint64_t failed;       /* queued writes that failed */
+};
+
+/* Fill *@st (zeros without write-behind). */
+void smr_dev_wb_stats(struct smr_dev *dev, struct smr_dev_wb_stats *st);
 
 /* Tell the device @len bytes at @off are unused (regular files: punch a
  * hole). -EOPNOTSUPP where info->discard is false. */

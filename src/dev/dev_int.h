@@ -51,4 +51,34 @@ int smr_dev_submit_uring(struct smr_dev *dev, struct smr_io *ios,
 /* Free the rings of @dev (dev_io.c). */
 void smr_dev_uring_free(struct smr_dev *dev);
 
+/* ------------------------------------------------------------------------
+ * Write-behind (dev_wb.c). Each of these is a no-op or false when dev->wb
+ * is NULL.
+ * ------------------------------------------------------------------------ */
+
+/* Start write-behind with a cap of @max_bytes, or change the cap. */
+int smr_dev_wb_start(struct smr_dev *dev, size_t max_bytes);
+/* Wait for everything queued, stop the engine. Returns the sticky error. */
+int smr_dev_wb_stop(struct smr_dev *dev);
+
+/* Queue a write of [off, off+len) into sequential zone @zno (checked and
+ * accounted in the zone cache now): 0, or a negative errno as
+ * smr_dev_write(), or the error of an earlier queued write. */
+int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
+		     size_t len, uint64_t off);
+
+/* Wait until [off, off+len) (within one zone) is on the medium. */
+void smr_dev_wb_wait_read(struct smr_dev *dev, uint64_t off, size_t len);
+
+/* Wait for every write queued before the call; the sticky error or 0. */
+int smr_dev_wb_drain(struct smr_dev *dev);
+
+/*
+ * With zlock held: whether opening zone @zno now (a write into it, or an
+ * explicit open) must wait, because zones that the cache counts as full
+ * still have writes queued and the medium still counts them open.
+ */
+bool smr_dev_wb_open_blocked(const struct smr_dev *dev, uint32_t zno,
+			     bool explicit_open);
+
 #endif /* SMR_DEV_DEV_INT_H */

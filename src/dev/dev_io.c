@@ -361,7 +361,10 @@ static int piece_issue(struct batch *b, struct piece *p, bool wait, bool lone)
 	int fd, rc;
 
 	if (p->io->op == SMR_IO_READ && p->len == p->total) {
-		size_t rd = smr_dev_readable(dev, p->len, p->off);
+		size_t rd;
+
+		smr_dev_wb_wait_read(dev, p->off, p->len);
+		rd = smr_dev_readable(dev, p->len, p->off);
 
 		if (rd < p->len)
 			memset(p->buf + rd, 0, p->len - rd);

@@ -55,7 +55,8 @@
 #include "dev/dev.h"
 
 struct smr_zcache;  /* the zone cache, zcache.h */
-struct smr_dev_uring; /* liburing state, dev_uring.c */
+struct smr_dev_uring; /* liburing state, dev_io.c */
+struct smr_dev_wb;    /* write-behind state, dev_wb.c */
 
 /*
  * The operations of a backend. Offsets are absolute device byte offsets,
@@ -159,6 +160,10 @@ struct smr_dev {
 
 	pthread_mutex_t ring_lock;   /* protects ring */
 	struct smr_dev_uring *ring;  /* created on first use, or NULL */
+
+	/* Write-behind (dev_wb.c), or NULL; its state is protected by
+	 * zlock. */
+	struct smr_dev_wb *wb;
 };
 
 /*
@@ -204,6 +209,10 @@ int smr_dev_flock(int fd, bool shared);
  * /sys/dev/block/MAJ:MIN/queue/rotational (false if it cannot be read).
  */
 bool smr_dev_sysfs_rotational(dev_t rdev);
+
+/* The largest request the block device @rdev takes unsplit, in bytes, from
+ * /sys/dev/block/MAJ:MIN/queue/max_sectors_kb (0 if it cannot be read). */
+uint64_t smr_dev_sysfs_max_transfer(dev_t rdev);
 
 /* pread/pwrite all of it, retrying short transfers and EINTR. A read that
  * hits end of file zero-fills the rest. 0 or a negative errno (-EIO for a

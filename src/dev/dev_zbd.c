@@ -125,6 +125,7 @@ static int zbd_open_dev(const char *path, const struct smr_dev_opts *opts,
 	info.discard = false;
 	info.read_only = opts->read_only;
 	info.direct_io = true;
+	info.max_transfer = smr_dev_sysfs_max_transfer(st.st_rdev);
 	info.nr_zones = p->zi.nr_zones;
 	info.max_open = p->zi.max_nr_open_zones;
 	info.max_active = p->zi.max_nr_active_zones;

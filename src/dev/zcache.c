@@ -481,6 +481,38 @@ void smr_zc_write_done(struct smr_zcache *zc, uint32_t zno, uint64_t len,
 	set_state(zc, zno, wpb, smr_zc_word_cond(w), false);
 }
 
+int smr_zc_write_queue(struct smr_zcache *zc, uint32_t zno, uint64_t off,
+		       uint64_t len, bool held, struct smr_zc_undo *undo)
+{
+	uint64_t w = zc->zs[zno];
+	uint8_t cond = smr_zc_word_cond(w);
+	struct smr_zone z;
+	int rc;
+
+	if (!held) {
+		rc = smr_zc_write_prep(zc, zno, off, len, true, undo);
+		if (rc)
+			return rc;
+	} else {
+		/* Held by its own queued writes: it is open (nothing closes
+		 * a busy zone) or full. */
+		smr_zc_get(zc, zno, &z);
+		if (!cond_is_open(cond) || off != z.wp ||
+		    off + len > z.start + z.cap)
+			return -EIO;
+		undo->old_cond = cond;
+		undo->victim = UINT32_MAX;
+	}
+	smr_zc_write_done(zc, zno, len, true, undo);
+	set_busy(zc, zno, true);
+	return 0;
+}
+
+void smr_zc_release(struct smr_zcache *zc, uint32_t zno)
+{
+	set_busy(zc, zno, false);
+}
+
 /* ------------------------------------------------------------------------
  * Zone operations
  * ------------------------------------------------------------------------ */

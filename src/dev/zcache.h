@@ -158,6 +158,23 @@ int smr_zc_write_prep(struct smr_zcache *zc, uint32_t zno, uint64_t off,
 void smr_zc_write_done(struct smr_zcache *zc, uint32_t zno, uint64_t len,
 		       bool ok, const struct smr_zc_undo *undo);
 
+/*
+ * Write-behind: account a write of @len bytes at @off into sequential zone
+ * @zno at the moment it is queued, before the medium has it. The zone rules
+ * are checked and the write pointer advanced as smr_zc_write_prep() and a
+ * successful smr_zc_write_done() would, but the zone stays busy: nothing
+ * else may write it, close it or change it until smr_zc_release(). @held:
+ * the zone is already busy with earlier queued writes of the caller (it is
+ * then open, or full and the write is refused). Returns 0,
+ * SMR_ZC_BUSY_RETRY (busy with something else, nothing changed) or -EIO as
+ * smr_zc_write_prep(). @undo is scratch space.
+ */
+int smr_zc_write_queue(struct smr_zcache *zc, uint32_t zno, uint64_t off,
+		       uint64_t len, bool held, struct smr_zc_undo *undo);
+
+/* The queued writes of zone @zno are on the medium: clear busy. */
+void smr_zc_release(struct smr_zcache *zc, uint32_t zno);
+
 enum smr_zc_op {
 	SMR_ZC_OP_RESET,
 	SMR_ZC_OP_FINISH,

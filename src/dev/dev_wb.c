@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dev_wb.c - write-behind of sequential writes.
+ *
+ * A write into a sequential zone is copied into a buffer of the handle's own
+ * (aligned, as direct I/O wants it), checked against the zone rules and
+ * accounted in the zone cache (the write pointer advances, the zone opens or
+ * becomes full) and queued; the caller goes on at once. The queue of a zone
+ * has at most one device write in flight, because neither io_uring nor the
+ * block layer keeps the order of several writes to one zone (Linux 6.1's
+ * mq-deadline dispatches one write per zone at a time, but only among the
+ * requests it already has); a zone's queued writes that follow each other
+ * go out merged, as one vectored write of at most the device's max transfer.
+ * Zones go in parallel on one ring. The submitting thread is whoever queues
+ * a write or completes one; one thread of the handle only reaps
+ * completions (and, for a backend without io_target, does the writes).
+ *
+ * While a zone has queued writes it is busy in the zone cache, so a
+ * synchronous write, a batch, a zone operation or an implicit close that
+ * wants it waits, exactly as for a write in flight. Zones that the cache
+ * counts as full while their last writes are still queued are open on the
+ * medium: until they drain no other zone may be opened where the device has
+ * open or active limits (smr_dev_wb_open_blocked()).
+ *
+ * A failed write is logged, its zone's later queued writes are dropped, the
+ * zone is read back from the medium, and the error sticks to the handle:
+ * every later flush and write returns it. The layers above turn a failed
+ * flush into their read-only state.
+ *
+ * Everything here is protected by the handle's zlock, which is also what
+ * waiters sleep on (zcond is broadcast when a write completes).
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "dev/dev_int.h"
+
+#define WB_MERGE_MAX 64           /* queued writes per device write */
+#define WB_RING_DEPTH 64
+#define WB_DEFAULT_MAX_IO (8 * SMR_MIB)
+
+/* One queued write. */
+struct wb_req {
+	struct wb_req *next;
+	uint64_t off;
+	size_t len;
+	uint64_t ticket; /* order of queueing, for flush */
+	char *buf;       /* the handle's copy */
+};
+
+/* A zone with queued writes (busy in the cache while it exists). */
+struct wb_zone {
+	struct wb_zone *next;
+	uint32_t zno;
+	bool full;     /* full in the cache: counted in wb->nr_full */
+	bool on_ring;  /* its write is in flight */
+	bool sync;     /* the ring cannot take it: the thread writes it */
+	struct wb_req *head, *tail; /* oldest first; the first nio in flight */
+	unsigned int nio;  /* queued writes in the device write */
+	size_t io_len;     /* bytes of the device write */
+	size_t io_done;    /* of which done (short transfers) */
+	unsigned int iov_first;
+	int fd;            /* io_target's descriptor while on the ring */
+	struct iovec iov[WB_MERGE_MAX];
+};
+
+struct smr_dev_wb {
+	struct smr_dev *dev;
+	size_t max_bytes;      /* cap on queued bytes */
+	size_t max_io;         /* bytes per device write */
+	size_t queued;         /* bytes queued or in flight */
+	uint64_t tickets;      /* last ticket handed out */
+	int err;               /* first failed write: sticky */
+	unsigned int nr_full;  /* zones full in the cache, writes queued */
+	unsigned int inflight; /* device writes on the ring */
+	struct wb_zone *zones; /* zones with queued writes */
+	struct wb_zone *spare; /* unused entries */
+	bool uring;            /* the ring is up */
+	struct io_uring ring;
+	pthread_t thread;
+	pthread_cond_t wake;   /* the thread: work to do, or stop */
+	bool stop;
+	struct smr_dev_wb_stats st;
+};
+
+static struct wb_zone *zone_find(struct smr_dev_wb *wb, uint32_t zno)
+{
+	for (struct wb_zone *z = wb->zones; z; z = z->next)
+		if (z->zno == zno)
+			return z;
+	return NULL;
+}
+
+static bool opens_zone(uint8_t cond, bool explicit_open)
+{
+	if (explicit_open)
+		return cond != SMR_ZONE_COND_IMP_OPEN &&
+		       cond != SMR_ZONE_COND_EXP_OPEN;
+	return cond == SMR_ZONE_COND_EMPTY || cond == SMR_ZONE_COND_CLOSED;
+}
+
+bool smr_dev_wb_open_blocked(const struct smr_dev *dev, uint32_t zno,
+			     bool explicit_open)
+{
+	const struct smr_dev_wb *wb = dev->wb;
+
+	if (!wb || !wb->nr_full || (!dev->info.max_open &&
+				    !dev->info.max_active))
+		return false;
+	return opens_zone(smr_zc_word_cond(smr_zc_word(dev->zc, zno)),
+			  explicit_open);
+}
+
+/* ------------------------------------------------------------------------
+ * Completion
+ * ------------------------------------------------------------------------ */
+
+static void req_free(struct smr_dev_wb *wb, struct wb_req *r)
+{
+	wb->queued -= r->len;
+	smr_dev_buf_free(r->buf);
+	free(r);
+}
+
+/* Zone @z has nothing queued any more: hand the zone back. */
+static void zone_drained(struct smr_dev_wb *wb, struct wb_zone *z)
+{
+	struct wb_zone **pp = &wb->zones;
+
+	if (z->full)
+		wb->nr_full--;
+	smr_zc_release(wb->dev->zc, z->zno);
+	while (*pp != z)
+		pp = &(*pp)->next;
+	*pp = z->next;
+	z->next = wb->spare;
+	wb->spare = z;
+}
+
+/* A device write of @z failed: drop the zone's queue, read the zone back
+ * from the medium, keep the error. */
+static void zone_failed(struct smr_dev_wb *wb, struct wb_zone *z, int rc)
+{
+	struct smr_dev *dev = wb->dev;
+	struct smr_zone rep;
+
+	/* The errors of the open and active limits: dev.h promises -EIO. */
+	if (rc == -ETOOMANYREFS || rc == -EOVERFLOW)
+		rc = -EIO;
+	smr_err("%s: queued write of %zu bytes at %llu (zone %u) failed: %s",
+		dev->path, z->io_len, (unsigned long long)z->head->off,
+		z->zno, strerror(-rc));
+	if (!wb->err)
+		wb->err = rc;
+	while (z->head) {
+		struct wb_req *r = z->head;
+
+		z->head = r->next;
+		wb->st.failed++;
+		req_free(wb, r);
+	}
+	z->tail = NULL;
+	z->nio = 0;
+	/* The zone is still busy: nobody else moves it meanwhile. */
+	if (dev->ops->report_zones &&
+	    dev->ops->report_zones(dev, z->zno, 1, &rep) == 0)
+		smr_zc_resync(dev->zc, z->zno, &rep);
+	zone_drained(wb, z);
+}
+
+static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z);
+
+/* Put (the rest of) @z's device write on the ring. */
+static void zone_submit(struct smr_dev_wb *wb, struct wb_zone *z)
+{
+	struct smr_dev *dev = wb->dev;
+	struct io_uring_sqe *sqe;
+	uint64_t off = z->head->off + z->io_done, foff;
+	int fd, rc;
+
+	if (dev->ops->io_target(dev, off, z->io_len - z->io_done, &fd,
+				&foff)) {
+		/* No descriptor for the ring now: the thread writes it. */
+		z->sync = true;
+		pthread_cond_signal(&wb->wake);
+		return;
+	}
+	sqe = wb->inflight < WB_RING_DEPTH ? io_uring_get_sqe(&wb->ring)
+					    : NULL;
+	if (!sqe) {
+		/* The ring is full: submitted at the next completion. */
+		if (dev->ops->io_release)
+			dev->ops->io_release(dev, off, fd);
+		return;
+	}
+	io_uring_prep_writev(sqe, fd, &z->iov[z->iov_first],
+			     z->nio - z->iov_first, foff);
+	io_uring_sqe_set_data(sqe, z);
+	z->fd = fd;
+	z->on_ring = true;
+	if (++wb->inflight > wb->st.peak_inflight)
+		wb->st.peak_inflight = wb->inflight;
+	do
+		rc = io_uring_submit(&wb->ring);
+	while (rc == -EINTR);
+	if (wb->inflight == 1)
+		pthread_cond_signal(&wb->wake);
+	if (rc < 0)
+		smr_warn("%s: io_uring_submit: %s", dev->path, strerror(-rc));
+}
+
+/* Start the next device write of @z, if it has none in flight: the queued
+ * writes at its head, merged up to max_io. */
+static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z)
+{
+	size_t bytes = 0;
+	unsigned int n = 0;
+
+	if (z->on_ring || z->sync || z->nio || !z->head)
+		return;
+	for (struct wb_req *r = z->head; r && n < WB_MERGE_MAX; r = r->next) {
+		if (n && bytes + r->len > wb->max_io)
+			break;
+		z->iov[n].iov_base = r->buf;
+		z->iov[n].iov_len = r->len;
+		bytes += r->len;
+		n++;
+	}
+	z->nio = n;
+	z->io_len = bytes;
+	z->io_done = 0;
+	z->iov_first = 0;
+	wb->st.issued++;
+	if (!wb->uring) {
+		z->sync = true;
+		pthread_cond_signal(&wb->wake);
+		return;
+	}
+	zone_submit(wb, z);
+}
+
+/* Every zone with something to issue or to submit again: after a
+ * completion freed room on the ring. */
+static void issue_waiting(struct smr_dev_wb *wb)
+{
+	for (struct wb_zone *z = wb->zones; z; z = z->next) {
+		if (z->on_ring || z->sync || !z->head)
+			continue;
+		if (z->nio)
+			zone_submit(wb, z);
+		else
+			zone_issue(wb, z);
+	}
+}
+
+/* The device write of @z is over with @res (bytes, or a negative errno). */
+static void zone_result(struct smr_dev_wb *wb, struct wb_zone *z, int res)
+{
+	if (res == -EINTR || res == -EAGAIN) {
+		zone_submit(wb, z);
+		return;
+	}
+	if (res <= 0) {
+		zone_failed(wb, z, res ? res : -EIO);
+		return;
+	}
+	z->io_done += (size_t)res;
+	if (z->io_done < z->io_len) {
+		/* Short: the rest goes out again. */
+		size_t skip = (size_t)res;
+
+		while (skip >= z->iov[z->iov_first].iov_len) {
+			skip -= z->iov[z->iov_first].iov_len;
+			z->iov_first++;
+		}
+		z->iov[z->iov_first].iov_base =
+			(char *)z->iov[z->iov_first].iov_base + skip;
+		z->iov[z->iov_first].iov_len -= skip;
+		zone_submit(wb, z);
+		return;
+	}
+	wb->st.bytes += z->io_len;
+	for (unsigned int i = 0; i < z->nio; i++) {
+		struct wb_req *r = z->head;
+
+		z->head = r->next;
+		req_free(wb, r);
+	}
+	if (!z->head)
+		z->tail = NULL;
+	z->nio = 0;
+	if (z->head)
+		zone_issue(wb, z);
+	else
+		zone_drained(wb, z);
+}
+
+/* A completion from the ring (zlock held). */
+static void ring_complete(struct smr_dev_wb *wb, struct wb_zone *z, int res)
+{
+	struct smr_dev *dev = wb->dev;
+
+	wb->inflight--;
+	z->on_ring = false;
+	if (dev->ops->io_release)
+		dev->ops->io_release(dev, z->head->off + z->io_done, z->fd);
+	zone_result(wb, z, res);
+}
+
+/* The thread writes @z's device write through the backend (no ring). */
+static void zone_write_sync(struct smr_dev_wb *wb, struct wb_zone *z)
+{
+	struct smr_dev *dev = wb->dev;
+	struct wb_req *r = z->head;
+	size_t len = z->io_len - z->io_done;
+	uint64_t off = r->off + z->io_done;
+	unsigned int first = z->iov_first, nio = z->nio;
+	int rc = 0;
+
+	z->on_ring = true; /* in flight, off the lock */
+	pthread_mutex_unlock(&dev->zlock);
+	for (unsigned int i = first; i < nio && !rc; i++) {
+		rc = dev->ops->write(dev, z->iov[i].iov_base,
+				     z->iov[i].iov_len, off);
+		off += z->iov[i].iov_len;
+	}
+	pthread_mutex_lock(&dev->zlock);
+	z->on_ring = false;
+	z->sync = false;
+	zone_result(wb, z, rc ? rc : (int)len);
+	issue_waiting(wb);
+	pthread_cond_broadcast(&dev->zcond);
+}
+
+static void *wb_thread(void *arg)
+{
+	struct smr_dev_wb *wb = arg;
+	struct smr_dev *dev = wb->dev;
+	struct __kernel_timespec ts = { .tv_sec = 1 };
+
+	pthread_mutex_lock(&dev->zlock);
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct wb_zone *z;
+		unsigned int head, seen;
+		int rc;
+
+		for (z = wb->zones; z && !(z->sync && !z->on_ring);
+		     z = z->next)
+			;
+		if (z) {
+			zone_write_sync(wb, z);
+			continue;
+		}
+		if (!wb->inflight) {
+			if (wb->stop)
+				break;
+			pthread_cond_wait(&wb->wake, &dev->zlock);
+			continue;
+		}
+		/* Only this thread reads the completion queue; the
+		 * submission side is used under zlock. */
+		pthread_mutex_unlock(&dev->zlock);
+		rc = io_uring_wait_cqe_timeout(&wb->ring, &cqe, &ts);
+		pthread_mutex_lock(&dev->zlock);
+		if (rc == -ETIME) {
+			/* Submit again what a failed submit may have left. */
+			io_uring_submit(&wb->ring);
+			continue;
+		}
+		if (rc < 0)
+			continue; /* -EINTR: the writes are still there */
+		seen = 0;
+		io_uring_for_each_cqe(&wb->ring, head, cqe) {
+			z = io_uring_cqe_get_data(cqe);
+			ring_complete(wb, z, cqe->res);
+			seen++;
+		}
+		io_uring_cq_advance(&wb->ring, seen);
+		issue_waiting(wb);
+		pthread_cond_broadcast(&dev->zcond);
+	}
+	pthread_mutex_unlock(&dev->zlock);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * The interface of dev.c
+ * ------------------------------------------------------------------------ */
+
+int smr_dev_wb_start(struct smr_dev *dev, size_t max_bytes)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	int rc;
+
+	if (wb) {
+		pthread_mutex_lock(&dev->zlock);
+		wb->max_bytes = max_bytes;
+		pthread_cond_broadcast(&dev->zcond);
+		pthread_mutex_unlock(&dev->zlock);
+		return 0;
+	}
+	wb = calloc(1, sizeof(*wb));
+	if (!wb)
+		return -ENOMEM;
+	wb->dev = dev;
+	wb->max_bytes = max_bytes;
+	wb->max_io = dev->info.max_transfer ? dev->info.max_transfer
+					    : WB_DEFAULT_MAX_IO;
+	if (dev->ops->io_target)
+		wb->uring = io_uring_queue_init(WB_RING_DEPTH, &wb->ring,
+						0) == 0;
+	pthread_cond_init(&wb->wake, NULL);
+	rc = -pthread_create(&wb->thread, NULL, wb_thread, wb);
+	if (rc) {
+		pthread_cond_destroy(&wb->wake);
+		if (wb->uring)
+			io_uring_queue_exit(&wb->ring);
+		free(wb);
+		return rc;
+	}
+	dev->wb = wb;
+	return 0;
+}
+
+int smr_dev_wb_stop(struct smr_dev *dev)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	int rc;
+
+	if (!wb)
+		return 0;
+	pthread_mutex_lock(&dev->zlock);
+	while (wb->zones)
+		pthread_cond_wait(&dev->zcond, &dev->zlock);
+	wb->stop = true;
+	pthread_cond_signal(&wb->wake);
+	rc = wb->err;
+	pthread_mutex_unlock(&dev->zlock);
+	pthread_join(wb->thread, NULL);
+	while (wb->spare) {
+		struct wb_zone *z = wb->spare;
+
+		wb->spare = z->next;
+		free(z);
+	}
+	if (wb->uring)
+		io_uring_queue_exit(&wb->ring);
+	pthread_cond_destroy(&wb->wake);
+	dev->wb = NULL;
+	free(wb);
+	return rc;
+}
+
+int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
+		     size_t len, uint64_t off)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	struct smr_zc_undo undo;
+	struct wb_zone *z, *nz;
+	struct wb_req *r;
+	bool waited = false;
+	int rc;
+
+	r = malloc(sizeof(*r));
+	nz = calloc(1, sizeof(*nz));
+	if (!r || !nz) {
+		free(r);
+		free(nz);
+		return -ENOMEM;
+	}
+	r->buf = smr_dev_buf_alloc_uninit(len);
+	if (!r->buf) {
+		free(r);
+		free(nz);
+		return -ENOMEM;
+	}
+	memcpy(r->buf, buf, len);
+	r->off = off;
+	r->len = len;
+	r->next = NULL;
+
+	pthread_mutex_lock(&dev->zlock);
+	for (;;) {
+		rc = wb->err;
+		if (rc)
+			break;
+		z = zone_find(wb, zno);
+		if (wb->queued && wb->queued + len > wb->max_bytes) {
+			if (!waited)
+				wb->st.cap_waits++;
+			waited = true;
+		} else if (!z && smr_dev_wb_open_blocked(dev, zno, false)) {
+			/* Wait for the zones that are full to drain. */
+		} else {
+			rc = smr_zc_write_queue(dev->zc, zno, off, len, z != NULL,
+						&undo);
+			if (rc != SMR_ZC_BUSY_RETRY)
+				break;
+		}
+		pthread_cond_wait(&dev->zcond, &dev->zlock);
+	}
+	if (rc) {
+		pthread_mutex_unlock(&dev->zlock);
+		smr_dev_buf_free(r->buf);
+		free(r);
+		free(nz);
+		return rc;
+	}
+	if (!z) {
+		z = nz;
+		nz = NULL;
+		z->zno = zno;
+		z->next = wb->zones;
+		wb->zones = z;
+	}
+	r->ticket = ++wb->tickets;
+	if (z->tail)
+		z->tail->next = r;
+	else
+		z->head = r;
+	z->tail = r;
+	wb->queued += len;
+	wb->st.queued++;
+	if (wb->queued > wb->st.peak_bytes)
+		wb->st.peak_bytes = wb->queued;
+	if (!z->full && smr_zc_word_cond(smr_zc_word(dev->zc, zno)) ==
+				SMR_ZONE_COND_FULL) {
+		z->full = true;
+		wb->nr_full++;
+	}
+	zone_issue(wb, z);
+	pthread_mutex_unlock(&dev->zlock);
+	free(nz);
+	return 0;
+}
+
+void smr_dev_wb_wait_read(struct smr_dev *dev, uint64_t off, size_t len)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	struct wb_zone *z;
+	uint32_t zno;
+
+	if (!wb || !len)
+		return;
+	zno = smr_zc_zone_no(dev->zc, off);
+	/* A zone with queued writes is busy: most reads stop here. */
+	if (zno == UINT32_MAX ||
+	    !(smr_zc_word(dev->zc, zno) & SMR_ZC_BUSY))
+		return;
+	pthread_mutex_lock(&dev->zlock);
+	while ((z = zone_find(wb, zno)) && z->head->off < off + len)
+		pthread_cond_wait(&dev->zcond, &dev->zlock);
+	pthread_mutex_unlock(&dev->zlock);
+}
+
+int smr_dev_wb_drain(struct smr_dev *dev)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	uint64_t last;
+	int rc;
+
+	if (!wb)
+		return 0;
+	pthread_mutex_lock(&dev->zlock);
+	last = wb->tickets;
+	for (;;) {
+		bool older = false;
+
+		/* Each zone's queue is in ticket order: its head is its
+		 * oldest write. */
+		for (struct wb_zone *z = wb->zones; z && !older; z = z->next)
+			older = z->head->ticket <= last;
+		if (!older)
+			break;
+		pthread_cond_wait(&dev->zcond, &dev->zlock);
+	}
+	rc = wb->err;
+	pthread_mutex_unlock(&dev->zlock);
+	return rc;
+}
+
+void smr_dev_wb_stats(struct smr_dev *dev, struct smr_dev_wb_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!dev->wb)
+		return;
+	pthread_mutex_lock(&dev->zlock);
+	*st = dev->wb->st;
+	pthread_mutex_unlock(&dev->zlock);
+}
