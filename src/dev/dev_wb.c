@@ -460,22 +460,17 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 {
 	struct smr_dev_wb *wb = dev->wb;
 	struct smr_zc_undo undo;
-	struct wb_zone *z, *nz;
+	struct wb_zone *z, *nz = NULL;
 	struct wb_req *r;
 	bool waited = false;
 	int rc;
 
 	r = malloc(sizeof(*r));
-	nz = calloc(1, sizeof(*nz));
-	if (!r || !nz) {
-		free(r);
-		free(nz);
+	if (!r)
 		return -ENOMEM;
-	}
 	r->buf = smr_dev_buf_alloc_uninit(len);
 	if (!r->buf) {
 		free(r);
-		free(nz);
 		return -ENOMEM;
 	}
 	memcpy(r->buf, buf, len);
@@ -489,6 +484,20 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		if (rc)
 			break;
 		z = zone_find(wb, zno);
+		if (!z && !nz && wb->spare) {
+			nz = wb->spare;
+			wb->spare = nz->next;
+		}
+		if (!z && !nz) {
+			/* An entry for the zone, before anything changes. */
+			pthread_mutex_unlock(&dev->zlock);
+			nz = malloc(sizeof(*nz));
+			pthread_mutex_lock(&dev->zlock);
+			if (nz)
+				continue;
+			rc = -ENOMEM;
+			break;
+		}
 		if (wb->queued && wb->queued + len > wb->max_bytes) {
 			if (!waited)
 				wb->st.cap_waits++;
@@ -504,15 +513,19 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	}
 	if (rc) {
+		if (nz) {
+			nz->next = wb->spare;
+			wb->spare = nz;
+		}
 		pthread_mutex_unlock(&dev->zlock);
 		smr_dev_buf_free(r->buf);
 		free(r);
-		free(nz);
 		return rc;
 	}
 	if (!z) {
 		z = nz;
 		nz = NULL;
+		memset(z, 0, sizeof(*z));
 		z->zno = zno;
 		z->next = wb->zones;
 		wb->zones = z;
@@ -532,9 +545,12 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		z->full = true;
 		wb->nr_full++;
 	}
+	if (nz) {
+		nz->next = wb->spare;
+		wb->spare = nz;
+	}
 	zone_issue(wb, z);
 	pthread_mutex_unlock(&dev->zlock);
-	free(nz);
 	return 0;
 }
 
