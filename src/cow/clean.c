@@ -329,7 +329,6 @@ out:
 	return rc;
 }
 
-static void gc_kick(struct smr_cow *c, uint64_t len);
 
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,
@@ -360,7 +359,7 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 	}
 	pthread_rwlock_unlock(&c->lock);
 	if (!rc)
-		gc_kick(c, done);
+		smr_cow_gc_kick(c, done);
 	return rc ? rc : n;
 }
 
@@ -919,19 +918,24 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 
 static unsigned int gc_low(const struct smr_cow *c)
 {
+	if (c->opts.gc_need_only)
+		return 1;
 	return c->opts.gc_low ? c->opts.gc_low : 2;
 }
 
 static unsigned int gc_high(const struct smr_cow *c)
 {
+	if (c->opts.gc_need_only)
+		return 1;
 	return c->opts.gc_high > gc_low(c) ? c->opts.gc_high : gc_low(c) + 1;
 }
 
 int smr_cow_clean_auto(struct smr_cow *c)
 {
-	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ?
-				     SMR_COW_GC_GREEDY :
-				     SMR_COW_GC_COST_BENEFIT;
+	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ||
+						     c->opts.gc_need_only ?
+					     SMR_COW_GC_GREEDY :
+					     SMR_COW_GC_COST_BENEFIT;
 	unsigned int low = gc_low(c), high = gc_high(c);
 	uint64_t fz, zl;
 	int rc = 0;
@@ -1003,17 +1007,20 @@ static void *gc_main(void *arg)
 }
 
 /*
- * A writer took @len more bytes: every quarter of a zone written, see
- * whether free zones fell below the low watermark and wake the thread if
- * so. Counting free zones walks the allocator's zones, so it is not done
- * on every write.
+ * A writer or a commit took @len more bytes: every quarter of a zone
+ * written, see whether free zones fell below the low watermark and wake
+ * the thread if so. Counting free zones walks the allocator's zones, so it
+ * is not done on every write.
  */
-static void gc_kick(struct smr_cow *c, uint64_t len)
+void smr_cow_gc_kick(struct smr_cow *c, uint64_t len)
 {
-	uint64_t step = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1) / 4;
-	uint64_t before;
+	uint64_t step, before;
 
-	if (!c->gc_running || !step)
+	/* First: an engine without the thread may have no device. */
+	if (!c->gc_running || !len)
+		return;
+	step = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1) / 4;
+	if (!step)
 		return;
 	before = __atomic_fetch_add(&c->gc_kick_bytes, len, __ATOMIC_RELAXED);
 	if (before / step == (before + len) / step)

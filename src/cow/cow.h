@@ -180,6 +180,10 @@ struct smr_cow_opts {
 	bool skip_damaged;
 	/* The cleaner (zoned devices only; see "Cleaning" below). */
 	bool gc_off;           /* no background cleaning thread */
+	bool gc_need_only;     /* the thread cleans only when no zone is left
+				* free to data (metadata has begun to take
+				* the reserve), greedily, until two are;
+				* gc_policy, gc_low, gc_high are ignored */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
 				* 0 = cost-benefit */
 	unsigned gc_low;       /* start below this many free zones; 0 = 2 */

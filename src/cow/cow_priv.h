@@ -204,7 +204,8 @@ struct smr_cow {
 	bool gc_stop;                 /* txn_lock */
 	bool gc_wake;                 /* txn_lock: a writer saw free zones
 				       * below gc_low */
-	uint64_t gc_kick_bytes;       /* written by users; atomics */
+	uint64_t gc_kick_bytes;       /* written by users and commits;
+				       * atomics */
 	pthread_t gc_thread;
 	pthread_cond_t gc_cond;       /* with txn_lock: wake the thread */
 };
@@ -319,6 +320,9 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len);
 void smr_rmap_guard(struct smr_cow *c);
 int smr_cow_gc_start(struct smr_cow *c);
 void smr_cow_gc_stop(struct smr_cow *c);
+/* @len more bytes were written (data, or a commit's nodes): wake the
+ * cleaner if free zones fell below its low watermark. No lock held. */
+void smr_cow_gc_kick(struct smr_cow *c, uint64_t len);
 
 /* txn.c */
 int smr_cow_setup(struct smr_cow *c);  /* locks, cache, roots, timer */

@@ -128,6 +128,7 @@ out:
  */
 static int commit_gen(struct smr_cow *c, uint64_t want)
 {
+	uint64_t nodes;
 	int rc;
 
 	pthread_mutex_lock(&c->commit_lock);
@@ -148,6 +149,7 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
 	pthread_mutex_unlock(&c->txn_lock);
 
+	nodes = __atomic_load_n(&c->stats.nodes_written, __ATOMIC_RELAXED);
 	pthread_rwlock_wrlock(&c->lock);
 	rc = commit_locked(c);
 	pthread_rwlock_unlock(&c->lock);
@@ -159,6 +161,14 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 	pthread_cond_broadcast(&c->txn_cond);
 	pthread_mutex_unlock(&c->txn_lock);
 	pthread_mutex_unlock(&c->commit_lock);
+	/* Metadata takes space too, from the reserve once data has none:
+	 * a run of commits with little data written (creates and unlinks
+	 * with fsync) must wake the cleaner as writers do, or it fills the
+	 * reserve with nodes of dead zones and the next commit fails. */
+	if (!rc)
+		smr_cow_gc_kick(c, (__atomic_load_n(&c->stats.nodes_written,
+						    __ATOMIC_RELAXED) -
+				    nodes) * c->ns);
 	return rc;
 }
 

@@ -456,7 +456,10 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.alloc = mo->alloc,
 		.cache_bytes = mo->cache_bytes,
 		.commit_secs = mo->commit_secs,
-		.gc_off = mo->gc_off,
+		/* gc=off: no cleaning ahead of need, but the thread still
+		 * cleans once metadata takes the reserve, which nothing else
+		 * would (a data write that finds no space cleans itself). */
+		.gc_need_only = mo->gc_off,
 		.gc_policy = mo->gc_policy,
 		.gc_low = mo->gc_low,
 		.gc_high = mo->gc_high,
