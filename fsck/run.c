@@ -1641,6 +1641,15 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	smr_cow_info(cow, &info);
 	r->gen = info.gen;
+	if (info.log_pending)
+		smr_warn("%u fsync log record%s after generation %" PRIu64
+			 " pending (not damage): checked here is the state of "
+			 "the checkpoint; a read-write mount or a repair "
+			 "replays them", info.log_pending,
+			 info.log_pending == 1 ? "" : "s", info.gen);
+	if (info.log_replayed)
+		smr_info("%u fsync log record%s replayed and committed",
+			 info.log_replayed, info.log_replayed == 1 ? "" : "s");
 	if (info.skipped_gen) {
 		smr_err("checkpoint of generation %" PRIu64 " cannot be used "
 			"(a tree root or its allocator state is damaged): "

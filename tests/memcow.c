@@ -192,6 +192,11 @@ int smr_cow_commit(struct smr_cow *c)
 	return 0;
 }
 
+int smr_cow_fsync(struct smr_cow *c)
+{
+	return smr_cow_commit(c);
+}
+
 /* ------------------------------------------------------------------------
  * Items
  * ------------------------------------------------------------------------ */

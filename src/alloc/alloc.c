@@ -293,6 +293,18 @@ int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	return rc;
 }
 
+int smr_alloc_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	if (!a->ops->claim)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&a->lock);
+	rc = a->ops->claim(a, off, len);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
 void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len)
 {
 	if (!a->ops->write_failed)

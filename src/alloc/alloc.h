@@ -263,6 +263,18 @@ struct smr_alloc_ops {
 	 */
 	int (*gc_pick_n)(struct smr_alloc *a, enum smr_gc_policy policy,
 			 struct smr_gc_victim *v, unsigned int max);
+
+	/*
+	 * Replay of an fsync log at open: @len bytes at @off were written
+	 * after the commit whose state init read, and are referenced again:
+	 * count them live. zoned: the range lies below the zone's write
+	 * pointer (dead as init left it) and its zone is not free; a
+	 * conventional zone's allocation pointer moves past it. rotational,
+	 * flash: the range lies inside one free extent and leaves the free
+	 * space. -EINVAL when it cannot be claimed (nothing changed). May
+	 * be NULL: the module cannot replay a log (-EOPNOTSUPP).
+	 */
+	int (*claim)(struct smr_alloc *a, uint64_t off, uint64_t len);
 };
 
 extern const struct smr_alloc_ops smr_zoned_ops;
@@ -356,6 +368,7 @@ int smr_alloc_extent(struct smr_alloc *a, uint64_t len,
 		     const struct smr_alloc_hint *hint, enum smr_stream stream,
 		     struct smr_extent *ext, unsigned int max_ext);
 int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len);
+int smr_alloc_claim(struct smr_alloc *a, uint64_t off, uint64_t len);
 void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len);
 int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
 		     struct smr_alloc_ref *ref);

@@ -121,6 +121,7 @@ int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
 		   const struct smr_alloc_hint *hint, enum smr_stream stream,
 		   struct smr_extent *ext, unsigned int max_ext);
 int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len);
+int smr_xmod_claim(struct smr_alloc *a, uint64_t off, uint64_t len);
 int smr_xmod_commit(struct smr_alloc *a, uint64_t gen,
 		    struct smr_alloc_ref *ref);
 int smr_xmod_committed(struct smr_alloc *a);

@@ -184,6 +184,25 @@ int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	return 0;
 }
 
+int smr_xmod_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	struct smr_xmod *m = a->priv;
+	struct smr_extent e;
+
+	if (!len || off % m->block_size || len % m->block_size ||
+	    off < a->data_start || off >= a->info->capacity ||
+	    len > a->info->capacity - off)
+		return -EINVAL;
+	/* Written after the state was taken: it was free then. */
+	if (smr_xidx_containing(&m->free, off, &e) ||
+	    off + len > e.off + e.len) {
+		smr_err("alloc: claiming %" PRIu64 "+%" PRIu64
+			" that is not free", off, len);
+		return -EINVAL;
+	}
+	return smr_xidx_remove(&m->free, off, len);
+}
+
 /* Move every extent of @from into @to; @from ends empty. */
 static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
 {

@@ -75,4 +75,5 @@ const struct smr_alloc_ops smr_flash_ops = {
 	.committed = smr_xmod_committed,
 	.space = smr_xmod_space,
 	.stats = smr_xmod_stats,
+	.claim = smr_xmod_claim,
 };

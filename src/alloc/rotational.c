@@ -87,4 +87,5 @@ const struct smr_alloc_ops smr_rot_ops = {
 	.committed = smr_xmod_committed,
 	.space = smr_xmod_space,
 	.stats = smr_xmod_stats,
+	.claim = smr_xmod_claim,
 };

@@ -660,6 +660,57 @@ static int zoned_free(struct smr_alloc *a, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * Data written after the state's commit, referenced again by a replayed
+ * fsync log: init counted it dead (past the recorded allocation pointer,
+ * below the write pointer); it is live.
+ */
+static int zoned_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
+{
+	struct zoned *m = a->priv;
+	uint64_t pos = off, end = off + len;
+
+	if (!len || off % m->bs || len % m->bs || off < a->data_start ||
+	    off >= a->info->capacity || len > a->info->capacity - off)
+		return -EINVAL;
+	/* Check every piece before changing any. */
+	while (pos < end) {
+		uint32_t i = zone_of(a, m, pos);
+		struct zz *z;
+		uint64_t piece;
+
+		if (i == UINT32_MAX)
+			return -EINVAL;
+		z = &m->z[i];
+		piece = SMR_MIN(end, z->start + z->len) - pos;
+		if (z->state == ZS_BAD || pos + piece > z->start + z->cap ||
+		    (!z->cnv && (z->state == ZS_FREE ||
+				 pos + piece > z->start + z->ap)) ||
+		    z->live + piece > z->cap) {
+			smr_err("alloc: claiming %" PRIu64 "+%" PRIu64
+				" that zone %u cannot hold", off, len,
+				m->first + i);
+			return -EINVAL;
+		}
+		pos += piece;
+	}
+	for (pos = off; pos < end;) {
+		struct zz *z = &m->z[zone_of(a, m, pos)];
+		uint64_t piece = SMR_MIN(end, z->start + z->len) - pos;
+
+		if (z->cnv && z->state == ZS_FREE) {
+			free_clear(m, (uint32_t)(z - m->z));
+			z->state = ZS_FULL;
+		}
+		if (z->cnv)
+			z->ap = SMR_MAX(z->ap, pos + piece - z->start);
+		z->live += piece;
+		z->dead_gen = NOT_DEAD;
+		pos += piece;
+	}
+	return 0;
+}
+
 static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
 			       uint64_t len)
 {
@@ -1056,4 +1107,5 @@ const struct smr_alloc_ops smr_zoned_ops = {
 	.zone_live = zoned_zone_live,
 	.stats = zoned_stats,
 	.gc_pick_n = zoned_gc_pick_n,
+	.claim = zoned_claim,
 };

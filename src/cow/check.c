@@ -168,8 +168,25 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		}
 		rc = smr_dev_read(dev, buf, SMR_CKPT_SIZE, pl[i].addr);
 		if (!rc) {
+			struct smr_log_piece lp;
+			struct smr_blk_id id;
+
+			smr_blk_hdr_decode(buf, &id);
 			if (cs_is_zero(buf, SMR_CKPT_SIZE)) {
 				r->ckpt_empty++;
+			} else if (id.magic == SMR_MAGIC_LOG) {
+				/* An fsync log piece: replayed (or found
+				 * stale) by open; one that does not verify
+				 * was cut by a crash before its fsync
+				 * returned. */
+				if (!smr_log_piece_decode(buf, pl[i].addr,
+							  sb.uuid, &lp))
+					r->log_pieces++;
+				else
+					smr_warn("fsync log piece at byte %" PRIu64
+						 " does not verify (cut by a crash "
+						 "before its fsync returned; never "
+						 "replayed)", pl[i].addr);
 			} else if (!smr_ckpt_from_disk(buf, SMR_CKPT_SIZE,
 						       pl[i].addr, sb.uuid,
 						       ck)) {

@@ -127,6 +127,14 @@ static int rmap_put_locked(struct smr_cow *c, const struct rmap_ent *e)
 				    SMR_BT_PUT);
 }
 
+int smr_rmap_put_locked(struct smr_cow *c, uint64_t off, uint64_t len,
+			const struct smr_key *owner)
+{
+	struct rmap_ent e = { .off = off, .len = len, .owner = *owner };
+
+	return rmap_put_locked(c, &e);
+}
+
 int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len;
@@ -338,7 +346,7 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 	uint64_t done = 0;
 	int n, rc = 0;
 
-	n = smr_cow_data_write(c, temp, near, buf, len, ext, max);
+	n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max);
 	if (n <= 0)
 		return n;
 	pthread_rwlock_wrlock(&c->lock);
@@ -358,9 +366,11 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 		}
 	}
 	pthread_rwlock_unlock(&c->lock);
-	if (!rc)
-		smr_cow_gc_kick(c, done);
-	return rc ? rc : n;
+	if (rc)
+		return rc;
+	smr_log_written(c, ext, n, buf, owner);
+	smr_cow_gc_kick(c, done);
+	return n;
 }
 
 void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,
@@ -406,6 +416,7 @@ static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
 	uint64_t done = 0, total = 0;
 	int n = 0, err = 0, rc;
 
+	smr_log_break(c, "the cleaner moves data");
 	rc = smr_dev_read(c->dev, buf, len, off);
 	if (rc)
 		return rc;

@@ -125,6 +125,50 @@ static int cow_trim_released(struct smr_cow *c)
 	return rc;
 }
 
+static void cow_free_found(struct smr_cow *c)
+{
+	for (uint32_t i = 0; i < c->log_nfound; i++)
+		smr_dev_buf_free(c->log_found[i]);
+	free(c->log_found);
+	free(c->log_found_len);
+	c->log_found = NULL;
+	c->log_found_len = NULL;
+	c->log_nfound = 0;
+}
+
+/*
+ * The fsync log: replay the records the store found after the checkpoint
+ * and commit them, so that the log is empty before anything else is
+ * written. A read-only open leaves them for the next read-write one.
+ */
+static int cow_open_log(struct smr_cow *c)
+{
+	int rc = 0;
+
+	c->log_on = c->opts.fsync_log && !c->opts.read_only && c->alloc &&
+		    c->sops->log_write &&
+		    (c->sb.features_incompat & SMR_FEAT_INCOMPAT_LOG);
+	if (c->opts.fsync_log && !c->opts.read_only && c->alloc &&
+	    !(c->sb.features_incompat & SMR_FEAT_INCOMPAT_LOG))
+		smr_info("filesystem made without the fsync log: fsync commits");
+	if (!c->log_nfound)
+		return 0;
+	if (c->opts.read_only) {
+		c->log_pending = c->log_nfound;
+		smr_warn("%u fsync log record%s after generation %" PRIu64
+			 " not replayed (read-only): this shows the state of "
+			 "the checkpoint; a read-write open replays them",
+			 c->log_nfound, c->log_nfound == 1 ? "" : "s", c->gen);
+		cow_free_found(c);
+		return 0;
+	}
+	rc = smr_log_replay(c, c->log_found, c->log_found_len, c->log_nfound);
+	cow_free_found(c);
+	if (!rc && c->changed)
+		rc = smr_cow_commit_now(c);
+	return rc;
+}
+
 static int cow_open_common(struct smr_cow *c)
 {
 	struct smr_ckpt *ck = calloc(1, sizeof(*ck));
@@ -165,6 +209,9 @@ static int cow_open_common(struct smr_cow *c)
 		goto out;
 	smr_rmap_guard(c);
 	c->read_only = c->opts.read_only;
+	rc = cow_open_log(c);
+	if (rc)
+		goto out;
 	if (!c->read_only)
 		rc = smr_cow_start_timer(c);
 	if (!rc && !c->read_only)
@@ -215,6 +262,7 @@ int smr_cow_open(struct smr_dev *dev, const struct smr_cow_opts *o,
 	if (rc) {
 		smr_cow_teardown(c);
 		c->sops->close(c);
+		cow_free_found(c);
 		free(c);
 		return rc;
 	}
@@ -277,6 +325,9 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	info->format_major = c->sb.format_major;
 	info->format_minor = c->sb.format_minor;
 	info->skipped_gen = c->skipped_gen;
+	info->log_replayed = c->log_replayed;
+	info->log_pending = c->log_pending;
+	info->log_on = c->log_on;
 	pthread_rwlock_rdlock(&c->lock);
 	info->fs_items = c->trees[SMR_TREE_FS].nr_items;
 	pthread_rwlock_unlock(&c->lock);
@@ -379,6 +430,8 @@ static int bt_modify(struct smr_txn *t, uint32_t tree,
 	pthread_rwlock_wrlock(&c->lock);
 	rc = c->read_only ? -EROFS :
 			    smr_bt_modify_locked(c, tree, &k, val, len, mode);
+	if (!rc)
+		smr_log_change_locked(c, tree, &k, val, len, false);
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -410,6 +463,8 @@ int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
 	to_nkey(key, &k);
 	pthread_rwlock_wrlock(&c->lock);
 	rc = c->read_only ? -EROFS : smr_bt_delete_locked(c, tree, &k);
+	if (!rc)
+		smr_log_change_locked(c, tree, &k, NULL, 0, true);
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }

@@ -143,6 +143,12 @@ struct smr_cow_info {
 	 * newer one's generation, else 0. */
 	uint64_t skipped_gen;
 	uint64_t fs_items;       /* items in the FS tree (a progress total) */
+	/* fsync log records after the newest checkpoint: replayed by this
+	 * open, or found and left for a read-write open (a read-only one
+	 * shows the checkpoint's state without them). */
+	uint32_t log_replayed;
+	uint32_t log_pending;
+	bool log_on;             /* smr_cow_fsync may write records */
 };
 
 /*
@@ -188,6 +194,9 @@ struct smr_cow_opts {
 				* 0 = cost-benefit */
 	unsigned gc_low;       /* start below this many free zones; 0 = 2 */
 	unsigned gc_high;      /* stop above this many; 0 = gc_low + 1 */
+	/* smr_cow_fsync writes an fsync log record where it can instead of
+	 * committing (a filesystem made with the log, read-write). */
+	bool fsync_log;
 };
 
 /*
@@ -253,6 +262,16 @@ void smr_txn_end(struct smr_txn *t);
  * commit. Returns 0 or the commit's error (after which the engine is
  * read-only and the last good checkpoint stays the newest). */
 int smr_cow_commit(struct smr_cow *c);
+
+/*
+ * fsync: make every change made so far durable, by one fsync log record
+ * and one flush when the engine can (opts.fsync_log; nothing since the
+ * newest checkpoint that the log cannot express; room for the record),
+ * else by a commit. Concurrent callers share one record or commit. The
+ * state a crash leaves is then the state after some completed
+ * transaction at or after the call. Returns as smr_cow_commit.
+ */
+int smr_cow_fsync(struct smr_cow *c);
 
 /* ------------------------------------------------------------------------
  * Items. Values are copied in and out. Lookups need no transaction.
@@ -408,6 +427,7 @@ struct smr_cow_super_check {
 	uint64_t unfixable;   /* of them, beyond a safe repair */
 	uint32_t sb_copies, sb_bad;
 	uint32_t ckpt_valid, ckpt_bad, ckpt_empty;
+	uint32_t log_pieces;  /* valid fsync log pieces (any generation) */
 	uint64_t newest_gen;  /* of the newest valid checkpoint, 0 if none */
 	uint64_t newest_addr;
 	bool no_sb;           /* neither superblock copy verifies */
@@ -646,6 +666,7 @@ struct smr_cow_fsstat {
 	/* The engine's, since open. */
 	uint64_t commits;
 	uint64_t nodes_written;
+	uint64_t log_records;    /* fsync log records written */
 	/* The cleaner's figures since mkfs (smr_cow_gc_stats), where the
 	 * engine has an allocator (has_gc). */
 	bool has_gc;

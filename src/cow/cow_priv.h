@@ -72,6 +72,13 @@ struct smr_store_ops {
 	int (*checkpoint)(struct smr_cow *c, struct smr_ckpt *ck);
 	/* Release the store (the device is the caller's). */
 	void (*close)(struct smr_cow *c);
+	/* Write the fsync log record @payload (@len bytes, sequence number
+	 * @seq after the newest checkpoint) as @nr pieces after the newest
+	 * checkpoint or record, and flush. 0, 1 when there is no room for
+	 * it (the caller commits instead; nothing written), or an error.
+	 * May be NULL: no log. */
+	int (*log_write)(struct smr_cow *c, const uint8_t *payload, size_t len,
+			 uint64_t seq, uint32_t nr);
 };
 
 extern const struct smr_store_ops smr_store_dev_ops;
@@ -121,6 +128,24 @@ struct smr_cow_stats {
 	uint64_t nodes_written;
 	uint64_t commits;
 	uint64_t evictions;
+	uint64_t log_records;    /* fsync log records written */
+};
+
+/* Data written while the fsync log gathers (log.c). */
+struct smr_log_w {
+	uint64_t off, len;
+	uint64_t csum;           /* XXH3-64, seed 0, of the bytes written */
+	struct smr_key owner;    /* reverse-map owner of the first byte */
+	bool owned;
+	bool settled;            /* referenced since the last record */
+};
+
+struct smr_log_op;
+
+/* One piece of a record as found on the device (store_dev.c, log.c). */
+struct smr_log_piece {
+	uint64_t addr, gen, seq, total;
+	uint32_t piece, nr_pieces, len;
 };
 
 struct smr_cow {
@@ -187,6 +212,32 @@ struct smr_cow {
 	pthread_cond_t timer_cond;
 
 	struct smr_cow_stats stats; /* updated with atomics */
+
+	/*
+	 * The fsync log (log.c). log_on is set at open and constant after:
+	 * opts.fsync_log on a read-write device store whose format has the
+	 * log. The rest is protected by lock (exclusive to change) unless
+	 * said otherwise.
+	 */
+	bool log_on;
+	bool log_broken;         /* atomics: no record until the next commit */
+	bool log_base_ok;        /* this engine wrote the newest checkpoint */
+	uint64_t log_seq;        /* records written after it */
+	uint64_t log_change;     /* changes counted since open */
+	uint64_t log_durable;    /* of them, durable (commit_lock) */
+	struct smr_log_op *log_ops;  /* FS tree changes since the last record */
+	size_t log_nops, log_capops;
+	uint8_t *log_vals;       /* their values */
+	size_t log_nvals, log_capvals;
+	struct smr_xlist log_frees;  /* data freed since the checkpoint */
+	pthread_mutex_t log_lock;    /* log_w; taken after lock */
+	struct smr_log_w *log_w;     /* data written, not yet recorded */
+	size_t log_nw, log_capw;
+	uint8_t **log_found;     /* records found at open (payloads), in */
+	size_t *log_found_len;   /* order; freed once replayed */
+	uint32_t log_nfound;
+	uint32_t log_replayed;   /* records replayed at open */
+	uint32_t log_pending;    /* records found, not replayed (read-only) */
 
 	/* The cleaner (clean.c). */
 	smr_cow_relocate_fn reloc_fn; /* set once by the layer above */
@@ -323,6 +374,48 @@ void smr_cow_gc_stop(struct smr_cow *c);
 /* @len more bytes were written (data, or a commit's nodes): wake the
  * cleaner if free zones fell below its low watermark. No lock held. */
 void smr_cow_gc_kick(struct smr_cow *c, uint64_t len);
+
+/* clean.c: a reverse-map entry for [@off, @off + @len) (log replay). */
+int smr_rmap_put_locked(struct smr_cow *c, uint64_t off, uint64_t len,
+			const struct smr_key *owner);
+
+/* store_dev.c: smr_cow_data_write without telling the fsync log. */
+int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,
+			   uint64_t near, const void *buf, uint64_t len,
+			   struct smr_data_extent *ext, unsigned int max);
+
+/* log.c */
+extern const struct smr_blk_ops smr_log_ops;
+/* Verify a log piece read at @addr and decode its header: 0 or
+ * -SMR_EFSCORRUPTED (not logged: a scan meets many blocks that are not). */
+int smr_log_piece_decode(const void *blk, uint64_t addr, const uint8_t *uuid,
+			 struct smr_log_piece *p);
+/* Seal the @nr pieces of a record of @total payload bytes into @out for
+ * the addresses @addr. */
+int smr_log_seal(struct smr_cow *c, const uint8_t *payload, size_t total,
+		 uint64_t seq, uint8_t *out, const uint64_t *addr, uint32_t nr);
+/* An FS tree change (lock exclusive). */
+void smr_log_change_locked(struct smr_cow *c, uint32_t tree,
+			   const struct smr_nkey *key, const void *val,
+			   size_t len, bool del);
+/* Data written, settled, freed (the last with lock exclusive). */
+void smr_log_written(struct smr_cow *c, const struct smr_data_extent *ext,
+		     int n, const void *buf, const struct smr_key *owner);
+void smr_log_settle(struct smr_cow *c, uint64_t off, uint64_t len);
+int smr_log_free_locked(struct smr_cow *c, uint64_t off, uint64_t len);
+/* Something the log cannot express happened: commit at the next fsync. */
+void smr_log_break(struct smr_cow *c, const char *why);
+/* A commit is durable (lock exclusive). */
+void smr_log_committed_locked(struct smr_cow *c);
+/* Write a record of what changed (frozen: lock exclusive, no handle).
+ * 0, 1 when a commit must do instead, or a write error. */
+int smr_log_record_locked(struct smr_cow *c);
+/* Verify and apply the @n records found at open, in order; the caller
+ * commits. 0 (records whose data does not verify are ignored with those
+ * after them), or an error. */
+int smr_log_replay(struct smr_cow *c, uint8_t **recs, const size_t *lens,
+		   uint32_t n);
+void smr_log_fini(struct smr_cow *c);
 
 /* txn.c */
 int smr_cow_setup(struct smr_cow *c);  /* locks, cache, roots, timer */

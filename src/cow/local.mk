@@ -8,7 +8,8 @@ src_cow_libsmrfs_cow_la_SOURCES = \
 	src/cow/txn.c \
 	src/cow/store_mem.c \
 	src/cow/store_dev.c \
-	src/cow/clean.c
+	src/cow/clean.c \
+	src/cow/log.c
 
 # The tree alone, over the memory store: a model-based test against a
 # reference map. SMR_TEST_OPS sets the number of operations (default
@@ -61,3 +62,12 @@ tests_test_cow_stats_SOURCES = tests/test_cow_stats.c
 tests_test_cow_stats_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_cow_stats_LDADD = $(tests_test_bt_model_LDADD)
 TESTS += tests/test_cow_stats
+
+# The fsync log: records replayed after a power cut on every allocator and
+# checkpoint placement, damaged records and data, read-only opens, a full
+# ring.
+check_PROGRAMS += tests/test_log
+tests_test_log_SOURCES = tests/test_log.c
+tests_test_log_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_test_log_LDADD = $(tests_test_bt_model_LDADD)
+TESTS += tests/test_log

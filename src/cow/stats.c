@@ -64,6 +64,7 @@ void smr_cow_fsstat(struct smr_cow *c, struct smr_cow_fsstat *st)
 	smr_cow_get_stats(c, &es);
 	st->commits = es.commits;
 	st->nodes_written = es.nodes_written;
+	st->log_records = es.log_records;
 	if (!c->dev)
 		return;
 

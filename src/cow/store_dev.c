@@ -35,7 +35,11 @@
 #define SD_MAX_FILL 16
 
 struct sd_state {
-	uint32_t next_slot;        /* AREA/CNV: slot of the next checkpoint */
+	uint32_t next_slot;        /* AREA/CNV: slot of the next checkpoint
+				    * (after the newest checkpoint or fsync
+				    * log record) */
+	uint32_t ck_slot;          /* AREA/CNV: the newest checkpoint's */
+	uint32_t prev_slot;        /* AREA/CNV: its predecessor's, if known */
 	uint32_t log_zone;         /* ZONELOG: 0 or 1, the active log zone */
 	bool meta_locked;          /* we hold the META stream */
 	struct smr_io fill[SD_MAX_FILL]; /* zone tails to pad in this commit */
@@ -235,7 +239,8 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /* Read the checkpoint at @addr if there is one: 1 and *@ck if valid, 0 if
- * the place is empty, or an error (logged). */
+ * the place is empty, 2 if it holds an fsync log piece (in sd(c)->blk),
+ * or an error (logged). */
 static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 {
 	void *buf = sd(c)->blk;
@@ -246,6 +251,8 @@ static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 	if (rc)
 		return rc;
 	smr_blk_hdr_decode(buf, &id);
+	if (id.magic == SMR_MAGIC_LOG)
+		return 2; /* an fsync log piece: the caller looks */
 	if (id.magic != SMR_MAGIC_CKPT) {
 		static const uint8_t zero[64];
 
@@ -420,6 +427,8 @@ static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
 	} else {
 		/* Continue after the newest slot. */
 		sd(c)->next_slot = (cand->slot + 1) % c->sb.ckpt_nr_slots;
+		sd(c)->ck_slot = cand->slot;
+		sd(c)->prev_slot = UINT32_MAX;
 	}
 }
 
@@ -443,7 +452,7 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 		return rc;
 	rc = sd_read_ckpt(c, cand->addr, ck);
 	if (rc != 1)
-		return rc ? rc : -SMR_EFSCORRUPTED;
+		return rc < 0 ? rc : -SMR_EFSCORRUPTED;
 	rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start, c->sb.uuid,
 				    &c->alloc);
 	if (rc)
@@ -487,7 +496,7 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 		rc = sd_read_ckpt(c, v[i].addr, ck);
 		if (rc == 1)
 			rc = sd_open_alloc(c, ck);
-		else if (!rc)
+		else if (rc >= 0)
 			rc = -SMR_EFSCORRUPTED;
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ENOMEM)
 			return rc; /* the allocator refuses, or no memory */
@@ -522,10 +531,110 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 	return 1;
 }
 
+/* An fsync log piece found by the scan, where it was. */
+struct sd_piece {
+	struct smr_log_piece p;
+	uint32_t slot;  /* ring slot, or zone of the log */
+};
+
+static int piece_cmp(const void *a, const void *b)
+{
+	const struct sd_piece *x = a, *y = b;
+
+	if (x->p.seq != y->p.seq)
+		return x->p.seq < y->p.seq ? -1 : 1;
+	if (x->p.piece != y->p.piece)
+		return x->p.piece < y->p.piece ? -1 : 1;
+	return x->p.addr < y->p.addr ? -1 : x->p.addr > y->p.addr;
+}
+
+/* Distance of ring slot @slot after @from. */
+static uint32_t ring_dist(struct smr_cow *c, uint32_t from, uint32_t slot)
+{
+	uint32_t n = c->sb.ckpt_nr_slots;
+
+	return (slot + n - from) % n;
+}
+
+/*
+ * The fsync log after the checkpoint @cand that open took: the records
+ * based on it (piece headers found by the scan in @pc), in sequence from
+ * 1, each with all its pieces, until the first that is incomplete. Their
+ * payloads go to c->log_found for the engine to verify and replay. In the
+ * ring, the next checkpoint goes after every piece based on it, so that
+ * a torn commit cannot destroy a record it was to supersede.
+ */
+static int sd_log_gather(struct smr_cow *c, const struct sd_cand *cand,
+			 struct sd_piece *pc, uint32_t npc)
+{
+	struct sd_state *s = sd(c);
+	uint32_t n = 0, i = 0;
+	uint64_t seq = 1;
+	int rc = 0;
+
+	for (uint32_t k = 0; k < npc; k++) {
+		if (pc[k].p.gen != cand->gen)
+			continue;
+		pc[n++] = pc[k];
+		if (c->sb.ckpt_scheme != SMR_CKPT_ZONELOG &&
+		    ring_dist(c, s->ck_slot, pc[k].slot) >=
+			    ring_dist(c, s->ck_slot, s->next_slot))
+			s->next_slot = (pc[k].slot + 1) % c->sb.ckpt_nr_slots;
+	}
+	qsort(pc, n, sizeof(*pc), piece_cmp);
+	while (i < n && pc[i].p.seq == seq) {
+		const struct smr_log_piece *h = &pc[i].p;
+		uint32_t nr = h->nr_pieces, k;
+		uint8_t *pay, **fv;
+		size_t *lv;
+
+		for (k = 0; k < nr && i + k < n; k++) {
+			const struct smr_log_piece *q = &pc[i + k].p;
+
+			if (q->seq != seq || q->piece != k ||
+			    q->nr_pieces != nr || q->total != h->total ||
+			    q->len != SMR_MIN(h->total - (uint64_t)k * SMR_LOG_PIECE_ROOM,
+					      SMR_LOG_PIECE_ROOM))
+				break;
+		}
+		if (k != nr)
+			break;
+		pay = smr_dev_buf_alloc(h->total);
+		fv = realloc(c->log_found, (c->log_nfound + 1) * sizeof(*fv));
+		if (fv)
+			c->log_found = fv;
+		lv = realloc(c->log_found_len, (c->log_nfound + 1) * sizeof(*lv));
+		if (lv)
+			c->log_found_len = lv;
+		if (!pay || !fv || !lv) {
+			smr_dev_buf_free(pay);
+			return -ENOMEM;
+		}
+		for (k = 0; k < nr && !rc; k++) {
+			const struct smr_log_piece *q = &pc[i + k].p;
+
+			rc = smr_dev_read(c->dev, s->blk, SMR_CKPT_SIZE, q->addr);
+			if (!rc)
+				memcpy(pay + (size_t)k * SMR_LOG_PIECE_ROOM,
+				       s->blk + sizeof(struct smr_dlog), q->len);
+		}
+		if (rc) {
+			smr_dev_buf_free(pay);
+			return rc;
+		}
+		c->log_found[c->log_nfound] = pay;
+		c->log_found_len[c->log_nfound++] = h->total;
+		i += nr;
+		seq++;
+	}
+	return 0;
+}
+
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	struct sd_cand *v = NULL;
-	uint32_t n = 0, good = 0, picked = 0;
+	struct sd_piece *pc = NULL;
+	uint32_t n = 0, good = 0, picked = 0, npc = 0;
 	int rc, first = 0;
 
 	rc = sd_state_new(c);
@@ -545,13 +654,23 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	rc = sd_places(c, &v, &n);
 	if (rc)
 		return rc;
-	/* Note the valid ones with their generations, newest first. */
+	pc = calloc(n ? n : 1, sizeof(*pc));
+	if (!pc) {
+		free(v);
+		return -ENOMEM;
+	}
+	/* Note the valid ones with their generations, newest first, and
+	 * the fsync log pieces. */
 	for (uint32_t i = 0; i < n; i++) {
 		rc = sd_read_ckpt(c, v[i].addr, ck);
 		if (rc == 1) {
 			v[good] = v[i];
 			v[good].prev_gen = ck->prev_gen;
 			v[good++].gen = ck->gen;
+		} else if (rc == 2) {
+			if (!smr_log_piece_decode(sd(c)->blk, v[i].addr,
+						  c->sb.uuid, &pc[npc].p))
+				pc[npc++].slot = v[i].slot;
 		} else if (rc < 0 && !first) {
 			first = rc;
 		}
@@ -578,11 +697,23 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		c->alloc = NULL;
 		rc = sd_rebuild_alloc(c, ck, &v[picked]);
 	}
+	if (!rc && c->sb.ckpt_scheme != SMR_CKPT_ZONELOG) {
+		for (uint32_t i = 0; i < good; i++)
+			if (v[i].gen == v[picked].prev_gen)
+				sd(c)->prev_slot = v[i].slot;
+	}
+	/* The log follows the newest checkpoint only; after a fallback the
+	 * records (based on the damaged one) are not replayed, nor on an
+	 * allocator rebuilt from the device. */
+	if (!rc && !c->skipped_gen && !c->opts.rebuild_alloc_always &&
+	    ck->alloc_off)
+		rc = sd_log_gather(c, &v[picked], pc, npc);
 	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
 	    c->opts.rebuild_alloc)
 		rc = sd_rebuild_alloc(c, ck, &v[0]);
 	if (!good)
 		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
+	free(pc);
 	free(v);
 	return rc;
 }
@@ -810,8 +941,11 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 			rc = smr_dev_write(c->dev, s->blk, SMR_CKPT_SIZE, addr);
 		if (!rc)
 			rc = smr_dev_flush(c->dev);
-		if (!rc)
+		if (!rc) {
+			s->prev_slot = s->ck_slot;
+			s->ck_slot = s->next_slot;
 			s->next_slot = (s->next_slot + 1) % sb->ckpt_nr_slots;
+		}
 		return rc;
 	}
 	uint32_t z = s->log_zone;
@@ -862,6 +996,80 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 		return rc;
 	if (fresh)
 		s->log_zone = z;
+	return 0;
+}
+
+/*
+ * An fsync log record: @nr pieces after the newest checkpoint or record,
+ * then one flush. In the ring the pieces and the slot after them (where
+ * the next checkpoint goes) must spare the newest checkpoint and its
+ * predecessor, which a damaged newest one falls back to. In the zone log
+ * they must fit in the active zone. Otherwise 1: the caller commits.
+ */
+static int sd_log_write(struct smr_cow *c, const uint8_t *payload,
+			size_t len, uint64_t seq, uint32_t nr)
+{
+	struct sd_state *s = sd(c);
+	struct smr_sb *sb = &c->sb;
+	uint64_t addr[SMR_LOG_MAX_PIECES], at, wp = 0;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (nr > SMR_LOG_MAX_PIECES)
+		return 1;
+	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG) {
+		uint32_t ns = sb->ckpt_nr_slots;
+
+		if (nr + 1 >= ns)
+			return 1;
+		for (uint32_t i = 0; i <= nr; i++) {
+			uint32_t slot = (s->next_slot + i) % ns;
+
+			if (slot == s->ck_slot || slot == s->prev_slot)
+				return 1;
+			if (i < nr)
+				addr[i] = sb->ckpt_start + (uint64_t)slot * sb->ckpt_len;
+		}
+	} else {
+		uint32_t z = s->log_zone;
+		uint64_t start = smr_dev_zone_start(c->dev, z);
+
+		wp = smr_dev_zone_wp(c->dev, z);
+		at = start + SMR_SB_SIZE +
+		     SMR_ROUND_UP(wp - start - SMR_SB_SIZE, SMR_CKPT_SIZE);
+		if (smr_dev_zone_cond(c->dev, z) == SMR_ZONE_COND_FULL ||
+		    at + (uint64_t)nr * SMR_CKPT_SIZE >
+			    start + smr_dev_zone_cap(c->dev, z))
+			return 1;
+		for (uint32_t i = 0; i < nr; i++)
+			addr[i] = at + (uint64_t)i * SMR_CKPT_SIZE;
+	}
+	buf = smr_dev_buf_alloc((size_t)nr * SMR_CKPT_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	rc = smr_log_seal(c, payload, len, seq, buf, addr, nr);
+	if (!rc && sb->ckpt_scheme == SMR_CKPT_ZONELOG && addr[0] > wp) {
+		/* After a torn record: pad to the boundary open looks at. */
+		memset(s->blk, 0, SMR_CKPT_SIZE);
+		rc = smr_dev_write(c->dev, s->blk, addr[0] - wp, wp);
+	}
+	/* One write per run of adjacent slots. */
+	for (uint32_t i = 0, j; i < nr && !rc; i = j) {
+		for (j = i + 1; j < nr && addr[j] == addr[j - 1] + SMR_CKPT_SIZE; j++)
+			;
+		rc = smr_dev_write(c->dev, buf + (size_t)i * SMR_CKPT_SIZE,
+				   (size_t)(j - i) * SMR_CKPT_SIZE, addr[i]);
+	}
+	smr_dev_buf_free(buf);
+	smr_failpoint("log.after_write");
+	if (!rc)
+		rc = smr_dev_flush(c->dev);
+	if (rc) {
+		smr_err("writing an fsync log record failed: %s", strerror(-rc));
+		return rc;
+	}
+	if (sb->ckpt_scheme != SMR_CKPT_ZONELOG)
+		s->next_slot = (s->next_slot + nr) % sb->ckpt_nr_slots;
 	return 0;
 }
 
@@ -956,6 +1164,7 @@ const struct smr_store_ops smr_store_dev_ops = {
 	.free = sd_free,
 	.checkpoint = sd_checkpoint,
 	.close = sd_close,
+	.log_write = sd_log_write,
 };
 
 /* ========================================================================
@@ -1047,7 +1256,8 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	}
 	c->sb.format_major = SMR_FORMAT_MAJOR;
 	c->sb.format_minor = SMR_FORMAT_MINOR;
-	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT;
+	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
+				  SMR_FEAT_INCOMPAT_LOG;
 	c->sb.node_size = SMR_NODE_MIN_SIZE;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);
@@ -1145,9 +1355,9 @@ void smr_cow_buf_free(void *buf)
 	smr_dev_buf_free(buf);
 }
 
-int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
-		       uint64_t near, const void *buf, uint64_t len,
-		       struct smr_data_extent *ext, unsigned int max)
+int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,
+			   uint64_t near, const void *buf, uint64_t len,
+			   struct smr_data_extent *ext, unsigned int max)
 {
 	struct smr_alloc_hint hint = { .near = near };
 	struct smr_extent x[64];
@@ -1181,6 +1391,17 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	return n;
 }
 
+int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
+		       uint64_t near, const void *buf, uint64_t len,
+		       struct smr_data_extent *ext, unsigned int max)
+{
+	int n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max);
+
+	if (n > 0)
+		smr_log_written(c, ext, n, buf, NULL);
+	return n;
+}
+
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 {
 	if (!c->dev)
@@ -1206,6 +1427,8 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 	rc = smr_xlist_add(&c->free_cur, off, len);
 	if (!rc)
 		rc = smr_rmap_trim_locked(c, off, len);
+	if (!rc)
+		rc = smr_log_free_locked(c, off, len);
 	c->changed = true;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -1217,6 +1440,7 @@ int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
 
 	if (off < c->sb.data_start || off + len > c->sb.capacity || !len)
 		return -EINVAL;
+	smr_log_settle(c, off, len);
 	return c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
 }
 

@@ -60,8 +60,10 @@ static int commit_locked(struct smr_cow *c)
 	gc_new = gc.gc_runs != c->gc_saved.gc_runs ||
 		 gc.gc_zones != c->gc_saved.gc_zones ||
 		 gc.gc_usecs != c->gc_saved.gc_usecs;
-	if (!c->changed && !c->free_prev.n && !gc_new)
+	if (!c->changed && !c->free_prev.n && !gc_new) {
+		c->log_durable = c->log_change;
 		return 0;
+	}
 	ck = calloc(1, sizeof(*ck));
 	if (!ck)
 		return -ENOMEM;
@@ -109,6 +111,7 @@ static int commit_locked(struct smr_cow *c)
 		smr_xlist_add(&c->free_prev, ck->pending[i].off,
 			      ck->pending[i].len);
 	c->free_cur.n = 0;
+	smr_log_committed_locked(c);
 	__atomic_fetch_add(&c->stats.commits, 1, __ATOMIC_RELAXED);
 	smr_cache_shrink(c);
 out:
@@ -122,28 +125,17 @@ out:
 }
 
 /*
- * Commit now: wait for open handles, freeze, commit. Callers that arrive
- * while a commit runs wait for it and then find their changes already
- * committed (group commit): @want is the generation that must be durable.
+ * With commit_lock and txn_lock held, and the engine writable: wait for
+ * the open handles to end, letting no new one begin, and run @fn with the
+ * trees frozen (lock exclusive); a failure turns the engine read-only.
+ * Releases both locks.
  */
-static int commit_gen(struct smr_cow *c, uint64_t want)
+static int run_frozen(struct smr_cow *c, int (*fn)(struct smr_cow *),
+		      const char *what)
 {
 	uint64_t nodes;
 	int rc;
 
-	pthread_mutex_lock(&c->commit_lock);
-	pthread_mutex_lock(&c->txn_lock);
-	if (c->read_only) {
-		rc = c->error ? c->error : (c->opts.read_only ? 0 : -EROFS);
-		pthread_mutex_unlock(&c->txn_lock);
-		pthread_mutex_unlock(&c->commit_lock);
-		return c->opts.read_only ? 0 : rc;
-	}
-	if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) >= want) {
-		pthread_mutex_unlock(&c->txn_lock);
-		pthread_mutex_unlock(&c->commit_lock);
-		return 0;
-	}
 	c->committing = true;
 	while (c->nr_handles)
 		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
@@ -151,10 +143,10 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 
 	nodes = __atomic_load_n(&c->stats.nodes_written, __ATOMIC_RELAXED);
 	pthread_rwlock_wrlock(&c->lock);
-	rc = commit_locked(c);
+	rc = fn(c);
 	pthread_rwlock_unlock(&c->lock);
 	if (rc)
-		smr_cow_set_error(c, rc, "commit");
+		smr_cow_set_error(c, rc, what);
 
 	pthread_mutex_lock(&c->txn_lock);
 	c->committing = false;
@@ -170,6 +162,71 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 						    __ATOMIC_RELAXED) -
 				    nodes) * c->ns);
 	return rc;
+}
+
+/*
+ * Commit now: wait for open handles, freeze, commit. Callers that arrive
+ * while a commit runs wait for it and then find their changes already
+ * committed (group commit): @want is the generation that must be durable.
+ */
+static int commit_gen(struct smr_cow *c, uint64_t want)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->commit_lock);
+	pthread_mutex_lock(&c->txn_lock);
+	if (c->read_only) {
+		rc = c->error ? c->error : (c->opts.read_only ? 0 : -EROFS);
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return c->opts.read_only ? 0 : rc;
+	}
+	if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) >= want) {
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return 0;
+	}
+	return run_frozen(c, commit_locked, "commit");
+}
+
+/* A log record, or a commit where none can be written. */
+static int fsync_locked(struct smr_cow *c)
+{
+	int rc = smr_log_record_locked(c);
+
+	return rc == 1 ? commit_locked(c) : rc;
+}
+
+/*
+ * fsync: a log record where the engine can write one, else a commit.
+ * Frozen like a commit, so that the record is the state after completed
+ * transactions; callers whose changes a record or commit made durable
+ * while they waited return at once (group commit).
+ */
+int smr_cow_fsync(struct smr_cow *c)
+{
+	uint64_t want;
+	int rc;
+
+	if (!c->log_on)
+		return smr_cow_commit(c);
+	pthread_rwlock_rdlock(&c->lock);
+	want = c->log_change;
+	pthread_rwlock_unlock(&c->lock);
+	pthread_mutex_lock(&c->commit_lock);
+	pthread_mutex_lock(&c->txn_lock);
+	if (c->read_only) {
+		rc = c->error ? c->error : -EROFS;
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return rc;
+	}
+	if (c->log_durable >= want) {
+		pthread_mutex_unlock(&c->txn_lock);
+		pthread_mutex_unlock(&c->commit_lock);
+		return 0;
+	}
+	return run_frozen(c, fsync_locked, "fsync");
 }
 
 int smr_cow_commit_now(struct smr_cow *c)
@@ -364,6 +421,7 @@ int smr_cow_setup(struct smr_cow *c)
 	pthread_mutex_init(&c->txn_lock, NULL);
 	pthread_mutex_init(&c->commit_lock, NULL);
 	pthread_mutex_init(&c->clean_lock, NULL);
+	pthread_mutex_init(&c->log_lock, NULL);
 	pthread_cond_init(&c->txn_cond, NULL);
 	pthread_cond_init(&c->gc_cond, NULL);
 	pthread_condattr_init(&ca);
@@ -382,6 +440,7 @@ void smr_cow_teardown(struct smr_cow *c)
 	smr_cache_fini(c);
 	free(c->free_cur.x);
 	free(c->free_prev.x);
+	smr_log_fini(c);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->txn_lock);
@@ -399,4 +458,6 @@ void smr_cow_get_stats(struct smr_cow *c, struct smr_cow_stats *st)
 		__atomic_load_n(&c->stats.nodes_written, __ATOMIC_RELAXED);
 	st->commits = __atomic_load_n(&c->stats.commits, __ATOMIC_RELAXED);
 	st->evictions = __atomic_load_n(&c->stats.evictions, __ATOMIC_RELAXED);
+	st->log_records =
+		__atomic_load_n(&c->stats.log_records, __ATOMIC_RELAXED);
 }

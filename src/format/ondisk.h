@@ -69,12 +69,14 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
 #define SMR_MAGIC_SB SMR_MAGIC('S', 'M', 'R', 'S')    /* superblock */
 #define SMR_MAGIC_CKPT SMR_MAGIC('S', 'C', 'K', 'P')  /* checkpoint */
 #define SMR_MAGIC_NODE SMR_MAGIC('S', 'N', 'O', 'D')  /* B-tree node */
+#define SMR_MAGIC_LOG SMR_MAGIC('S', 'L', 'O', 'G')   /* fsync log piece */
 
 /* Owners of blocks that are not in a tree. B-tree nodes are owned by their
  * tree's id (1 .. SMR_CKPT_MAX_ROOTS). */
 #define SMR_OWNER_ALLOC 0xfffffffffffffff0ULL /* allocator state */
 #define SMR_OWNER_SB 0xfffffffffffffff1ULL    /* superblock */
 #define SMR_OWNER_CKPT 0xfffffffffffffff2ULL  /* checkpoint */
+#define SMR_OWNER_LOG 0xfffffffffffffff3ULL   /* fsync log piece */
 
 /* ========================================================================
  * Superblock (cow)
@@ -98,10 +100,17 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
  * either, hence incompatible.
  */
 #define SMR_FEAT_INCOMPAT_PREV_CKPT (1ULL << 0)
+/*
+ * LOG: fsync may write log records (struct smr_dlog pieces) in the
+ * checkpoint slots or log zones after the newest checkpoint; a reader that
+ * does not replay them would lose what they made durable.
+ */
+#define SMR_FEAT_INCOMPAT_LOG (1ULL << 1)
 
 #define SMR_FEAT_COMPAT_SUPP 0ULL
 #define SMR_FEAT_RO_COMPAT_SUPP 0ULL
-#define SMR_FEAT_INCOMPAT_SUPP SMR_FEAT_INCOMPAT_PREV_CKPT
+#define SMR_FEAT_INCOMPAT_SUPP \
+	(SMR_FEAT_INCOMPAT_PREV_CKPT | SMR_FEAT_INCOMPAT_LOG)
 
 /* Where the checkpoints are (sb_ckpt_scheme). */
 #define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */
@@ -224,6 +233,80 @@ SMR_ONDISK_OFFSET(struct smr_dckpt, gc_usecs, 464);
 SMR_ONDISK_OFFSET(struct smr_dckpt, reserved1, 472);
 #define SMR_CKPT_MAX_PENDING \
 	((SMR_CKPT_SIZE - sizeof(struct smr_dckpt)) / sizeof(struct smr_dextent))
+
+/* ========================================================================
+ * fsync log (cow)
+ *
+ * A log record is the change of the trees since the newest checkpoint (or
+ * the record before it), written by fsync instead of a commit. It is cut
+ * into pieces of SMR_CKPT_SIZE bytes, each in a place a checkpoint could be
+ * (a ring slot or a log zone record), each self-describing: this header,
+ * then up to SMR_LOG_PIECE_ROOM bytes of the record's payload, then zeros.
+ * hdr.gen is the generation of the checkpoint the record follows. The
+ * payload is a struct smr_dlog_head, the claims, the frees, then the items
+ * (docs/FORMAT.md, "fsync log").
+ * ======================================================================== */
+struct smr_dlog {
+	struct smr_blk_hdr hdr;   /* SMR_MAGIC_LOG, owner SMR_OWNER_LOG,
+				   * gen = the base checkpoint's */
+	__le64 seq;               /* record number after the base, from 1 */
+	__le32 piece;             /* this piece, 0 .. nr_pieces - 1 */
+	__le32 nr_pieces;         /* pieces of the record */
+	__le32 len;               /* payload bytes in this piece */
+	__le32 reserved0;         /* zero */
+	__le64 total;             /* payload bytes of the whole record */
+	uint8_t reserved1[32];    /* zero */
+	/* payload bytes follow */
+};
+SMR_ONDISK_SIZE(struct smr_dlog, 128);
+SMR_ONDISK_OFFSET(struct smr_dlog, seq, 64);
+SMR_ONDISK_OFFSET(struct smr_dlog, piece, 72);
+SMR_ONDISK_OFFSET(struct smr_dlog, nr_pieces, 76);
+SMR_ONDISK_OFFSET(struct smr_dlog, len, 80);
+SMR_ONDISK_OFFSET(struct smr_dlog, reserved0, 84);
+SMR_ONDISK_OFFSET(struct smr_dlog, total, 88);
+SMR_ONDISK_OFFSET(struct smr_dlog, reserved1, 96);
+#define SMR_LOG_PIECE_ROOM (SMR_CKPT_SIZE - sizeof(struct smr_dlog))
+#define SMR_LOG_MAX_PIECES 8
+
+struct smr_dlog_head {
+	__le32 nr_claims;  /* struct smr_dlog_claim that follow */
+	__le32 nr_frees;   /* then struct smr_dextent */
+	__le32 nr_items;   /* then items: struct smr_dlog_item + value */
+	__le32 reserved;   /* zero */
+};
+SMR_ONDISK_SIZE(struct smr_dlog_head, 16);
+
+/* Data written since the base that the record's trees reference. */
+struct smr_dlog_claim {
+	__le64 off;          /* device byte offset */
+	__le64 len;          /* bytes, whole blocks */
+	__le64 csum;         /* XXH3-64 (seed 0) of the bytes */
+	__le64 owner_objid;  /* reverse-map owner (flags & OWNED) */
+	__le64 owner_offset;
+	uint8_t owner_type;
+	uint8_t flags;       /* SMR_LOG_CLAIM_OWNED */
+	uint8_t pad[6];      /* zero */
+};
+SMR_ONDISK_SIZE(struct smr_dlog_claim, 48);
+SMR_ONDISK_OFFSET(struct smr_dlog_claim, owner_type, 40);
+#define SMR_LOG_CLAIM_OWNED 0x01
+
+/* An item of the FS tree as it is after the record (or deleted). */
+struct smr_dlog_item {
+	__le64 objid;
+	__le64 offset;
+	uint8_t type;
+	uint8_t op;          /* SMR_LOG_OP_PUT, SMR_LOG_OP_DELETE */
+	__le16 len;          /* value bytes that follow (0 for a delete) */
+	__le32 reserved;     /* zero */
+	/* value, then zeros to a multiple of 8 bytes */
+};
+SMR_ONDISK_SIZE(struct smr_dlog_item, 24);
+SMR_ONDISK_OFFSET(struct smr_dlog_item, type, 16);
+SMR_ONDISK_OFFSET(struct smr_dlog_item, len, 18);
+#define SMR_LOG_OP_PUT 1
+#define SMR_LOG_OP_DELETE 2
 
 /* ========================================================================
  * B-tree nodes (cow)

@@ -51,6 +51,7 @@ struct mount_opts {
 	bool debug;
 	const char *alloc;
 	unsigned int commit_secs;
+	int fsync_log;     /* -1 = the default */
 	uint64_t cache_bytes;
 	bool gc_off;
 	int gc_policy;     /* enum smr_cow_gc_policy */
@@ -61,6 +62,10 @@ struct mount_opts {
 	char *dev_path;    /* owned: dev made absolute (what dev points to) */
 	char *mnt_path;    /* owned: mnt made absolute (what mnt points to) */
 };
+
+/* What fsync does unless -o fsync= says. */
+#define FSYNC_DEFAULT_LOG false
+#define FSYNC_DEFAULT_NAME "commit"
 
 static void usage(FILE *f)
 {
@@ -79,6 +84,9 @@ static void usage(FILE *f)
 		"     alloc=NAME    allocator module to use instead of the one\n"
 		"                   recorded by mkfs (zoned, rotational, flash)\n"
 		"     commit=SECS   commit at least every SECS seconds (default 5)\n"
+		"     fsync=HOW     log: fsync writes a small log record, replayed\n"
+		"                   at the next mount; commit: fsync commits\n"
+		"                   (default " FSYNC_DEFAULT_NAME ")\n"
 		"     cache=SIZE    metadata cache size, e.g. 64M (default 64 MiB)\n"
 		"     gc=POLICY     zoned devices: how the background cleaner\n"
 		"                   picks zones: cost-benefit (default), greedy,\n"
@@ -156,6 +164,17 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 				rc = -EINVAL;
 			}
 			mo->commit_secs = (unsigned int)v;
+		} else if (!strncmp(o, "fsync=", 6)) {
+			if (!strcmp(o + 6, "log")) {
+				mo->fsync_log = 1;
+			} else if (!strcmp(o + 6, "commit")) {
+				mo->fsync_log = 0;
+			} else {
+				fprintf(stderr,
+					PROG ": bad fsync mode '%s' (log, commit)\n",
+					o + 6);
+				rc = -EINVAL;
+			}
 		} else if (!strncmp(o, "cache=", 6)) {
 			if (smr_parse_size(o + 6, &mo->cache_bytes) ||
 			    mo->cache_bytes < SMR_MIB) {
@@ -456,6 +475,8 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.alloc = mo->alloc,
 		.cache_bytes = mo->cache_bytes,
 		.commit_secs = mo->commit_secs,
+		.fsync_log = mo->fsync_log < 0 ? FSYNC_DEFAULT_LOG :
+						 mo->fsync_log == 1,
 		/* gc=off: no cleaning ahead of need, but the thread still
 		 * cleans once metadata takes the reserve, which nothing else
 		 * would (a data write that finds no space cleans itself). */
@@ -590,7 +611,7 @@ static void detach_stdio(void)
 
 int main(int argc, char **argv)
 {
-	struct mount_opts mo = { 0 };
+	struct mount_opts mo = { .fsync_log = -1 };
 	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
 	struct fuse_session *se;
 	struct stat st;

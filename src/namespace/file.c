@@ -977,11 +977,12 @@ out:
 
 int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync)
 {
-	/* One commit makes everything durable; the namespace lock is not
-	 * held across it (it waits only for running operations to end). */
+	/* One log record or commit makes everything durable; the namespace
+	 * lock is not held across it (it waits only for running operations
+	 * to end). */
 	(void)ino;
 	(void)datasync;
-	return smr_cow_commit(ns->cow);
+	return smr_cow_fsync(ns->cow);
 }
 
 /* ========================================================================

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_log.c - the fsync log of the COW engine: records written by
+ * smr_cow_fsync instead of commits, cut off by a power cut (the fault
+ * device drops every later write) and replayed at the next open, on every
+ * allocator and checkpoint placement; a record whose data or piece is
+ * damaged stops the replay there; a read-only open leaves the records for
+ * the next read-write one; a full ring falls back to commits.
+ */
+#include "testutil.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cow/cow_priv.h"
+#include "cowtest.h"
+#include "dev/fault.h"
+
+#define ZONE (1 * SMR_MIB)
+#define NR_ZONES 96
+#define FILE_SIZE (96 * SMR_MIB)
+#define BS 4096
+#define NF 3         /* files */
+#define NB 24        /* blocks a file may hold */
+#define INO0 256
+#define T_INODE 1
+#define T_EXTENT 5
+
+enum kind { K_FILE, K_ZLOOP_CNV, K_ZLOOP_SEQ, K_ZLOOP_CAP };
+
+static const char *make_dev(enum kind k, const char *tag)
+{
+	static char path[512];
+	const char *dir = smr_test_tmpdir(tag);
+
+	if (k == K_FILE) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/img", dir);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_FATAL(ftruncate(fd, (off_t)FILE_SIZE) == 0);
+		close(fd);
+	} else {
+		struct smr_zloop_params p = {
+			.capacity = NR_ZONES * ZONE, .zone_size = ZONE,
+			.nr_cnv = k == K_ZLOOP_CNV ? 4 : 0,
+			.zone_cap = k == K_ZLOOP_CAP ? 768 * SMR_KIB : 0,
+			.max_active = k == K_ZLOOP_CAP ? 5 : 0,
+			.max_open = k == K_ZLOOP_CAP ? 5 : 0,
+		};
+
+		snprintf(path, sizeof(path), "%s/zl", dir);
+		SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	}
+	return path;
+}
+
+/* What the tree holds: per file and block, the device offset of its data
+ * and the checksum of that data (0 = no block); and the inode's round. */
+struct model {
+	uint64_t off[NF][NB];
+	uint64_t csum[NF][NB];
+	uint64_t round[NF];
+};
+
+struct ext_val {
+	uint64_t off, csum;
+};
+
+static void fill(uint8_t *buf, uint64_t seed)
+{
+	for (size_t i = 0; i < BS; i += 8) {
+		uint64_t x = seed * 0x9e3779b97f4a7c15ULL + i;
+
+		memcpy(buf + i, &x, 8);
+	}
+}
+
+/* One file operation of round @r: overwrite block @b of file @f, or drop
+ * it (a punched hole), in a transaction of its own. */
+static void op(struct smr_cow *c, struct model *m, uint8_t *buf, int f,
+	       int b, uint64_t seed, bool drop)
+{
+	struct smr_key k = { INO0 + (uint64_t)f, T_EXTENT, (uint64_t)b * BS };
+	struct smr_key ik = { INO0 + (uint64_t)f, T_INODE, 0 };
+	struct smr_data_extent e;
+	struct ext_val v;
+	struct smr_txn *t;
+
+	if (!drop) {
+		fill(buf, seed);
+		CU_ASSERT_FATAL(smr_cow_data_write_owned(c, SMR_DATA_HOT, 0,
+							 &k, buf, BS, &e, 1) == 1);
+	}
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	if (m->off[f][b])
+		SMR_ASSERT_OK(smr_cow_data_free(t, m->off[f][b], BS));
+	if (drop) {
+		if (m->off[f][b])
+			SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+		m->off[f][b] = m->csum[f][b] = 0;
+	} else {
+		v.off = e.off;
+		v.csum = smr_hash64(buf, BS, 0);
+		SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, &v, sizeof(v)));
+		SMR_ASSERT_OK(smr_cow_data_settle(t, e.off, BS));
+		m->off[f][b] = v.off;
+		m->csum[f][b] = v.csum;
+	}
+	m->round[f]++;
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &ik, &m->round[f],
+				 sizeof(m->round[f])));
+	smr_txn_end(t);
+}
+
+/* A round: a few writes and holes over the files, then fsync. */
+static void round_run(struct smr_cow *c, struct model *m, uint8_t *buf,
+		      unsigned int r)
+{
+	for (unsigned int i = 0; i < 6; i++) {
+		int f = (int)((r * 7 + i) % NF);
+		int b = (int)((r * 13 + i * 5) % NB);
+
+		op(c, m, buf, f, b, (uint64_t)r * 100 + i + 1, i == 5 && r % 2);
+	}
+	SMR_ASSERT_OK(smr_cow_fsync(c));
+}
+
+/* The engine holds exactly @m: every item, every block's data, the space
+ * audit (allocator counters against what is referenced) and the tree
+ * check. */
+static void expect(struct smr_cow *c, const struct model *m)
+{
+	struct smr_data_extent refs[NF * NB];
+	struct smr_cow_space_check sc;
+	uint8_t *buf = smr_cow_buf_alloc(BS);
+	size_t nr = 0;
+
+	for (int f = 0; f < NF; f++) {
+		struct smr_key ik = { INO0 + (uint64_t)f, T_INODE, 0 };
+		uint64_t round = 0;
+		size_t len = sizeof(round);
+		int rc = smr_bt_lookup(c, SMR_TREE_FS, &ik, &round, &len);
+
+		CU_ASSERT_EQUAL(rc, m->round[f] ? 0 : -ENOENT);
+		CU_ASSERT_EQUAL(round, m->round[f]);
+		for (int b = 0; b < NB; b++) {
+			struct smr_key k = { INO0 + (uint64_t)f, T_EXTENT,
+					     (uint64_t)b * BS };
+			struct ext_val v = { 0 };
+
+			len = sizeof(v);
+			rc = smr_bt_lookup(c, SMR_TREE_FS, &k, &v, &len);
+			CU_ASSERT_EQUAL(rc, m->off[f][b] ? 0 : -ENOENT);
+			if (rc)
+				continue;
+			CU_ASSERT_EQUAL(v.off, m->off[f][b]);
+			CU_ASSERT_EQUAL(v.csum, m->csum[f][b]);
+			SMR_ASSERT_OK(smr_cow_data_read(c, v.off, buf, BS));
+			CU_ASSERT_EQUAL(smr_hash64(buf, BS, 0), v.csum);
+			refs[nr].off = v.off;
+			refs[nr++].len = BS;
+		}
+	}
+	SMR_ASSERT_OK(smr_cow_check(c));
+	SMR_ASSERT_OK(smr_cow_check_space(c, refs, nr, false, &sc));
+	CU_ASSERT_EQUAL(sc.problems, 0);
+	CU_ASSERT_EQUAL(sc.leaked, 0);
+	smr_cow_buf_free(buf);
+}
+
+static const struct smr_cow_opts log_opts = {
+	.commit_secs = 3600, .gc_off = true, .fsync_log = true,
+};
+
+/* A device in a state after @rounds fsync'd rounds and a power cut;
+ * models[r] is the state after round r (0: the commit before). */
+static const char *run_and_cut(enum kind k, const char *alloc,
+			       const char *tag, unsigned int rounds,
+			       struct model *models, unsigned int commit_at)
+{
+	static const uint8_t uuid[16] = { 0x10, 0x9, 1, 2, 3 };
+	struct smr_format_opts fo = { .uuid = uuid, .alloc = alloc };
+	struct smr_fault_rule cut = { .what = SMR_FAULT_DROP_WRITES };
+	const char *path = make_dev(k, tag);
+	uint8_t *buf = smr_cow_buf_alloc(BS);
+	struct smr_dev *lower, *dev;
+	struct smr_cow_stats st;
+	struct smr_fault *f;
+	struct smr_cow *c;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_cow_format(lower, &fo, NULL));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &log_opts, &c));
+	memset(&models[0], 0, sizeof(models[0]));
+	/* The first fsync after open commits: the log follows only a
+	 * checkpoint this engine wrote. */
+	op(c, &models[0], buf, 0, 0, 999, false);
+	SMR_ASSERT_OK(smr_cow_fsync(c));
+	for (unsigned int r = 1; r <= rounds; r++) {
+		models[r] = models[r - 1];
+		round_run(c, &models[r], buf, r);
+		if (r == commit_at)
+			SMR_ASSERT_OK(smr_cow_commit(c));
+	}
+	smr_cow_get_stats(c, &st);
+	CU_ASSERT(st.log_records >= 1);
+	SMR_ASSERT_OK(smr_fault_arm(f, &cut));
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	smr_dev_close(lower);
+	smr_fault_free(f);
+	smr_cow_buf_free(buf);
+	return path;
+}
+
+static struct smr_cow *reopen(const char *path, const struct smr_cow_opts *o,
+			      struct smr_dev **devp, struct smr_cow_info *info)
+{
+	struct smr_cow *c = NULL;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, devp));
+	SMR_ASSERT_OK(smr_test_cow_open(*devp, o, &c));
+	if (c && info)
+		smr_cow_info(c, info);
+	return c;
+}
+
+static void replay(enum kind k, const char *alloc)
+{
+	struct model *m = calloc(9, sizeof(*m));
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	const char *path = run_and_cut(k, alloc, "log-replay", 8, m, 0);
+
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(info.log_replayed, 8);
+	expect(c, &m[8]);
+	/* Replayed and committed: the state survives more commits and a
+	 * reopen, with its space accounted for. */
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_EQUAL(info.log_replayed, 0);
+	expect(c, &m[8]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	free(m);
+}
+
+static void test_replay_file_rot(void) { replay(K_FILE, "rotational"); }
+static void test_replay_file_flash(void) { replay(K_FILE, "flash"); }
+static void test_replay_zloop_cnv(void) { replay(K_ZLOOP_CNV, NULL); }
+static void test_replay_zloop(void) { replay(K_ZLOOP_SEQ, NULL); }
+static void test_replay_zloop_cap(void) { replay(K_ZLOOP_CAP, NULL); }
+
+/* Records after a commit in the middle: only those after it replay. */
+static void test_commit_between(void)
+{
+	struct model *m = calloc(7, sizeof(*m));
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	const char *path = run_and_cut(K_FILE, NULL, "log-between", 6, m, 3);
+
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(info.log_replayed, 3);
+	expect(c, &m[6]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	free(m);
+}
+
+/* More fsyncs than the ring has slots: some commit, nothing is lost. */
+static void test_ring_full(void)
+{
+	struct model *m = calloc(28, sizeof(*m));
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	const char *path = run_and_cut(K_FILE, NULL, "log-full", 27, m, 0);
+
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT(info.log_replayed >= 1 && info.log_replayed < 14);
+	expect(c, &m[27]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	free(m);
+}
+
+/* Read-only: the records stay; the state is the checkpoint's. */
+static void test_read_only(void)
+{
+	static const struct smr_cow_opts ro = { .read_only = true };
+	struct model *m = calloc(5, sizeof(*m));
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	const char *path = run_and_cut(K_ZLOOP_SEQ, NULL, "log-ro", 4, m, 0);
+
+	SMR_ASSERT_OK(smr_dev_open(path, &(struct smr_dev_opts){ .read_only = true },
+				   &dev));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &ro, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	smr_cow_info(c, &info);
+	CU_ASSERT_EQUAL(info.log_pending, 4);
+	CU_ASSERT_EQUAL(info.log_replayed, 0);
+	expect(c, &m[0]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_EQUAL(info.log_replayed, 4);
+	expect(c, &m[4]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	free(m);
+}
+
+/* The file and offset holding device byte @off. */
+static void backing(enum kind k, const char *path, uint64_t off, char *file,
+		    size_t len, uint64_t *foff)
+{
+	if (k == K_FILE) {
+		snprintf(file, len, "%s", path);
+		*foff = off;
+		return;
+	}
+	snprintf(file, len, "%s/seq-%06u", path, (uint32_t)(off / ZONE));
+	*foff = off % ZONE;
+}
+
+static void flip(enum kind k, const char *path, uint64_t off)
+{
+	char file[600];
+	uint64_t foff;
+	uint8_t b;
+	int fd;
+
+	backing(k, path, off, file, sizeof(file), &foff);
+	fd = open(file, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(pread(fd, &b, 1, (off_t)foff) == 1);
+	b ^= 0x41;
+	CU_ASSERT_FATAL(pwrite(fd, &b, 1, (off_t)foff) == 1);
+	close(fd);
+}
+
+/* Where the piece of the record with the highest sequence number is. */
+static uint64_t last_piece(enum kind k, const char *path)
+{
+	uint8_t buf[128];
+	uint64_t best = 0, best_seq = 0;
+
+	for (uint64_t a = k == K_FILE ? 65536 : 4096;
+	     a < (k == K_FILE ? 65536 + 16 * SMR_CKPT_SIZE : 2 * ZONE);
+	     a += SMR_CKPT_SIZE) {
+		const struct smr_dlog *d = (const void *)buf;
+		char file[600];
+		uint64_t foff;
+		int fd;
+
+		if (k != K_FILE && a % ZONE == 0)
+			a += 4096;
+		backing(k, path, a, file, sizeof(file), &foff);
+		fd = open(file, O_RDONLY);
+		CU_ASSERT_FATAL(fd >= 0);
+		if (pread(fd, buf, sizeof(buf), (off_t)foff) == (ssize_t)sizeof(buf) &&
+		    le32toh(d->hdr.magic) == SMR_MAGIC_LOG &&
+		    le64toh(d->seq) > best_seq) {
+			best_seq = le64toh(d->seq);
+			best = a;
+		}
+		close(fd);
+	}
+	CU_ASSERT(best != 0);
+	return best;
+}
+
+/*
+ * Damage in the last record (its piece, or the data it claims: a write
+ * that did not reach the disk) stops the replay before it: the state is
+ * that of the fsync before, which returned.
+ */
+static void damaged(enum kind k, bool data)
+{
+	struct model *m = calloc(6, sizeof(*m));
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	const char *path = run_and_cut(k, NULL, "log-damaged", 5, m, 0);
+
+	if (data) {
+		uint64_t off = 0;
+
+		/* A block the last round wrote. */
+		for (int f = 0; f < NF && !off; f++)
+			for (int b = 0; b < NB && !off; b++)
+				if (m[5].off[f][b] &&
+				    m[5].off[f][b] != m[4].off[f][b])
+					off = m[5].off[f][b];
+		CU_ASSERT_FATAL(off != 0);
+		flip(k, path, off + 100);
+	} else {
+		flip(k, path, last_piece(k, path) + 200);
+	}
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(info.log_replayed, 4);
+	expect(c, &m[4]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	free(m);
+}
+
+static void test_bad_data_file(void) { damaged(K_FILE, true); }
+static void test_bad_data_zloop(void) { damaged(K_ZLOOP_SEQ, true); }
+static void test_bad_piece_file(void) { damaged(K_FILE, false); }
+static void test_bad_piece_zloop(void) { damaged(K_ZLOOP_SEQ, false); }
+
+/* The piece codec: identity checks. */
+static void test_piece_codec(void)
+{
+	static const uint8_t uuid[16] = { 1, 2, 3 };
+	static const uint8_t other[16] = { 9 };
+	struct smr_cow c = { 0 };
+	uint8_t *blk = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	uint8_t payload[64] = { 0 };
+	struct smr_log_piece p;
+	uint64_t addr = 65536;
+
+	memcpy(c.sb.uuid, uuid, 16);
+	c.gen = 7;
+	SMR_ASSERT_OK(smr_log_seal(&c, payload, sizeof(payload), 3, blk,
+				   &addr, 1));
+	SMR_ASSERT_OK(smr_log_piece_decode(blk, addr, uuid, &p));
+	CU_ASSERT_EQUAL(p.gen, 7);
+	CU_ASSERT_EQUAL(p.seq, 3);
+	CU_ASSERT_EQUAL(p.total, sizeof(payload));
+	/* Another filesystem, another place, a torn piece. */
+	CU_ASSERT(smr_log_piece_decode(blk, addr, other, &p) < 0);
+	CU_ASSERT(smr_log_piece_decode(blk, addr + SMR_CKPT_SIZE, uuid, &p) < 0);
+	memset(blk + 4096, 0, 4096);
+	blk[8192] ^= 1;
+	CU_ASSERT(smr_log_piece_decode(blk, addr, uuid, &p) < 0);
+	smr_dev_buf_free(blk);
+}
+
+static const struct smr_test log_tests[] = {
+	{ "piece_codec", test_piece_codec },
+	{ "replay_file_rotational", test_replay_file_rot },
+	{ "replay_file_flash", test_replay_file_flash },
+	{ "replay_zloop_cnv", test_replay_zloop_cnv },
+	{ "replay_zloop", test_replay_zloop },
+	{ "replay_zloop_cap", test_replay_zloop_cap },
+	{ "commit_between", test_commit_between },
+	{ "ring_full", test_ring_full },
+	{ "read_only", test_read_only },
+	{ "bad_data_file", test_bad_data_file },
+	{ "bad_data_zloop", test_bad_data_zloop },
+	{ "bad_piece_file", test_bad_piece_file },
+	{ "bad_piece_zloop", test_bad_piece_zloop },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct smr_suite suites[] = {
+		{ "log", log_tests },
+		{ NULL, NULL },
+	};
+
+	smr_log_set_level(getenv("SMR_TEST_VERBOSE") ? SMR_LOG_DEBUG : SMR_LOG_ERR - 1);
+	return smr_test_main(argc, argv, suites);
+}
