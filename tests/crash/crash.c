@@ -297,9 +297,10 @@ static void cr_rec_free(struct cr_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static const struct smr_cow_opts cr_cow_opts = {
+static struct smr_cow_opts cr_cow_opts = {
 	.commit_secs = 3600, /* commits only where the workload asks */
 	.gc_off = true,      /* the cleaner only where the workload runs it */
+	.fsync_log = true,   /* fsync writes log records (--fsync commit) */
 };
 
 static int cr_fs_open(struct smr_dev *dev, struct cr_fs *fs)
@@ -823,10 +824,10 @@ static int cr_run_one(struct cr_ctx *cx, const struct cr_workload *w)
 struct cr_args {
 	bool full;
 	unsigned int seq2_every; /* run every n-th sequence of two */
-	unsigned int random_n, random_len, clean_n, log_n;
+	unsigned int random_n, random_len, clean_n, log_n, fsync_n;
 	unsigned int shard, shards;
 	const char *only;        /* a workload name */
-	bool suites[5];          /* seq1, seq2, random, clean, log */
+	bool suites[6];          /* seq1, seq2, random, clean, log, fsync */
 	bool devs[3];
 };
 
@@ -907,6 +908,11 @@ static void cr_run_log(struct cr_ctx *cx, const struct cr_args *a)
 	cr_run_seeded(cx, a, cr_commit_workload, a->log_n, 120);
 }
 
+static void cr_run_fsync(struct cr_ctx *cx, const struct cr_args *a)
+{
+	cr_run_seeded(cx, a, cr_fsync_workload, a->fsync_n, 24);
+}
+
 static void cr_report(const struct cr_ctx *cx, const char *what, double secs)
 {
 	printf("%-8s %-6s %5" PRIu64 " workloads %7" PRIu64 " records (%"
@@ -953,10 +959,11 @@ static int cr_suite(const struct cr_args *a, const struct cr_devcfg *dev,
 static void cr_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: crash [--full] [--suite seq1,seq2,random,clean,log] "
+		"usage: crash [--full] [--suite seq1,seq2,random,clean,log,fsync] "
 		"[--dev zloop,zns,file]\n"
 		"             [--seq2-every N] [--random N] [--clean N] "
-		"[--shard I/N] [--only NAME] [-v]\n"
+		"[--fsync log|commit]\n"
+		"             [--shard I/N] [--only NAME] [-v]\n"
 		"Records workloads through a fault device and checks every "
 		"crash state built from\nthe log: fsck clean, a valid prefix "
 		"of the workload, everything fsync'd there,\nnew writes "
@@ -988,7 +995,7 @@ static bool cr_list(const char *arg, const char *const *names, size_t n,
 int main(int argc, char **argv)
 {
 	static const char *const suites[] = { "seq1", "seq2", "random",
-					      "clean", "log" };
+					      "clean", "log", "fsync" };
 	static const char *const devs[] = { "zloop", "zns", "file" };
 	static const struct option lo[] = {
 		{ "full", no_argument, NULL, 'F' },
@@ -999,14 +1006,15 @@ int main(int argc, char **argv)
 		{ "clean", required_argument, NULL, 'c' },
 		{ "shard", required_argument, NULL, 'j' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "fsync", required_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cr_args a = {
 		.seq2_every = 151, .random_n = 4, .random_len = 24,
-		.clean_n = 1, .log_n = 1, .shards = 1,
-		.suites = { true, true, true, true, true },
+		.clean_n = 1, .log_n = 1, .fsync_n = 3, .shards = 1,
+		.suites = { true, true, true, true, true, true },
 		.devs = { true, true, true },
 	};
 	struct cr_ctx tot = { .dev = &cr_devs[0] };
@@ -1022,9 +1030,10 @@ int main(int argc, char **argv)
 			a.random_len = 40;
 			a.clean_n = 8;
 			a.log_n = 3;
+			a.fsync_n = 24;
 			break;
 		case 's':
-			if (!cr_list(optarg, suites, 5, a.suites))
+			if (!cr_list(optarg, suites, 6, a.suites))
 				goto usage;
 			break;
 		case 'd':
@@ -1049,6 +1058,11 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			a.only = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "log") && strcmp(optarg, "commit"))
+				goto usage;
+			cr_cow_opts.fsync_log = !strcmp(optarg, "log");
 			break;
 		case 'v':
 			cr_verbose = true;
@@ -1076,6 +1090,9 @@ int main(int argc, char **argv)
 		if (!rc && a.suites[2])
 			rc = cr_suite(&a, &cr_devs[d], "random",
 				      cr_initial_state, cr_run_random, &tot);
+		if (!rc && a.suites[5])
+			rc = cr_suite(&a, &cr_devs[d], "fsync",
+				      cr_initial_state, cr_run_fsync, &tot);
 	}
 	if (!rc && a.suites[3])
 		rc = cr_suite(&a, &cr_clean_dev, "clean",

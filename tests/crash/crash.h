@@ -115,6 +115,12 @@ void cr_clean_workload(struct cr_workload *w, uint64_t seed, size_t rounds);
  * conventional zones to its other zone. */
 void cr_commit_workload(struct cr_workload *w, uint64_t seed, size_t n);
 
+/* The fsync log's workloads: @n writes, overwrites, truncates, holes and
+ * chmods of the initial files, an fsync of one of them after one to three
+ * of those (so that several records follow one commit), now and then a
+ * namespace change or a sync between them. */
+void cr_fsync_workload(struct cr_workload *w, uint64_t seed, size_t n);
+
 void cr_workload_free(struct cr_workload *w);
 
 #endif /* SMR_TESTS_CRASH_H */

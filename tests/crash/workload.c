@@ -835,6 +835,58 @@ void cr_commit_workload(struct cr_workload *w, uint64_t seed, size_t n)
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * fsync log: data and attribute changes of existing files between fsyncs
+ * ------------------------------------------------------------------------ */
+
+static const char *const cr_log_files[] = { "foo", "bar", "A/foo" };
+
+void cr_fsync_workload(struct cr_workload *w, uint64_t seed, size_t n)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 29;
+	size_t since = 0;
+
+	cr_workload_new(w, 2 * n + 1, seed);
+	snprintf(w->name, sizeof(w->name), "fsync-%" PRIu64, seed);
+	for (size_t i = 0; i < n; i++) {
+		struct cr_op o = { CR_WRITE, CR_PICK(cr_log_files, &s), NULL,
+				   smr_test_rand(&s) % 60000,
+				   1 + smr_test_rand(&s) % 9000, 0 };
+		uint64_t r = smr_test_rand(&s) % 16;
+
+		if (r < 2) {
+			o.kind = CR_TRUNCATE;
+			o.len = 0;
+		} else if (r == 2) {
+			o.kind = CR_FALLOC;
+			o.mode = 0x03; /* FALLOC_FL_PUNCH_HOLE | KEEP_SIZE */
+		} else if (r == 3) {
+			o.kind = CR_CHMOD;
+			o.mode = 0600 | (int)(smr_test_rand(&s) % 0100);
+		} else if (r == 4) {
+			o.kind = CR_WRITE;
+			o.off = CR_APPEND;
+		} else if (r == 5 && seed % 2) {
+			/* A namespace change between fsyncs. */
+			o.kind = smr_test_rand(&s) % 2 ? CR_CREATE : CR_RENAME;
+			o.a = o.kind == CR_CREATE ? "baz" : "bar";
+			o.b = "qux";
+		}
+		w->ops[w->nr_ops++] = o;
+		if (++since >= 1 + smr_test_rand(&s) % 3) {
+			struct cr_op f = { CR_FSYNC, CR_PICK(cr_log_files, &s),
+					   NULL, 0, 0, 0 };
+
+			/* Now and then a sync: a commit between records. */
+			if (smr_test_rand(&s) % 9 == 0)
+				f.kind = CR_SYNC;
+			w->ops[w->nr_ops++] = f;
+			since = 0;
+		}
+	}
+	w->ops[w->nr_ops++] = (struct cr_op){ CR_FSYNC, "foo", NULL, 0, 0, 0 };
+}
+
 void cr_workload_free(struct cr_workload *w)
 {
 	free(w->ops);
