@@ -426,9 +426,11 @@ static void stat_json(FILE *f, const struct ctl_src *s,
 		"  \"zones_reset\": %" PRIu64 ",\n"
 		"  \"zones_finished\": %" PRIu64 ",\n"
 		"  \"commits\": %" PRIu64 ",\n"
-		"  \"nodes_written\": %" PRIu64,
+		"  \"nodes_written\": %" PRIu64 ",\n"
+		"  \"fsync_log_records\": %" PRIu64,
 		st->bytes_freed, st->nr_allocs, st->zones_reset,
-		st->zones_finished, st->commits, st->nodes_written);
+		st->zones_finished, st->commits, st->nodes_written,
+		st->log_records);
 	if (st->has_gc) {
 		fprintf(f,
 			",\n  \"user_bytes_written\": %" PRIu64 ",\n"
@@ -553,9 +555,9 @@ static void stat_text(FILE *f, const struct ctl_src *s,
 			st->gc_zones, st->gc_runs, (double)st->gc_usecs / 1e6);
 	}
 	fprintf(f, "engine (since %s): %" PRIu64 " commits, %" PRIu64
-		   " nodes written\n",
+		   " nodes written, %" PRIu64 " fsync log records\n",
 		s->mounted ? "mount" : "this open", st->commits,
-		st->nodes_written);
+		st->nodes_written, st->log_records);
 }
 
 static bool want_help_arg(int argc, char **argv)

@@ -1545,6 +1545,8 @@ struct fk_found {
 			     * open uses: a repair commits anew */
 	bool salvage;       /* a tree has a damaged node: a repair rebuilds
 			     * it from what can be read (smr_cow_salvage) */
+	uint32_t log_pending; /* fsync log records after the checkpoint: a
+			       * repair replays them first */
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -1641,6 +1643,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	smr_cow_info(cow, &info);
 	r->gen = info.gen;
+	f->log_pending = info.log_pending;
 	if (info.log_pending)
 		smr_warn("%u fsync log record%s after generation %" PRIu64
 			 " pending (not damage): checked here is the state of "
@@ -1954,6 +1957,26 @@ out:
 	return rc;
 }
 
+/*
+ * A repair replays the fsync log before anything else: a read-write open
+ * replays and commits it. Repairs that rebuild the allocator ignore the
+ * log (their commits would then drop it), so it goes first, and without
+ * it the repairs go on over the checkpoint's state.
+ */
+static void fk_replay_log(struct smr_dev *dev)
+{
+	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true };
+	struct smr_cow *cow;
+	int rc;
+
+	rc = fk_open_engine(dev, &co, &cow);
+	if (!rc)
+		rc = smr_cow_close(cow);
+	if (rc)
+		smr_warn("the fsync log could not be replayed (%s): the repairs "
+			 "go on without what it held", strerror(-rc));
+}
+
 int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 {
 	struct smr_dev_opts dopts = { .read_only = !o->repair };
@@ -2001,6 +2024,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			goto out_cancel;
 		if (rc)
 			goto out_operr;
+		if (o->repair && f.log_pending)
+			fk_replay_log(dev);
 	}
 	r->problems = f.problems;
 	if (!f.problems) {

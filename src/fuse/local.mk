@@ -34,6 +34,7 @@ SMR_FS_TESTS = \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
+	tests/fs/fsync_log.sh \
 	tests/fs/eio.sh \
 	tests/fs/user_mount.sh \
 	tests/fs/posix_space.sh \
