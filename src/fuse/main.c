@@ -64,8 +64,8 @@ struct mount_opts {
 };
 
 /* What fsync does unless -o fsync= says. */
-#define FSYNC_DEFAULT_LOG false
-#define FSYNC_DEFAULT_NAME "commit"
+#define FSYNC_DEFAULT_LOG true
+#define FSYNC_DEFAULT_NAME "log"
 
 static void usage(FILE *f)
 {

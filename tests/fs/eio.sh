@@ -154,17 +154,22 @@ umount_fs "$M"
 # After AFTER writes pass. A commit that creates a file writes three
 # times: its nodes, the allocator state, the checkpoint record; each fails
 # in turn. Then each of its two flushes (before and after the checkpoint
-# record) fails.
-for rule in writes:0 writes:1 writes:2 flushes:0 flushes:1; do
+# record) fails. With the fsync log, the fsync writes one record and
+# flushes once: the record's write fails, then its flush.
+for case in commit:writes:0 commit:writes:1 commit:writes:2 \
+	commit:flushes:0 commit:flushes:1 log:writes:0 log:flushes:0; do
+	mode=${case%%:*}
+	rule=${case#*:}
 	after=${rule#*:}
 	[ "${rule%:*}" = writes ] || after=f$after
-	note "failed $rule: read-only, nothing committed lost"
-	fault_mount "$rule"
+	after=$mode-$after
+	note "failed $rule (fsync=$mode): read-only, nothing committed lost"
+	fault_mount "$rule" "commit=3600,fsync=$mode"
 	kept=$(op write "$M/kept-$after" 20000)
 	expect OK mkdir "$M/dir-$after"
 	expect OK fsync "$M/dir-$after"
 	fault_signal USR1
-	if [ "$after" = 0 ]; then
+	if [ "${after#*-}" = 0 ]; then
 		# A data write fails at once.
 		expect EIO write "$M/lost-data" 8192
 	fi
@@ -203,7 +208,8 @@ rm -rf "$Z"
 "$CTL" zloop create "$Z" --capacity 64M --zone-size 4M --conv-zones 2 \
 	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
 "$MKFS" "$Z" >/dev/null || fail "mkfs"
-fault_mount resets commit=1
+# Every fsync a commit, so that the resets come between the overwrites.
+fault_mount resets commit=1,fsync=commit
 fault_signal USR1
 # 14 sequential zones of 4 MiB: what these overwrites leave dead fits
 # without resets.

@@ -26,7 +26,7 @@ STATE=$T/state.json
 
 FAILPOINTS="commit.after_nodes commit.after_flush commit.after_checkpoint
 commit.before_reset clean.after_relocate clean.before_commit
-clean.before_reset"
+clean.before_reset log.after_write"
 nfp=$(echo $FAILPOINTS | wc -w)
 # A small generator of our own: the same KILL9_SEED gives the same run.
 rnd=$SEED
@@ -48,7 +48,7 @@ while [ $c -lt "$CYCLES" ]; do
 		fp=$(echo $FAILPOINTS | cut -d' ' -f$i)
 		# Commits come by the dozen, cleaning seldom.
 		case $fp in
-		commit.after*) rand 40 ;;
+		commit.after* | log.*) rand 40 ;;
 		*) rand 2 ;;
 		esac
 		fp="$fp:$((R + 1))"
