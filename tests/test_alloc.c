@@ -731,6 +731,55 @@ static void test_zoned_write_failed(void)
 	smr_dev_close(dev);
 }
 
+/* A conventional zone has no write pointer to say it was reset: the state
+ * written by the commit whose completion resets it records it free, so a
+ * reopen finds it free, not dead until one more commit. */
+static void test_zoned_cnv_reset(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = NZONES * ZSZ,
+		.zone_size = ZSZ,
+		.nr_cnv = 2,
+		.block_size = BS,
+	};
+	char path[512];
+	struct smr_dev *dev = zloop_dev_p("alloc-cr", &p, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_space before, after;
+	struct smr_extent e[4];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint32_t z;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ, NULL,
+					      SMR_STREAM_HOT, e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	CU_ASSERT_EQUAL_FATAL(smr_dev_zone_type(dev, z), SMR_ZONE_TYPE_CNV);
+	SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, e[0].len));
+	/* Dead as of commit 1, reset once commit 2 is durable. */
+	for (uint64_t gen = 1; gen <= 2; gen++) {
+		SMR_ASSERT_OK(smr_alloc_commit(a, gen, &ref));
+		SMR_ASSERT_OK(smr_dev_flush(dev));
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	smr_alloc_space(a, &before);
+	smr_alloc_close(a);
+	a = NULL;
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_space(a, &after);
+	if (after.free != before.free)
+		fprintf(stderr, "free %llu before the reopen, %llu after\n",
+			(unsigned long long)before.free,
+			(unsigned long long)after.free);
+	CU_ASSERT(!memcmp(&before, &after, sizeof(before)));
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 /* Commit @gen and return the unsettled set it saw, sorted, in @x. */
 static size_t commit_unsettled(struct smr_alloc *a, uint64_t gen,
 			       struct smr_extent *x, size_t max)
@@ -1734,6 +1783,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_deferred_reset", test_zoned_deferred_reset },
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },
+	{ "zoned_cnv_reset", test_zoned_cnv_reset },
 	{ "unsettled", test_unsettled },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },

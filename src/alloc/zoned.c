@@ -768,6 +768,24 @@ static void zone_to_disk(const struct zz *z, uint64_t bs, bool open,
 		d->flags = SMR_ALLOC_ZF_OPEN;
 }
 
+/*
+ * Will the committed() of commit @gen reset conventional zone @i? Such a
+ * zone is recorded free: a conventional zone has no write pointer to tell
+ * a later open that it was reset, and its reset in memory would otherwise
+ * reach the device only with the next state, so that a filesystem opened
+ * in between found it dead rather than free. It died at an earlier
+ * commit, so neither this checkpoint nor the one before it references it.
+ */
+static bool reset_due(struct smr_alloc *a, const struct zoned *m, uint32_t i,
+		      uint64_t gen)
+{
+	const struct zz *z = &m->z[i];
+
+	return z->cnv && z->state == ZS_FULL && !z->live && z->dead_gen < gen &&
+	       !(a->in_use && a->in_use(a->in_use_arg, z->start,
+					z->start + z->cap));
+}
+
 static int zoned_commit(struct smr_alloc *a, uint64_t gen,
 			struct smr_alloc_ref *ref)
 {
@@ -798,9 +816,13 @@ static int zoned_commit(struct smr_alloc *a, uint64_t gen,
 	for (int s = 0; s < SMR_STREAM_NR; s++)
 		if (m->slot[s] != NO_SLOT)
 			sum.slot_zone[s] = m->first + m->slot[s];
-	for (uint32_t i = 0; i < m->nz; i++)
-		zone_to_disk(&m->z[i], m->bs, m->z[i].state == ZS_OPEN,
-			     &ents[i]);
+	for (uint32_t i = 0; i < m->nz; i++) {
+		static const struct zz empty = {
+			.stream = SMR_ALLOC_NO_STREAM };
+
+		zone_to_disk(reset_due(a, m, i, gen) ? &empty : &m->z[i], m->bs,
+			     m->z[i].state == ZS_OPEN, &ents[i]);
+	}
 	sum.stats = m->st;
 	rc = smr_state_write(a, SMR_ALLOC_MOD_ZONED, gen, &sum, ents,
 			     sizeof(*ents), m->nz, ext, (unsigned int)nr, ref);
