@@ -952,6 +952,24 @@ static void test_zoned_enospc(void)
 	smr_alloc_space(a, &sp);
 	CU_ASSERT_EQUAL(sp.free, 0);
 	CU_ASSERT_EQUAL(sp.reserved, 1 * ZSZ + 2 * (ZSZ - BS));
+	/* Relocation leaves the last free zone to the commit: it fills its
+	 * zone and stops. */
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, ZSZ, NULL, SMR_STREAM_RELOC, e, 4),
+			1);
+	CU_ASSERT_EQUAL(e[0].len, ZSZ - BS);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, BS, NULL, SMR_STREAM_RELOC, e, 4),
+			-ENOSPC);
+	/* The commit's nodes may take it, short of room for the allocator's
+	 * state at its end. */
+	n = smr_alloc_extent(a, 2 * ZSZ, NULL, SMR_STREAM_META, e, 4);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(e[0].len, ZSZ - BS);
+	got = e[1].len;
+	CU_ASSERT(got < ZSZ && got >= ZSZ / 2);
+	CU_ASSERT_EQUAL(smr_alloc_extent(a, ZSZ, NULL, SMR_STREAM_META, e, 4),
+			-ENOSPC);
+	smr_alloc_space(a, &sp);
+	CU_ASSERT_EQUAL(sp.reserved, ZSZ - got);
 	smr_alloc_close(a);
 	smr_dev_close(dev);
 }

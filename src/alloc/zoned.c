@@ -30,9 +30,10 @@
  * the zone's data, or hold its allocator state there.
  *
  * The reserve: data streams (hot, cold) cannot open a zone when only
- * `reserve` free zones are left; metadata and relocation can, down to the
- * last free zone, which only the allocator's own state may take: a commit
- * is what gives dead space back, so it must always find room.
+ * `reserve` free zones are left; relocation can, down to the last free
+ * zone, which is the commit's: a commit is what gives dead space back, so
+ * it must always find room. Metadata may open that last zone for the
+ * nodes, and then leaves room for the allocator's own state at its end.
  */
 #include "alloc/alloc_int.h"
 
@@ -480,11 +481,12 @@ static int zoned_probe(const struct smr_dev_info *info, char *why,
 static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 		     enum smr_stream stream, const struct smr_alloc_hint *hint)
 {
-	/* Data stops at the reserve; metadata and relocation leave the last
-	 * free zone to the allocator's own state, so that a commit (which
-	 * is what frees space) can always be written. */
+	/* Data stops at the reserve; relocation leaves the last free zone
+	 * to the commit, so that a commit (which is what frees space) can
+	 * always be written: its nodes may take that zone, which then keeps
+	 * room for the allocator's state at its end (zoned_alloc). */
 	uint32_t need = is_data(stream) ? m->reserve + 1 :
-			m->state_alloc || !m->reserve ? 1 : 2;
+			stream == SMR_STREAM_RELOC && m->reserve ? 2 : 1;
 	uint32_t from = 0, i;
 
 	if (m->nopen >= m->budget && m->nretiring)
