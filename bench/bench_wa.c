@@ -22,7 +22,10 @@
  * percentage),
  * BENCH_WA_SKEW=0 or 1 (uniform or hot/cold only), BENCH_WA_POLICY=greedy
  * or cost-benefit. BENCH_WA_MAX_OPEN limits the open and active zones of
- * the device (the allocator's streams then share zones); BENCH_WA_DUMP
+ * the device (the allocator's streams then share zones); BENCH_WA_OF_SIZE
+ * counts U against the size statfs reports (the managed capacity less
+ * the overhead the cleaner and the streams keep) instead of the whole
+ * managed capacity; BENCH_WA_DUMP
  * prints, when a run fails, where the space is and each zone's live share.
  */
 #include <errno.h>
@@ -109,6 +112,7 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	struct smr_cow_opts o = { .gc_off = true, .gc_policy = (int)pol };
 	const char *low = getenv("BENCH_WA_GC_LOW");
 	const char *high = getenv("BENCH_WA_GC_HIGH");
+	bool of_size = getenv("BENCH_WA_OF_SIZE") != NULL;
 	struct smr_cow_gc_stats s0, s1;
 	struct smr_cow_space sp;
 	struct smr_dev *dev = NULL;
@@ -153,7 +157,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 
 	r->phase = "fill";
 	smr_cow_space(c, &sp);
-	nfiles = sp.capacity * util / 100 / FILE_BYTES;
+	nfiles = (of_size ? smr_cow_space_size(&sp) : sp.capacity) * util /
+		 100 / FILE_BYTES;
 	ino = calloc(nfiles, sizeof(*ino));
 	if (!ino) {
 		rc = -ENOMEM;
@@ -246,9 +251,11 @@ int main(int argc, char **argv)
 
 	smr_log_set_level(SMR_LOG_WARN);
 	printf("%u zones of %llu MiB, %llu KiB random overwrites of 1 MiB "
-	       "files, %u device sizes\n\n", nzones,
+	       "files, %u device sizes, U of the %s\n\n", nzones,
 	       (unsigned long long)(zone / SMR_MIB),
-	       (unsigned long long)(WRITE_BYTES / 1024), passes);
+	       (unsigned long long)(WRITE_BYTES / 1024), passes,
+	       getenv("BENCH_WA_OF_SIZE") ? "size statfs reports" :
+					    "managed capacity");
 	printf("| workload | U | policy | WA | relocated / user | metadata / user | zones cleaned | seconds |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int skew = 0; skew < 2; skew++) {
