@@ -87,7 +87,9 @@ struct smrfs_ioc_stat {
 	uint64_t gc_runs;
 	uint64_t gc_usecs;       /* an older daemon leaves it zero */
 	uint64_t overhead;       /* an older daemon leaves it zero */
-	uint64_t spare[25];      /* zero; for later versions */
+	uint64_t log_records;    /* fsync log records; an older daemon
+				  * leaves it zero */
+	uint64_t spare[24];      /* zero; for later versions */
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_stat) == 760,
@@ -177,6 +179,7 @@ static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,
 	o->zones_finished = st->zones_finished;
 	o->commits = st->commits;
 	o->nodes_written = st->nodes_written;
+	o->log_records = st->log_records;
 	o->nr_inodes = nr_inodes;
 	o->user_bytes = st->user_bytes;
 	o->device_bytes = st->device_bytes;
@@ -246,6 +249,7 @@ static inline void smrfs_ioc_stat_unpack(const struct smrfs_ioc_stat *o,
 	st->zones_finished = o->zones_finished;
 	st->commits = o->commits;
 	st->nodes_written = o->nodes_written;
+	st->log_records = o->log_records;
 	*nr_inodes = o->nr_inodes;
 }
 
