@@ -29,8 +29,9 @@ last fsync returns the daemon gets SIGKILL. Then:
     other workload, a second kill -9) fsck.smrfs -n finds nothing again,
     and the next workload mounts that state.
 
-Options: --mkfs/--mount/--fsck PROGRAM, -o OPTS (mount options), --seed S,
---count N (workloads), --exact, -v. Exit 1 on the first failure, with the
+Options: --mount/--fsck PROGRAM, -o OPTS (mount options), --seed S,
+--count N (workloads), --exact, --want-replays (fail unless some remount
+replayed an fsync log), -v. Exit 1 on the first failure, with the
 workload printed so that --seed and --only N replay it.
 """
 import argparse
@@ -407,7 +408,6 @@ def one(fs, a, n, wl):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mkfs")
     ap.add_argument("--mount", required=True)
     ap.add_argument("--fsck", required=True)
     ap.add_argument("-o", default="")
@@ -415,6 +415,7 @@ def main():
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--only", type=int, default=None)
     ap.add_argument("--exact", action="store_true")
+    ap.add_argument("--want-replays", action="store_true")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("device")
     ap.add_argument("mnt")
@@ -441,6 +442,10 @@ def main():
                 return 1
     finally:
         fs.cleanup()
+    if a.want_replays and not fs.replays:
+        print("FAIL: no remount replayed an fsync log: fsync never logged",
+              file=sys.stderr)
+        return 1
     print("ace: seed %d, %d workloads (%s) crashed and checked in %.0f s%s;"
           " %d remounts replayed an fsync log"
           % (a.seed, a.count if a.only is None else 1,
