@@ -41,6 +41,7 @@
 #define WB_MERGE_MAX 64           /* queued writes per device write */
 #define WB_RING_DEPTH 64
 #define WB_DEFAULT_MAX_IO (8 * SMR_MIB)
+#define WB_POOL_MAX 16            /* buffers kept for reuse */
 
 /* One queued write. */
 struct wb_req {
@@ -49,6 +50,13 @@ struct wb_req {
 	size_t len;
 	uint64_t ticket; /* order of queueing, for flush */
 	char *buf;       /* the handle's copy */
+	size_t cap;      /* its size */
+};
+
+/* A buffer kept for the next write. */
+struct wb_buf {
+	char *p;
+	size_t cap;
 };
 
 /* A zone with queued writes (busy in the cache while it exists). */
@@ -78,6 +86,11 @@ struct smr_dev_wb {
 	unsigned int inflight; /* device writes on the ring */
 	struct wb_zone *zones; /* zones with queued writes */
 	struct wb_zone *spare; /* unused entries */
+	/* Buffers of completed writes, for the next ones: fresh memory
+	 * would be faulted in again for every write. At most half the cap. */
+	struct wb_buf pool[WB_POOL_MAX];
+	unsigned int npool;
+	size_t pool_bytes;
 	bool uring;            /* the ring is up */
 	struct io_uring ring;
 	pthread_t thread;
@@ -121,8 +134,39 @@ bool smr_dev_wb_open_blocked(const struct smr_dev *dev, uint32_t zno,
 static void req_free(struct smr_dev_wb *wb, struct wb_req *r)
 {
 	wb->queued -= r->len;
-	smr_dev_buf_free(r->buf);
+	if (wb->npool < WB_POOL_MAX &&
+	    wb->pool_bytes + r->cap <= wb->max_bytes / 2) {
+		wb->pool[wb->npool++] = (struct wb_buf){ r->buf, r->cap };
+		wb->pool_bytes += r->cap;
+	} else {
+		smr_dev_buf_free(r->buf);
+	}
 	free(r);
+}
+
+/* A buffer for @len bytes: one of the pool that is not more than twice as
+ * large, or a new one. */
+static int buf_get(struct smr_dev *dev, struct wb_req *r, size_t len)
+{
+	struct smr_dev_wb *wb = dev->wb;
+
+	r->buf = NULL;
+	pthread_mutex_lock(&dev->zlock);
+	for (unsigned int i = 0; i < wb->npool; i++) {
+		if (wb->pool[i].cap < len || wb->pool[i].cap / 2 > len)
+			continue;
+		r->buf = wb->pool[i].p;
+		r->cap = wb->pool[i].cap;
+		wb->pool_bytes -= r->cap;
+		wb->pool[i] = wb->pool[--wb->npool];
+		break;
+	}
+	pthread_mutex_unlock(&dev->zlock);
+	if (r->buf)
+		return 0;
+	r->buf = smr_dev_buf_alloc_uninit(len);
+	r->cap = len;
+	return r->buf ? 0 : -ENOMEM;
 }
 
 /* Zone @z has nothing queued any more: hand the zone back. */
@@ -447,6 +491,8 @@ int smr_dev_wb_stop(struct smr_dev *dev)
 		wb->spare = z->next;
 		free(z);
 	}
+	while (wb->npool)
+		smr_dev_buf_free(wb->pool[--wb->npool].p);
 	if (wb->uring)
 		io_uring_queue_exit(&wb->ring);
 	pthread_cond_destroy(&wb->wake);
@@ -468,8 +514,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 	r = malloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->buf = smr_dev_buf_alloc_uninit(len);
-	if (!r->buf) {
+	if (buf_get(dev, r, len)) {
 		free(r);
 		return -ENOMEM;
 	}
@@ -517,9 +562,9 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 			nz->next = wb->spare;
 			wb->spare = nz;
 		}
+		r->len = 0;
+		req_free(wb, r);
 		pthread_mutex_unlock(&dev->zlock);
-		smr_dev_buf_free(r->buf);
-		free(r);
 		return rc;
 	}
 	if (!z) {
