@@ -312,6 +312,34 @@ static void test_sb_copy(void)
 	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_UNCORRECTED);
 	CU_ASSERT(r.remaining > 0);
 	mounts_clean();
+
+	/* A power cut between the reset of the zone the log moves to and
+	 * its superblock copy leaves that zone empty: no damage. */
+	populate(K_ZLOG, 0);
+	{
+		struct smr_dev *dev;
+
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+		SMR_ASSERT_OK(smr_dev_zone_finish(dev, 0));
+		SMR_ASSERT_OK(smr_dev_zone_reset(dev, 1));
+		SMR_ASSERT_OK(smr_dev_close(dev));
+	}
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.sb_bad, 0);
+	mounts_clean();
+	/* The next commit moves the log there and writes the copy. */
+	{
+		struct fs f;
+
+		SMR_ASSERT_OK(fs_open(&f, true));
+		CU_ASSERT(mkfile(f.ns, ROOT, "after", 100) != 0);
+		SMR_ASSERT_OK(smr_cow_commit(f.cow));
+		CU_ASSERT(smr_dev_zone_wp(f.dev, 1) >
+			  smr_dev_zone_start(f.dev, 1));
+		fs_close(&f);
+	}
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.sb_bad, 0);
 }
 
 static void test_ckpt(void)

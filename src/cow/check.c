@@ -31,6 +31,16 @@ static void cs_where(struct smr_dev *dev, uint64_t where[2])
 		where[1] = smr_dev_zone_start(dev, 1);
 }
 
+/* A zone of the checkpoint log that holds nothing at all: reset, its
+ * superblock copy not yet written. */
+static bool cs_log_zone_empty(struct smr_dev *dev, uint64_t where)
+{
+	uint32_t zno = smr_dev_zone_no(dev, where);
+
+	return smr_dev_zone_type(dev, zno) != SMR_ZONE_TYPE_CNV &&
+	       smr_dev_zone_wp(dev, zno) == smr_dev_zone_start(dev, zno);
+}
+
 /* The header's generation of a record that failed to verify, if its magic
  * is still a checkpoint's (0 otherwise). */
 static uint64_t cs_raw_gen(const void *buf)
@@ -111,6 +121,16 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		r->sb_copies++;
 		if (ok[i])
 			continue;
+		if (!ring && cs_log_zone_empty(dev, where[i])) {
+			/* A power cut between the reset of the zone the log
+			 * moves to and its superblock copy: the next commit
+			 * writes the copy (FORMAT.md, checkpoint placement). */
+			smr_info("checkpoint log zone at byte %" PRIu64
+				 " is empty: the log was moving there, and the "
+				 "next commit writes its superblock copy",
+				 where[i]);
+			continue;
+		}
 		r->sb_bad++;
 		r->problems++;
 		smr_err("superblock copy at byte %" PRIu64 " is damaged%s", where[i],
