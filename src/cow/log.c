@@ -271,19 +271,19 @@ int smr_log_free_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&c->log_lock);
 	for (size_t i = 0; i < c->log_nw; i++) {
 		struct smr_log_w *w = &c->log_w[i];
+		bool whole;
 
 		if (w->settled || w->off >= end || w->off + w->len <= off)
 			continue;
 		/* Unsettled data given back: the replayed state never held
-		 * it, so there is nothing to free there. */
-		pthread_mutex_unlock(&c->log_lock);
-		if (w->off == off && w->len == len) {
-			pthread_mutex_lock(&c->log_lock);
+		 * it, so there is nothing to free there. Decided under the
+		 * lock: writers append to (and may move) log_w meanwhile. */
+		whole = w->off == off && w->len == len;
+		if (whole)
 			log_w_del(c, i);
-			pthread_mutex_unlock(&c->log_lock);
-			return 0;
-		}
-		smr_log_break(c, "part of unsettled data freed");
+		pthread_mutex_unlock(&c->log_lock);
+		if (!whole)
+			smr_log_break(c, "part of unsettled data freed");
 		return 0;
 	}
 	pthread_mutex_unlock(&c->log_lock);
