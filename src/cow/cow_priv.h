@@ -233,6 +233,7 @@ struct smr_cow {
 	pthread_mutex_t log_lock;    /* log_w; taken after lock */
 	struct smr_log_w *log_w;     /* data written, not yet recorded */
 	size_t log_nw, log_capw;
+	size_t log_nunsettled;   /* of log_w, not settled (log_lock) */
 	uint8_t **log_found;     /* records found at open (payloads), in */
 	size_t *log_found_len;   /* order; freed once replayed */
 	uint32_t log_nfound;

@@ -208,6 +208,7 @@ void smr_log_written(struct smr_cow *c, const struct smr_data_extent *ext,
 		}
 		w = &c->log_w[c->log_nw++];
 		memset(w, 0, sizeof(*w));
+		c->log_nunsettled++;
 		w->off = ext[i].off;
 		w->len = ext[i].len;
 		w->csum = smr_hash64((const uint8_t *)buf + done, ext[i].len, 0);
@@ -224,6 +225,8 @@ void smr_log_written(struct smr_cow *c, const struct smr_data_extent *ext,
 /* Take entry @i out of log_w (log_lock held). */
 static void log_w_del(struct smr_cow *c, size_t i)
 {
+	if (!c->log_w[i].settled)
+		c->log_nunsettled--;
 	c->log_w[i] = c->log_w[--c->log_nw];
 }
 
@@ -247,11 +250,23 @@ void smr_log_settle(struct smr_cow *c, uint64_t off, uint64_t len)
 
 	if (!c->log_on)
 		return;
+	/* Newest first: what is settled was mostly written just before, at
+	 * the end of log_w, which holds up to LOG_MAX_WRITTEN extents between
+	 * commits when no fsync comes. The extents are disjoint (each is
+	 * space allocated once), so none is left once @len is covered. With
+	 * the log broken and nothing unsettled there is nothing to mark, and
+	 * what the scan would decide (to break the log) is done. */
 	pthread_mutex_lock(&c->log_lock);
-	for (size_t i = 0; i < c->log_nw; i++) {
+	if (!c->log_nunsettled && !log_gathering(c)) {
+		pthread_mutex_unlock(&c->log_lock);
+		return;
+	}
+	for (size_t i = c->log_nw; i-- > 0 && covered < len;) {
 		struct smr_log_w *w = &c->log_w[i];
 
 		if (w->off >= off && w->off + w->len <= off + len) {
+			if (!w->settled)
+				c->log_nunsettled--;
 			w->settled = true;
 			covered += w->len;
 		}
@@ -269,7 +284,9 @@ int smr_log_free_locked(struct smr_cow *c, uint64_t off, uint64_t len)
 	if (!log_gathering(c))
 		return 0;
 	pthread_mutex_lock(&c->log_lock);
-	for (size_t i = 0; i < c->log_nw; i++) {
+	/* Only unsettled data needs the scan; a free of settled data (an
+	 * overwrite of what a checkpoint or a record holds) is the rule. */
+	for (size_t i = 0; c->log_nunsettled && i < c->log_nw; i++) {
 		struct smr_log_w *w = &c->log_w[i];
 		bool whole;
 
@@ -312,6 +329,7 @@ void smr_log_fini(struct smr_cow *c)
 	free(c->log_w);
 	c->log_frees.x = NULL;
 	c->log_w = NULL;
+	c->log_nw = c->log_capw = c->log_nunsettled = 0;
 }
 
 /* ========================================================================
