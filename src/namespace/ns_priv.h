@@ -56,6 +56,13 @@ struct ns_heat {
 	uint64_t clock; /* ns->heat_clock after the inode's last write */
 };
 
+/* Inodes known to hold no security.capability xattr, so that a write need
+ * not look it up to drop it (what S_NOSEC is to the kernel): direct-mapped
+ * by inode number, set when the lookup finds none, cleared by setxattr
+ * (xattr.c). */
+#define NS_NOCAPS_BITS 12
+#define NS_NOCAPS_SLOTS (1U << NS_NOCAPS_BITS)
+
 struct smr_ns {
 	struct smr_cow *cow;
 	struct smr_ns_opts opts;
@@ -71,6 +78,7 @@ struct smr_ns {
 	uint64_t heat_clock;          /* bytes written by users, this mount */
 	uint64_t heat_window;         /* rewritten within this: hot */
 	struct ns_heat heat[NS_HEAT_SLOTS]; /* by inode number */
+	uint64_t nocaps[NS_NOCAPS_SLOTS];   /* inode numbers, 0: empty */
 };
 
 static inline struct smr_key ns_key(uint64_t objid, uint8_t type,

@@ -187,14 +187,30 @@ int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 	return ns_delete_all(ns, t, ino, SMR_NS_T_XATTR);
 }
 
+/* The slot of @ino in ns->nocaps (Fibonacci hashing, as the heat table). */
+static uint64_t *ns_nocaps_slot(struct smr_ns *ns, uint64_t ino)
+{
+	return &ns->nocaps[(ino * 0x9e3779b97f4a7c15ULL) >>
+			   (64 - NS_NOCAPS_BITS)];
+}
+
 int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
 			      uint64_t ino)
 {
+	uint64_t *nocaps = ns_nocaps_slot(ns, ino);
 	struct ns_xa xa;
-	int rc = ns_xa_find(ns, ino, "security.capability", &xa);
+	int rc;
 
-	if (rc == -ENOENT)
+	/* Every write asks; nearly no file has one. */
+	if (*nocaps == ino)
 		return 0;
+	rc = ns_xa_find(ns, ino, "security.capability", &xa);
+	if (rc == -ENOENT) {
+		/* Only a lookup that found none sets the slot: a delete
+		 * may still roll back with the call. */
+		*nocaps = ino;
+		return 0;
+	}
 	return rc ? rc : ns_xa_delete(ns, t, ino, &xa);
 }
 
@@ -253,6 +269,9 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
+	/* Whatever the name, the inode may hold a capability now. */
+	if (*ns_nocaps_slot(ns, ino) == ino)
+		*ns_nocaps_slot(ns, ino) = 0;
 	if (exists) {
 		key = xa.key;
 		rc = ns_xa_delete(ns, t, ino, &xa);
