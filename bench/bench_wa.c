@@ -25,7 +25,8 @@
  * the device (the allocator's streams then share zones); BENCH_WA_OF_SIZE
  * counts U against the size statfs reports (the managed capacity less
  * the overhead the cleaner and the streams keep) instead of the whole
- * managed capacity; BENCH_WA_DUMP
+ * managed capacity; BENCH_WA_SEED=N draws another sequence of overwrites
+ * (to tell a change from noise, run several); BENCH_WA_DUMP
  * prints, when a run fails, where the space is and each zone's live share.
  */
 #include <errno.h>
@@ -113,6 +114,7 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	const char *low = getenv("BENCH_WA_GC_LOW");
 	const char *high = getenv("BENCH_WA_GC_HIGH");
 	bool of_size = getenv("BENCH_WA_OF_SIZE") != NULL;
+	const char *seed_env = getenv("BENCH_WA_SEED");
 	struct smr_cow_gc_stats s0, s1;
 	struct smr_cow_space sp;
 	struct smr_dev *dev = NULL;
@@ -125,6 +127,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	if (seed_env)
+		seed += strtoull(seed_env, NULL, 0) * 0x9e3779b97f4a7c15ULL;
 	p.max_open = max_open ? (uint32_t)atoi(max_open) : 0;
 	p.max_active = p.max_open;
 	o.gc_low = low ? (unsigned int)atoi(low) : 0;
