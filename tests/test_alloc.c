@@ -356,7 +356,7 @@ struct run {
 static void check_space(struct run *r)
 {
 	struct smr_space sp;
-	uint64_t state = r->ref.len;
+	uint64_t state = r->ref.len, used, size;
 
 	smr_alloc_space(r->a, &sp);
 	if (sp.capacity != sp.used + sp.free + sp.reclaimable + sp.reserved ||
@@ -372,6 +372,10 @@ static void check_space(struct run *r)
 	CU_ASSERT_EQUAL(sp.capacity,
 			sp.used + sp.free + sp.reclaimable + sp.reserved);
 	CU_ASSERT_EQUAL(sp.used, r->m.live_bytes + state);
+	/* The constant-time figures every write asks for are the same. */
+	smr_alloc_usage(r->a, 0, &used, &size);
+	CU_ASSERT_EQUAL(used, sp.used);
+	CU_ASSERT_EQUAL(size, sp.capacity - SMR_MIN(sp.overhead, sp.capacity));
 	if (r->max_active)
 		CU_ASSERT(smr_dev_nr_active(r->dev) <= r->max_active);
 }

@@ -355,6 +355,26 @@ void smr_alloc_space(struct smr_alloc *a, struct smr_space *sp)
 	pthread_mutex_unlock(&a->lock);
 }
 
+void smr_alloc_usage(struct smr_alloc *a, uint64_t freeing, uint64_t *used,
+		     uint64_t *size)
+{
+	struct smr_space sp;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->ops->usage) {
+		a->ops->usage(a, used, size);
+	} else {
+		a->ops->space(a, &sp);
+		*used = sp.used;
+		*size = sp.capacity - SMR_MIN(sp.overhead, sp.capacity);
+	}
+	/* A handful of the cleaner's copies (smr_alloc_space_freeing). */
+	for (size_t i = 0; i < a->unsettled_reloc.n; i++)
+		freeing += a->unsettled_reloc.x[i].len;
+	pthread_mutex_unlock(&a->lock);
+	*used -= SMR_MIN(*used, freeing);
+}
+
 static int ext_off_cmp(const void *pa, const void *pb)
 {
 	const struct smr_extent *x = pa, *y = pb;

@@ -276,6 +276,14 @@ struct smr_alloc_ops {
 	 * be NULL: the module cannot replay a log (-EOPNOTSUPP).
 	 */
 	int (*claim)(struct smr_alloc *a, uint64_t off, uint64_t len);
+
+	/*
+	 * Fill *@used with space's used and *@size with its capacity less
+	 * its overhead, in constant time: asked before every write that
+	 * adds data. May be NULL (taken from space, which may walk every
+	 * zone).
+	 */
+	void (*usage)(struct smr_alloc *a, uint64_t *used, uint64_t *size);
 };
 
 extern const struct smr_alloc_ops smr_zoned_ops;
@@ -384,6 +392,16 @@ int smr_alloc_gc_pick(struct smr_alloc *a, enum smr_gc_policy policy,
 int smr_alloc_gc_pick_n(struct smr_alloc *a, enum smr_gc_policy policy,
 			struct smr_gc_victim *v, unsigned int max);
 int64_t smr_alloc_zone_live(struct smr_alloc *a, uint32_t zno);
+
+/*
+ * The bytes in use and the size users may fill, in constant time for
+ * zoned, rotational and flash: *@used as smr_alloc_space_freeing() counts
+ * it with @freeing bytes released by the layer above (the cleaner's
+ * copies not yet settled are left out too), *@size as smr_space's
+ * capacity less its overhead.
+ */
+void smr_alloc_usage(struct smr_alloc *a, uint64_t freeing, uint64_t *used,
+		     uint64_t *size);
 
 /*
  * A safety net under the live-byte counters: before a zone that counts no

@@ -126,6 +126,7 @@ int smr_xmod_commit(struct smr_alloc *a, uint64_t gen,
 		    struct smr_alloc_ref *ref);
 int smr_xmod_committed(struct smr_alloc *a);
 void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp);
+void smr_xmod_usage(struct smr_alloc *a, uint64_t *used, uint64_t *size);
 void smr_xmod_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
 
 #endif /* SMR_ALLOC_ALLOC_INT_H */

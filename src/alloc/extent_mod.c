@@ -342,6 +342,15 @@ int smr_xmod_committed(struct smr_alloc *a)
 	return rc;
 }
 
+void smr_xmod_usage(struct smr_alloc *a, uint64_t *used, uint64_t *size)
+{
+	struct smr_xmod *m = a->priv;
+
+	*used = m->capacity - m->free.bytes - m->pending.bytes -
+		m->committing.bytes - m->cooling.bytes;
+	*size = m->capacity - SMR_MIN(m->reserve, m->capacity);
+}
+
 void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 {
 	struct smr_xmod *m = a->priv;

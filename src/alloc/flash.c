@@ -76,4 +76,5 @@ const struct smr_alloc_ops smr_flash_ops = {
 	.space = smr_xmod_space,
 	.stats = smr_xmod_stats,
 	.claim = smr_xmod_claim,
+	.usage = smr_xmod_usage,
 };

@@ -88,4 +88,5 @@ const struct smr_alloc_ops smr_rot_ops = {
 	.space = smr_xmod_space,
 	.stats = smr_xmod_stats,
 	.claim = smr_xmod_claim,
+	.usage = smr_xmod_usage,
 };

@@ -80,6 +80,8 @@ struct zoned {
 	struct zz *z;
 	uint64_t *freemap;               /* bit per free zone */
 	uint32_t nfree;
+	uint64_t live;                   /* the sum of the zones' live bytes */
+	uint64_t capacity;               /* of the zones that are not bad */
 	uint32_t reserve;                /* free zones data cannot take */
 	uint32_t budget;                 /* zones we may hold open */
 	uint32_t nopen;                  /* OPEN + RETIRING */
@@ -98,6 +100,14 @@ struct zoned {
 static bool is_data(enum smr_stream s)
 {
 	return s == SMR_STREAM_HOT || s == SMR_STREAM_COLD;
+}
+
+/* Every change of a zone's live bytes goes through here, so that their
+ * sum (zoned_used) needs no walk over the zones. */
+static void live_set(struct zoned *m, struct zz *z, uint64_t live)
+{
+	m->live = m->live - z->live + live;
+	z->live = live;
 }
 
 static void free_set(struct zoned *m, uint32_t i)
@@ -184,7 +194,7 @@ static void zone_adopt_dead(struct smr_alloc *a, struct zoned *m, uint32_t i,
 	struct zz *z = &m->z[i];
 
 	z->ap = wp;
-	z->live = SMR_MIN(z->live, wp);
+	live_set(m, z, SMR_MIN(z->live, wp));
 	z->state = ZS_FULL;
 	if (wp >= z->cap || z->cnv)
 		return;
@@ -268,6 +278,7 @@ static int zoned_setup(struct smr_alloc *a, struct zoned *m)
 		}
 		z->state = ZS_FREE;
 		free_set(m, i);
+		m->capacity += z->cap;
 	}
 	m->state_bytes = smr_state_bytes(sizeof(struct smr_alloc_zone_d),
 					 m->nz);
@@ -315,7 +326,7 @@ static void zoned_rebuild(struct smr_alloc *a, struct zoned *m)
 		if (!wp)
 			continue;
 		free_clear(m, i);
-		z->live = wp;
+		live_set(m, z, wp);
 		zone_adopt_dead(a, m, i, wp, true);
 	}
 }
@@ -361,7 +372,7 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 			continue;
 		z->age_gen = le64toh(d->age_gen);
 		z->stream = d->stream;
-		z->live = live;
+		live_set(m, z, live);
 		/* Trust the device: data after the checkpoint is dead, and a
 		 * write pointer never goes back. Bytes handed out but never
 		 * written cannot be live. */
@@ -370,7 +381,7 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 			smr_debug("alloc: zone %u: %" PRIu64 " live bytes "
 				  "were never written", m->first + i,
 				  z->live - wp);
-			z->live = wp;
+			live_set(m, z, wp);
 		}
 		if (wp == 0 && !(z->cnv && (fl & SMR_ALLOC_ZF_FULL))) {
 			continue; /* stays FREE */
@@ -516,7 +527,7 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 	}
 	m->z[i].state = ZS_OPEN;
 	m->z[i].ap = 0;
-	m->z[i].live = 0;
+	live_set(m, &m->z[i], 0);
 	m->z[i].dead_gen = NOT_DEAD;
 	m->slot[slot] = i;
 	m->nopen++;
@@ -584,7 +595,7 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 		ext[n].len = take;
 		n++;
 		z->ap += take;
-		z->live += take;
+		live_set(m, z, z->live + take);
 		z->age_gen = m->gen;
 		z->stream = (uint8_t)stream;
 		done += take;
@@ -633,12 +644,12 @@ static int walk_live(struct smr_alloc *a, struct zoned *m, uint64_t off,
 		z = &m->z[i];
 		piece = SMR_MIN(end, z->start + z->len) - off;
 		if (op == LIVE_ADD)
-			z->live += piece;
+			live_set(m, z, z->live + piece);
 		else if (z->state == ZS_FREE || z->state == ZS_BAD ||
 			 off + piece > z->start + z->ap || piece > z->live)
 			return -EINVAL;
 		else if (op == LIVE_SUB)
-			z->live -= piece;
+			live_set(m, z, z->live - piece);
 		off += piece;
 	}
 	return 0;
@@ -707,7 +718,7 @@ static int zoned_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
 		}
 		if (z->cnv)
 			z->ap = SMR_MAX(z->ap, pos + piece - z->start);
-		z->live += piece;
+		live_set(m, z, z->live + piece);
 		z->dead_gen = NOT_DEAD;
 		pos += piece;
 	}
@@ -729,7 +740,7 @@ static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
 			return;
 		z = &m->z[i];
 		piece = SMR_MIN(end, z->start + z->len) - off;
-		z->live -= SMR_MIN(piece, z->live);
+		live_set(m, z, z->live - SMR_MIN(piece, z->live));
 		off += piece;
 		if (z->state == ZS_FREE || z->state == ZS_BAD)
 			continue;
@@ -959,6 +970,26 @@ static uint64_t zoned_overhead(struct smr_alloc *a, const struct zoned *m,
 				       capacity / CLEAN_SLACK_PART));
 }
 
+/* Which slots data streams write to. */
+static void data_slots(struct smr_alloc *a, bool *data_slot)
+{
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		data_slot[s] = false;
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		if (is_data((enum smr_stream)s))
+			data_slot[a->stream_share[s]] = true;
+}
+
+static void zoned_usage(struct smr_alloc *a, uint64_t *used, uint64_t *size)
+{
+	struct zoned *m = a->priv;
+	bool data_slot[SMR_STREAM_NR];
+
+	data_slots(a, data_slot);
+	*used = m->live;
+	*size = m->capacity - zoned_overhead(a, m, data_slot, m->capacity);
+}
+
 static void zoned_space_freeing(struct smr_alloc *a,
 				const struct smr_extent *x, size_t n,
 				struct smr_space *sp)
@@ -966,14 +997,12 @@ static void zoned_space_freeing(struct smr_alloc *a,
 	struct zoned *m = a->priv;
 	size_t k = 0;
 	uint32_t reserved = 0;
-	bool data_slot[SMR_STREAM_NR] = { false };
+	bool data_slot[SMR_STREAM_NR];
 	uint64_t mixed = 0, zcap = m->nz ? m->z[m->nz - 1].cap : 0;
 
 	/* What is left in an open zone is free only if a data stream writes
 	 * there; metadata's and relocation's zones are part of the reserve. */
-	for (int s = 0; s < SMR_STREAM_NR; s++)
-		if (is_data((enum smr_stream)s))
-			data_slot[a->stream_share[s]] = true;
+	data_slots(a, data_slot);
 	memset(sp, 0, sizeof(*sp));
 	for (uint32_t i = 0; i < m->nz; i++) {
 		const struct zz *z = &m->z[i];
@@ -1136,4 +1165,5 @@ const struct smr_alloc_ops smr_zoned_ops = {
 	.stats = zoned_stats,
 	.gc_pick_n = zoned_gc_pick_n,
 	.claim = zoned_claim,
+	.usage = zoned_usage,
 };
