@@ -606,6 +606,15 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	sp->reclaimable = cnt[MC_FREEING] * c->bs;
 }
 
+/* As the engine's, with no overhead; counts every block, as above. */
+uint64_t smr_cow_space_room(struct smr_cow *c)
+{
+	struct smr_cow_space sp;
+
+	smr_cow_space(c, &sp);
+	return sp.used < sp.capacity ? sp.capacity - sp.used : 0;
+}
+
 /* The cleaner: nothing to clean in memory; data writes keep no owner. */
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,

@@ -39,6 +39,7 @@ int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len)
 {
 	if (l->n && l->x[l->n - 1].off + l->x[l->n - 1].len == off) {
 		l->x[l->n - 1].len += len;
+		l->bytes += len;
 		return 0;
 	}
 	if (l->n == l->cap) {
@@ -53,7 +54,14 @@ int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len)
 	l->x[l->n].off = off;
 	l->x[l->n].len = len;
 	l->n++;
+	l->bytes += len;
 	return 0;
+}
+
+void smr_xlist_clear(struct smr_xlist *l)
+{
+	l->n = 0;
+	l->bytes = 0;
 }
 
 static void *smr_node_buf_alloc(size_t len)

@@ -406,6 +406,17 @@ static inline uint64_t smr_cow_space_size(const struct smr_cow_space *sp)
 							      sp->capacity);
 }
 
+/*
+ * How many bytes users' data may still grow by: the size statfs reports
+ * (smr_cow_space_size) less the bytes in use (smr_cow_space's used), 0 if
+ * they are past it. That size is what users can fill and keep
+ * overwriting; beyond it the cleaner would run out of room, so writes
+ * must not add more (what they replace does not count). Metadata and the
+ * cleaner do not ask: they have the reserve. In constant time, for every
+ * write; UINT64_MAX without an allocator (the memory store).
+ */
+uint64_t smr_cow_space_room(struct smr_cow *c);
+
 /* What users may still write of that size, as statfs reports it: free
  * and reclaimable space, but no more than the size less what is used. */
 static inline uint64_t smr_cow_space_avail(const struct smr_cow_space *sp)

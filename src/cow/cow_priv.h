@@ -116,6 +116,7 @@ struct smr_tree {
 struct smr_xlist {
 	struct smr_extent *x;
 	size_t n, cap;
+	uint64_t bytes; /* the sum of the extents' lengths */
 };
 
 struct smr_nlist {
@@ -290,6 +291,8 @@ int smr_bt_write_dirty(struct smr_cow *c, uint64_t gen, struct smr_ckpt *ck);
 void smr_cache_shrink(struct smr_cow *c);
 size_t smr_cache_dirty_bytes(struct smr_cow *c);
 int smr_xlist_add(struct smr_xlist *l, uint64_t off, uint64_t len);
+/* Empty @l, keeping its memory. */
+void smr_xlist_clear(struct smr_xlist *l);
 /* Check the tree's structure (keys, counts, levels) and every item against
  * its type by walking all of it; 0, -SMR_EFSCORRUPTED, or -EINVAL for a
  * tree with a root but no type. Counts items into *@nr_items. */

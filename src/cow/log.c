@@ -315,7 +315,7 @@ void smr_log_committed_locked(struct smr_cow *c)
 	if (!c->log_on)
 		return;
 	log_drop_ops(c);
-	c->log_frees.n = 0;
+	smr_xlist_clear(&c->log_frees);
 	c->log_seq = 0;
 	c->log_base_ok = true;
 	log_w_drop_settled(c);
@@ -599,9 +599,11 @@ static int xlist_cut(struct smr_xlist *l, uint64_t off, uint64_t len,
 		if (xe <= off || x->off >= end)
 			continue;
 		*taken += SMR_MIN(xe, end) - SMR_MAX(x->off, off);
+		l->bytes -= SMR_MIN(xe, end) - SMR_MAX(x->off, off);
 		if (x->off < off && xe > end) {
 			/* Split: the tail goes to the end of the list. */
 			x->len = off - x->off;
+			l->bytes -= xe - end;
 			return smr_xlist_add(l, end, xe - end);
 		}
 		if (x->off < off) {

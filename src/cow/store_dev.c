@@ -1444,6 +1444,21 @@ int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
 	return c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
 }
 
+uint64_t smr_cow_space_room(struct smr_cow *c)
+{
+	uint64_t freeing, used, size;
+
+	if (!c->alloc)
+		return UINT64_MAX;
+	/* Released extents count as reclaimable at once, as in
+	 * smr_cow_space. */
+	pthread_rwlock_rdlock(&c->lock);
+	freeing = c->free_cur.bytes + c->free_prev.bytes;
+	pthread_rwlock_unlock(&c->lock);
+	smr_alloc_usage(c->alloc, freeing, &used, &size);
+	return used < size ? size - used : 0;
+}
+
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 {
 	struct smr_space s = { 0 };

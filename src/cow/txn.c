@@ -106,11 +106,11 @@ static int commit_locked(struct smr_cow *c)
 	__atomic_store_n(&c->gen, gen, __ATOMIC_RELEASE);
 	c->changed = false;
 	c->gc_saved = gc;
-	c->free_prev.n = 0;
+	smr_xlist_clear(&c->free_prev);
 	for (size_t i = 0; i < np; i++)
 		smr_xlist_add(&c->free_prev, ck->pending[i].off,
 			      ck->pending[i].len);
-	c->free_cur.n = 0;
+	smr_xlist_clear(&c->free_cur);
 	smr_log_committed_locked(c);
 	__atomic_fetch_add(&c->stats.commits, 1, __ATOMIC_RELAXED);
 	smr_cache_shrink(c);
