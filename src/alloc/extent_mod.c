@@ -33,6 +33,23 @@ static uint64_t xmod_reserve(uint64_t capacity, uint64_t bs)
 	return SMR_ROUND_DOWN(r, bs);
 }
 
+/*
+ * What users cannot fill and keep overwriting (struct smr_space): the
+ * reserve, and room for overwrites, whose new blocks are taken before the
+ * old ones come back two commits later: as much again as the reserve, at
+ * least 2 MiB (a few of the namespace's largest writes), but no more than
+ * an eighth of the range. Without that room a filesystem filled to its size
+ * fails every overwrite with ENOSPC.
+ */
+static uint64_t xmod_overhead(const struct smr_xmod *m)
+{
+	uint64_t room = SMR_MIN(SMR_MAX(m->reserve, 2 * SMR_MIB),
+				m->capacity / 8);
+
+	return SMR_MIN(m->capacity,
+		       m->reserve + SMR_ROUND_DOWN(room, m->block_size));
+}
+
 static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
 		     const struct smr_alloc_ref *ref)
 {
@@ -348,7 +365,7 @@ void smr_xmod_usage(struct smr_alloc *a, uint64_t *used, uint64_t *size)
 
 	*used = m->capacity - m->free.bytes - m->pending.bytes -
 		m->committing.bytes - m->cooling.bytes;
-	*size = m->capacity - SMR_MIN(m->reserve, m->capacity);
+	*size = m->capacity - xmod_overhead(m);
 }
 
 void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
@@ -360,7 +377,7 @@ void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 			  m->cooling.bytes;
 	sp->reserved = SMR_MIN(m->reserve, m->free.bytes);
 	sp->free = m->free.bytes - sp->reserved;
-	sp->overhead = m->reserve;
+	sp->overhead = xmod_overhead(m);
 	sp->used = m->capacity - m->free.bytes - sp->reclaimable;
 }
 
