@@ -45,6 +45,7 @@ SMR_FS_TESTS = \
 	tests/fs/fsstress.sh \
 	tests/fs/space_retry.sh \
 	tests/fs/space_honest.sh \
+	tests/fs/space_enforced.sh \
 	tests/fs/ace.sh \
 	tests/fs/meta_reserve.sh
 TESTS += $(SMR_FS_TESTS)

@@ -436,6 +436,42 @@ static enum smr_data_temp ns_temp_locked(struct smr_ns *ns, uint64_t ino,
 }
 
 /*
+ * How much of a write of [@a, @a + @len) (whole blocks) into @ino may go
+ * ahead: what it adds (the blocks the map does not hold yet) may not take
+ * users past the size statfs reports (smr_cow_space_room). What it
+ * replaces comes back with its transaction, so an overwrite always goes
+ * ahead. Returns the length of the longest prefix that fits, in whole
+ * blocks (@len if all of it), -ENOSPC if not one block does, or the
+ * error of a lookup. Namespace lock held.
+ */
+static int64_t ns_admit_locked(struct smr_ns *ns, uint64_t ino, uint64_t a,
+			       uint64_t len)
+{
+	uint64_t room = smr_cow_space_room(ns->cow), pos = a, end = a + len;
+	struct ns_ext e;
+	int rc;
+
+	while (pos < end) {
+		uint64_t hole;
+
+		rc = ns_ext_find(ns, ino, pos, &e);
+		if (rc < 0 && rc != -ENOENT)
+			return rc;
+		/* [pos, hole) is not mapped; from hole on, e is (rc >= 0). */
+		hole = rc == 0 ? pos : rc == 1 ? SMR_MIN(e.foff, end) : end;
+		if (hole - pos > room) {
+			pos += SMR_ROUND_DOWN(room, ns->bsize);
+			return pos > a ? (int64_t)(pos - a) : -ENOSPC;
+		}
+		room -= hole - pos;
+		pos = hole;
+		if (pos < end && rc >= 0)
+			pos = SMR_MIN(e.foff + e.len, end);
+	}
+	return (int64_t)len;
+}
+
+/*
  * Write [@a, @a + @len) of whole blocks from @wbuf to new space of
  * temperature @temp and checksum it. Needs no namespace lock:
  * nothing references the new space until ns_piece_map_locked() maps it.
@@ -569,7 +605,17 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 	while (pos < end) {
 		uint64_t a = SMR_ROUND_DOWN(pos, bs);
 		uint64_t b = SMR_MIN(SMR_ROUND_UP(end, bs), a + maxp);
-		uint64_t pend = SMR_MIN(end, b);
+		uint64_t pend;
+		/* What rescues space may take it from the reserve. */
+		int64_t fit = rescue ? (int64_t)(b - a) :
+				       ns_admit_locked(ns, ip->ino, a, b - a);
+
+		if (fit < 0) {
+			rc = (int)fit;
+			break;
+		}
+		b = a + (uint64_t)fit;
+		pend = SMR_MIN(end, b);
 
 		/* Read-modify-write the partial blocks at either end. */
 		if (pos != a) {
@@ -659,8 +705,15 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		enum smr_data_temp temp;
 		uint64_t near, gen;
 
+		int64_t fit;
+
 		pthread_mutex_lock(&ns->lock);
 		rc = ns_get_writable(ns, ino, &in);
+		fit = rc ? 0 : ns_admit_locked(ns, ino, a, len);
+		if (fit < 0)
+			rc = (int)fit;
+		else
+			len = (uint64_t)fit;
 		near = rc ? 0 : ns_near(ns, ino, a, e);
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
