@@ -784,6 +784,53 @@ static void test_zoned_cnv_reset(void)
 	smr_dev_close(dev);
 }
 
+/* An fsync log replay claims what was written after the checkpoint. When
+ * that fills the conventional zone a stream had open, the zone is full:
+ * the next allocation goes elsewhere and is never empty. */
+static void test_zoned_cnv_claim(void)
+{
+	struct smr_zloop_params p = {
+		.capacity = NZONES * ZSZ,
+		.zone_size = ZSZ,
+		.nr_cnv = 2,
+		.block_size = BS,
+	};
+	char path[512];
+	struct smr_dev *dev = zloop_dev_p("alloc-cc", &p, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	struct smr_extent e[4];
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint32_t z;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ / 2, NULL,
+					      SMR_STREAM_HOT, e, 4), 1);
+	z = smr_dev_zone_no(dev, e[0].off);
+	CU_ASSERT_EQUAL_FATAL(smr_dev_zone_type(dev, z), SMR_ZONE_TYPE_CNV);
+	SMR_ASSERT_OK(smr_alloc_settle(a, e[0].off, e[0].len));
+	SMR_ASSERT_OK(smr_alloc_commit(a, 1, &ref));
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	/* The rest of the zone, written after the checkpoint. */
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ / 2, NULL,
+					      SMR_STREAM_HOT, e + 1, 3), 1);
+	CU_ASSERT_EQUAL(e[1].off, e[0].off + ZSZ / 2);
+	smr_alloc_close(a);
+	a = NULL;
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, &ref, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	SMR_ASSERT_OK(smr_alloc_claim(a, e[1].off, e[1].len));
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, BS, NULL,
+					      SMR_STREAM_HOT, e + 2, 2), 1);
+	CU_ASSERT_EQUAL(e[2].len, BS);
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_no(dev, e[2].off), z);
+	smr_dev_buf_free(buf);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
 /* Commit @gen and return the unsettled set it saw, sorted, in @x. */
 static size_t commit_unsettled(struct smr_alloc *a, uint64_t gen,
 			       struct smr_extent *x, size_t max)
@@ -1806,6 +1853,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "zoned_recover", test_zoned_recover },
 	{ "zoned_write_failed", test_zoned_write_failed },
 	{ "zoned_cnv_reset", test_zoned_cnv_reset },
+	{ "zoned_cnv_claim", test_zoned_cnv_claim },
 	{ "unsettled", test_unsettled },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },

@@ -534,6 +534,22 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 	return 0;
 }
 
+/* Open (or retiring) zone @i is no longer allocated from. */
+static void zone_unslot(struct zoned *m, uint32_t i)
+{
+	for (int s = 0; s < SMR_STREAM_NR; s++)
+		if (m->slot[s] == i)
+			m->slot[s] = NO_SLOT;
+	m->nopen--;
+}
+
+/* Open zone @i has no room left: it leaves its slot, full. */
+static void zone_filled(struct zoned *m, uint32_t i)
+{
+	m->z[i].state = ZS_FULL;
+	zone_unslot(m, i);
+}
+
 static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 		       const struct smr_alloc_hint *hint,
 		       enum smr_stream stream, struct smr_extent *ext,
@@ -599,12 +615,8 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 		z->age_gen = m->gen;
 		z->stream = (uint8_t)stream;
 		done += take;
-		if (z->ap == z->cap) {
-			/* The device fills it with the last write. */
-			z->state = ZS_FULL;
-			m->slot[slot] = NO_SLOT;
-			m->nopen--;
-		}
+		if (z->ap == z->cap)
+			zone_filled(m, i); /* by the device with the last write */
 	}
 	m->st.bytes_allocated[hint && hint->reloc ? SMR_STREAM_RELOC :
 			      stream] += done;
@@ -716,8 +728,13 @@ static int zoned_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
 			free_clear(m, (uint32_t)(z - m->z));
 			z->state = ZS_FULL;
 		}
-		if (z->cnv)
+		if (z->cnv) {
 			z->ap = SMR_MAX(z->ap, pos + piece - z->start);
+			/* Claimed to its end, a zone that was open would
+			 * otherwise hand out empty extents at its end. */
+			if (z->ap == z->cap && z->state == ZS_OPEN)
+				zone_filled(m, (uint32_t)(z - m->z));
+		}
 		live_set(m, z, z->live + piece);
 		z->dead_gen = NOT_DEAD;
 		pos += piece;
@@ -747,10 +764,7 @@ static void zoned_write_failed(struct smr_alloc *a, uint64_t off,
 		/* The zone's ap is no longer where its write pointer will
 		 * be: stop allocating from it. */
 		if (z->state == ZS_OPEN || z->state == ZS_RETIRING) {
-			for (int s = 0; s < SMR_STREAM_NR; s++)
-				if (m->slot[s] == i)
-					m->slot[s] = NO_SLOT;
-			m->nopen--;
+			zone_unslot(m, i);
 			if (z->state == ZS_RETIRING)
 				m->nretiring--;
 		}
