@@ -5,7 +5,8 @@
  * device drops every later write) and replayed at the next open, on every
  * allocator and checkpoint placement; a record whose data or piece is
  * damaged stops the replay there; a read-only open leaves the records for
- * the next read-write one; a full ring falls back to commits.
+ * the next read-write one (replaying them in memory if asked); a full ring
+ * falls back to commits.
  */
 #include "testutil.h"
 
@@ -301,10 +302,13 @@ static void test_ring_full(void)
 	free(m);
 }
 
-/* Read-only: the records stay; the state is the checkpoint's. */
+/* Read-only: the records stay; the state is the checkpoint's, or with
+ * replay_ro the replayed one, in memory only. */
 static void test_read_only(void)
 {
 	static const struct smr_cow_opts ro = { .read_only = true };
+	static const struct smr_cow_opts ro_replay = { .read_only = true,
+						       .replay_ro = true };
 	struct model *m = calloc(5, sizeof(*m));
 	struct smr_cow_info info;
 	struct smr_dev *dev;
@@ -319,6 +323,13 @@ static void test_read_only(void)
 	CU_ASSERT_EQUAL(info.log_pending, 4);
 	CU_ASSERT_EQUAL(info.log_replayed, 0);
 	expect(c, &m[0]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &ro_replay, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	smr_cow_info(c, &info);
+	CU_ASSERT_EQUAL(info.log_pending, 0);
+	CU_ASSERT_EQUAL(info.log_replayed, 4);
+	expect(c, &m[4]);
 	SMR_ASSERT_OK(smr_cow_close(c));
 	smr_dev_close(dev);
 	c = reopen(path, &log_opts, &dev, &info);

@@ -139,7 +139,8 @@ static void cow_free_found(struct smr_cow *c)
 /*
  * The fsync log: replay the records the store found after the checkpoint
  * and commit them, so that the log is empty before anything else is
- * written. A read-only open leaves them for the next read-write one.
+ * written. A read-only open replays them in memory if asked to
+ * (replay_ro) and leaves them on the device for the next read-write one.
  */
 static int cow_open_log(struct smr_cow *c)
 {
@@ -153,7 +154,7 @@ static int cow_open_log(struct smr_cow *c)
 		smr_info("filesystem made without the fsync log: fsync commits");
 	if (!c->log_nfound)
 		return 0;
-	if (c->opts.read_only) {
+	if (c->opts.read_only && !(c->opts.replay_ro && c->alloc)) {
 		c->log_pending = c->log_nfound;
 		smr_warn("%u fsync log record%s after generation %" PRIu64
 			 " not replayed (read-only): this shows the state of "
@@ -164,9 +165,14 @@ static int cow_open_log(struct smr_cow *c)
 	}
 	rc = smr_log_replay(c, c->log_found, c->log_found_len, c->log_nfound);
 	cow_free_found(c);
-	if (!rc && c->changed)
-		rc = smr_cow_commit_now(c);
-	return rc;
+	if (rc || !c->changed)
+		return rc;
+	if (c->opts.read_only) {
+		smr_info("fsync log: replayed in memory only (read-only); a "
+			 "read-write open writes it");
+		return 0;
+	}
+	return smr_cow_commit_now(c);
 }
 
 static int cow_open_common(struct smr_cow *c)

@@ -197,6 +197,11 @@ struct smr_cow_opts {
 	/* smr_cow_fsync writes an fsync log record where it can instead of
 	 * committing (a filesystem made with the log, read-write). */
 	bool fsync_log;
+	/* Read-only: replay the fsync log records found in memory, so that
+	 * what fsync made durable is seen (nothing is written; a read-write
+	 * open replays them for good). Off, the state is the checkpoint's
+	 * and the records are only counted (smr_cow_info.log_pending). */
+	bool replay_ro;
 };
 
 /*

@@ -477,6 +477,8 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.commit_secs = mo->commit_secs,
 		.fsync_log = mo->fsync_log < 0 ? FSYNC_DEFAULT_LOG :
 						 mo->fsync_log == 1,
+		/* A read-only mount shows what fsync made durable. */
+		.replay_ro = true,
 		/* gc=off: no cleaning ahead of need, but the thread still
 		 * cleans once metadata takes the reserve, which nothing else
 		 * would (a data write that finds no space cleans itself). */
