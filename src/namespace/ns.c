@@ -523,7 +523,7 @@ static int ns_alloc(struct smr_cow *cow, const struct smr_ns_opts *o,
 		ns->opts = *o;
 	smr_cow_space(cow, &sp);
 	ns->bsize = sp.block_size ? (uint32_t)sp.block_size : 4096;
-	ns->heat_window = sp.capacity / 8;
+	ns->heat_window = sp.capacity / 16;
 	pthread_mutex_init(&ns->lock, NULL);
 	*nsp = ns;
 	return 0;
