@@ -41,6 +41,12 @@
  * little it wins (foreground cleaning, which a writer waits for, takes what
  * there is). */
 #define GC_MIN_WIN_PART 4
+/* What the default high watermark adds to the low one, in bytes: a pass
+ * then wins enough to be worth its three commits also on small zones
+ * (docs/design/cleaner.md). At least a zone, at most a GC_SPAN_PART-th of
+ * them: on a small device free zones held back are dearer than commits. */
+#define GC_SPAN_BYTES (16 * SMR_MIB)
+#define GC_SPAN_PART 64
 /* Zone bytes read per step of the node scan. */
 #define SCAN_CHUNK (1024 * 1024ULL)
 
@@ -936,8 +942,15 @@ static unsigned int gc_low(const struct smr_cow *c)
 
 static unsigned int gc_high(const struct smr_cow *c)
 {
+	uint64_t zl = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1);
+
 	if (c->opts.gc_need_only)
 		return 1;
+	if (!c->opts.gc_high && zl)
+		return gc_low(c) +
+		       (unsigned int)SMR_MAX(1, SMR_MIN(GC_SPAN_BYTES / zl,
+						      c->info->nr_zones /
+						      GC_SPAN_PART));
 	return c->opts.gc_high > gc_low(c) ? c->opts.gc_high : gc_low(c) + 1;
 }
 
