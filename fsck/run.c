@@ -1692,14 +1692,15 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		goto out_cancel;
 	rc = smr_ns_open(cow, NULL, &ns);
 	if (rc && f->salvage && !fk_fs_readable(cow)) {
+		/* Its leaves are most likely on the device still: the
+		 * salvage finds them by a scan (smr_cow_salvage). */
 		smr_err("the namespace tree: none of its %" PRIu64 " items can "
-			"be read (its root node is damaged in the checkpoint in "
-			"use and in the one before it): no repair can rebuild "
-			"it, so nothing will be written, and the filesystem "
-			"cannot be mounted", info.fs_items);
-		fk_count(f, 1, 1);
-		f->fatal = true;
-		f->why = "the namespace tree cannot be read at all";
+			"be read through it (its root node is damaged in the "
+			"checkpoint in use and in the one before it): a repair "
+			"rebuilds it from the tree's leaves found on the device, "
+			"then checks the namespace; the filesystem cannot be "
+			"mounted until then", info.fs_items);
+		fk_count(f, 1, 0);
 		goto out_cow;
 	}
 	if (rc && fk_ns_rebuildable(cow)) {

@@ -648,34 +648,103 @@ static void test_node(void)
 	}
 }
 
+/* Unlink populate()'s /d/file-with-a-long-name-NNNNNN for NNNNNN from
+ * @from below @to in steps of @step, and commit. */
+static void unlink_many(struct smr_ns *ns, int from, int to, int step)
+{
+	for (int i = from; i < to; i += step) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "file-with-a-long-name-%06d", i);
+		SMR_ASSERT_OK(smr_ns_unlink(ns, &cr, ino_d, name));
+	}
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+}
+
+/* /d's file-with-a-long-name-NNNNNN of populate(): -ENOENT if it is not
+ * there, -EIO if it is with other contents, else 0. */
+static int many_file(struct smr_ns *ns, int i)
+{
+	size_t want = i % 7 ? 0 : 4096;
+	struct smr_ns_attr a;
+	char name[64], buf[4097];
+	int rc;
+
+	snprintf(name, sizeof(name), "file-with-a-long-name-%06d", i);
+	rc = smr_ns_lookup(ns, ino_d, name, &a);
+	if (rc)
+		return rc;
+	if (a.size != want ||
+	    smr_ns_read(ns, a.ino, 0, sizeof(buf), buf) != (ssize_t)want)
+		return -EIO;
+	for (size_t j = 0; j < want; j++)
+		if (buf[j] != (char)('a' + j % 23))
+			return -EIO;
+	return 0;
+}
+
 /* The namespace tree's root, shared by both checkpoints a mount can fall
- * back to: nothing of the tree can be read, so a salvage could only put an
- * empty tree in its place. The repair must refuse and leave the device as
- * it was, not commit a filesystem without a file. */
+ * back to: nothing of the tree can be read through it. The repair finds
+ * the tree's leaves by a scan of the device and rebuilds the tree from
+ * the newest copy of each: every file comes back with its contents, and
+ * the files deleted in earlier commits (their leaves' older copies are
+ * on the device too) stay deleted. */
 static void test_node_root(void)
 {
 	for (int k = 0; k < K_NR; k++) {
 		struct smr_fsck_result r;
-		uint64_t root, items;
+		struct smr_ns_attr a;
+		uint64_t root;
 		struct fs f;
 
 		if (k == K_ZCNV)
 			continue;
 		populate((enum kind)k, 400);
+		/* Older copies of leaves: every tenth of the files deleted,
+		 * then /d/f2 written again, each in a commit. */
+		SMR_ASSERT_OK(fs_open(&f, true));
+		unlink_many(f.ns, 5, 400, 10);
+		CU_ASSERT_EQUAL(smr_ns_write(f.ns, &cr, ino_f2, 0, "XYZ", 3),
+				3);
+		SMR_ASSERT_OK(smr_ns_sync(f.ns));
+		fs_close(&f);
 		SMR_ASSERT_OK(fs_open(&f, false));
 		CU_ASSERT_FATAL(f.cow->trees[SMR_TREE_FS].level > 0);
 		root = f.cow->trees[SMR_TREE_FS].addr;
-		items = f.cow->trees[SMR_TREE_FS].nr_items;
 		fs_close(&f); /* a commit that leaves the tree as it is */
 		flip(root + 5000);
 
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
 				SMR_FSCK_UNCORRECTED);
-		CU_ASSERT_EQUAL(run_fsck(true, false, &r),
-				SMR_FSCK_UNCORRECTED);
-		SMR_ASSERT_OK(fs_open(&f, false));
-		CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_FS].addr, root);
-		CU_ASSERT_EQUAL(f.cow->trees[SMR_TREE_FS].nr_items, items);
+		CU_ASSERT(r.problems > 0);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+		CU_ASSERT_EQUAL(r.remaining, 0);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.problems, 0);
+		CU_ASSERT_EQUAL(r.inodes, 407 - 40);
+		mounts_clean();
+		CU_ASSERT_TRUE(f1_intact());
+		SMR_ASSERT_OK(fs_open(&f, true));
+		if (!f.ns)
+			continue;
+		for (int i = 0; i < 400; i++)
+			CU_ASSERT_EQUAL(many_file(f.ns, i),
+					i % 10 == 5 ? -ENOENT : 0);
+		{
+			char buf[9000];
+
+			CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 0,
+						    sizeof(buf), buf),
+					(ssize_t)sizeof(buf));
+			CU_ASSERT(!memcmp(buf, "XYZ", 3));
+			for (size_t j = 3; j < sizeof(buf); j++)
+				CU_ASSERT_FATAL(buf[j] == (char)('a' + j % 23));
+		}
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "link", &a));
+		CU_ASSERT_EQUAL(a.ino, ino_f1);
+		CU_ASSERT_EQUAL(a.nlink, 2);
+		CU_ASSERT_EQUAL(smr_ns_lookup(f.ns, ROOT, "lost+found", &a),
+				-ENOENT);
 		fs_close(&f);
 	}
 }
@@ -735,14 +804,7 @@ static void test_fill(void)
 		CU_ASSERT(r.underfull_nodes > 0);
 		CU_ASSERT_EQUAL(r.underfull_nodes, count_underfull());
 		SMR_ASSERT_OK(fs_open(&f, true));
-		for (int i = 0; i < 600; i += 2) {
-			char name[64];
-
-			snprintf(name, sizeof(name),
-				 "file-with-a-long-name-%06d", i);
-			SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ino_d, name));
-		}
-		SMR_ASSERT_OK(smr_ns_sync(f.ns));
+		unlink_many(f.ns, 0, 600, 2);
 		fs_close(&f);
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
 		CU_ASSERT_EQUAL(r.problems, 0);

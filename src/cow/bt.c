@@ -1877,6 +1877,28 @@ struct salv_item {
 	uint8_t *val;
 };
 
+/* A key range lost with a root or an interior node: [lo, hi), each bound
+ * open when its flag is false. */
+struct salv_range {
+	struct smr_nkey lo, hi;
+	bool has_lo, has_hi;
+};
+
+/* A leaf the device scan found: its key span and generation. */
+struct salv_span {
+	struct smr_nkey first, last;
+	uint64_t gen;
+};
+
+/* An item of a lost range found by the scan, with its leaf's generation
+ * and address. */
+struct salv_found {
+	struct salv_item it;
+	uint64_t gen, addr;
+	bool newer;  /* a newer leaf spans its key */
+	bool drop;
+};
+
 struct salv {
 	struct smr_cow *c;
 	struct smr_tree *t;
@@ -1886,6 +1908,12 @@ struct salv {
 	uint64_t *old;   /* readable nodes of the old tree */
 	size_t nold, cold;
 	uint64_t bad;    /* nodes that did not verify */
+	struct salv_range *lost; /* ranges the scan may fill */
+	size_t nlost, clost;
+	struct salv_span *span;  /* leaves the scan found */
+	size_t nspan, cspan;
+	struct salv_found *found;
+	size_t nfound, cfound;
 };
 
 static int salv_grow(void **p, size_t *cap, size_t n, size_t size)
@@ -1904,20 +1932,42 @@ static int salv_grow(void **p, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-static void salv_lost(struct salv *s, uint64_t addr, uint16_t level, int why,
-		      const struct smr_nkey *lo, const struct smr_nkey *hi)
+/* A node at @addr could not be read: its items from @lo up to @hi are
+ * lost. Those of a root or an interior node are kept as a range for the
+ * device scan (salv_scan): the leaves below such a node are most likely
+ * intact, only the way to them is gone. A damaged leaf's own items exist
+ * nowhere else but in its older copies, which are not taken. */
+static int salv_lost(struct salv *s, uint64_t addr, uint16_t level, int why,
+		     const struct smr_nkey *lo, const struct smr_nkey *hi)
 {
 	struct smr_nkey z = { 0 };
 	char from[SMR_KEY_STR_MAX], end[SMR_KEY_STR_MAX] = "the end";
 	uint32_t id = s->tt->id;
 
 	s->bad++;
+	if ((level || addr == s->t->addr) && !s->tt->derived) {
+		struct salv_range *r;
+		int rc = salv_grow((void **)&s->lost, &s->clost, s->nlost,
+				   sizeof(*s->lost));
+
+		if (rc)
+			return rc;
+		r = &s->lost[s->nlost++];
+		memset(r, 0, sizeof(*r));
+		r->has_lo = lo != NULL;
+		r->has_hi = hi != NULL;
+		if (lo)
+			r->lo = *lo;
+		if (hi)
+			r->hi = *hi;
+	}
 	smr_tree_key_str_locked(s->c, id, lo ? lo : &z, from, sizeof(from));
 	if (hi)
 		smr_tree_key_str_locked(s->c, id, hi, end, sizeof(end));
 	smr_err("salvage: tree %s: node at byte %" PRIu64 " (level %u) cannot "
 		"be read (%s): the items from %s up to %s are dropped",
 		s->tt->name, addr, level, strerror(-why), from, end);
+	return 0;
 }
 
 static void salv_dropped(struct salv *s, uint64_t addr,
@@ -1948,8 +1998,7 @@ static int salv_walk(struct salv *s, uint64_t addr, uint64_t gen,
 	if (rc) {
 		/* Its block is left to the space audit, as is everything
 		 * below it: a damaged reference may name any block. */
-		salv_lost(s, addr, level, rc, lo, hi);
-		return 0;
+		return salv_lost(s, addr, level, rc, lo, hi);
 	}
 	rc = salv_grow((void **)&s->old, &s->cold, s->nold, sizeof(*s->old));
 	if (rc)
@@ -1999,6 +2048,275 @@ out:
 	return rc;
 }
 
+static bool salv_in_lost(const struct salv *s, const struct smr_nkey *k)
+{
+	for (size_t i = 0; i < s->nlost; i++) {
+		const struct salv_range *r = &s->lost[i];
+
+		if ((!r->has_lo || smr_nkey_cmp(k, &r->lo) >= 0) &&
+		    (!r->has_hi || smr_nkey_cmp(k, &r->hi) < 0))
+			return true;
+	}
+	return false;
+}
+
+/* Does [@first, @last] meet a lost range? */
+static bool salv_meets_lost(const struct salv *s, const struct smr_nkey *first,
+			    const struct smr_nkey *last)
+{
+	for (size_t i = 0; i < s->nlost; i++) {
+		const struct salv_range *r = &s->lost[i];
+
+		if ((!r->has_hi || smr_nkey_cmp(first, &r->hi) < 0) &&
+		    (!r->has_lo || smr_nkey_cmp(last, &r->lo) >= 0))
+			return true;
+	}
+	return false;
+}
+
+/* One node the scan found: a leaf of the tree, written no later than the
+ * checkpoint in use, keeps its span and its items in lost ranges. */
+static int salv_scan_leaf(void *arg, uint64_t addr, const void *node)
+{
+	struct salv *s = arg;
+	struct smr_blk_id id;
+	struct salv_span sp;
+	uint32_t cnt = smr_node_nritems(node);
+	int rc;
+
+	smr_blk_hdr_decode(node, &id);
+	/* A node newer than the checkpoint is of a commit that never became
+	 * durable, or of the log's replay: never part of this tree. */
+	if (smr_node_level(node) || !cnt || id.gen > s->c->gen)
+		return 0;
+	smr_leaf_key(node, 0, &sp.first);
+	smr_leaf_key(node, cnt - 1, &sp.last);
+	sp.gen = id.gen;
+	if (!salv_meets_lost(s, &sp.first, &sp.last))
+		return 0;
+	rc = salv_grow((void **)&s->span, &s->cspan, s->nspan,
+		       sizeof(*s->span));
+	if (rc)
+		return rc;
+	s->span[s->nspan++] = sp;
+	for (uint32_t i = 0; i < cnt; i++) {
+		struct salv_found *f;
+		struct smr_nkey k;
+
+		if (leaf_item_unfit(s->tt, node, i, &k) || !salv_in_lost(s, &k))
+			continue;
+		rc = salv_grow((void **)&s->found, &s->cfound, s->nfound,
+			       sizeof(*s->found));
+		if (rc)
+			return rc;
+		f = &s->found[s->nfound];
+		f->it.key = k;
+		f->it.len = smr_leaf_size(node, i);
+		f->it.val = malloc(f->it.len + 1);
+		if (!f->it.val)
+			return -ENOMEM;
+		memcpy(f->it.val, (const uint8_t *)node +
+		       smr_leaf_valoff(node, i), f->it.len);
+		f->gen = id.gen;
+		f->addr = addr;
+		s->nfound++;
+	}
+	return 0;
+}
+
+static int span_first_cmp(const void *x, const void *y)
+{
+	const struct salv_span *a = x, *b = y;
+
+	return smr_nkey_cmp(&a->first, &b->first);
+}
+
+/* By key; for one key the newest leaf first (then the higher address,
+ * only to be the same every run). */
+static int found_cmp(const void *x, const void *y)
+{
+	const struct salv_found *a = x, *b = y;
+	int k = smr_nkey_cmp(&a->it.key, &b->it.key);
+
+	if (k)
+		return k;
+	if (a->gen != b->gen)
+		return a->gen < b->gen ? 1 : -1;
+	return a->addr < b->addr ? 1 : a->addr > b->addr ? -1 : 0;
+}
+
+static int item_key_cmp(const void *x, const void *y)
+{
+	const struct salv_item *a = x, *b = y;
+
+	return smr_nkey_cmp(&a->key, &b->key);
+}
+
+/* Max-heap of span indices by generation (salv_resolve). */
+static void heap_push(const struct salv_span *sp, size_t *h, size_t *n,
+		      size_t v)
+{
+	size_t i = (*n)++;
+
+	while (i && sp[h[(i - 1) / 2]].gen < sp[v].gen) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static void heap_pop(const struct salv_span *sp, size_t *h, size_t *n)
+{
+	size_t i = 0, v = h[--*n];
+
+	for (;;) {
+		size_t ch = 2 * i + 1;
+
+		if (ch >= *n)
+			break;
+		if (ch + 1 < *n && sp[h[ch + 1]].gen > sp[h[ch]].gen)
+			ch++;
+		if (sp[h[ch]].gen <= sp[v].gen)
+			break;
+		h[i] = h[ch];
+		i = ch;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+/* Found items by generation, then key (salv_drop_between). */
+static int found_gen_cmp(const void *x, const void *y, void *arg)
+{
+	const struct salv_found *v = arg;
+	const struct salv_found *a = &v[*(const size_t *)x];
+	const struct salv_found *b = &v[*(const size_t *)y];
+
+	if (a->gen != b->gen)
+		return a->gen < b->gen ? -1 : 1;
+	return smr_nkey_cmp(&a->it.key, &b->it.key);
+}
+
+/* Mark each found item that a newer leaf spans (s->found in key order). */
+static int salv_mark_newer(struct salv *s)
+{
+	size_t *heap, nh = 0, next = 0;
+
+	heap = malloc(s->nspan * sizeof(*heap));
+	if (!heap)
+		return -ENOMEM;
+	qsort(s->span, s->nspan, sizeof(*s->span), span_first_cmp);
+	for (size_t i = 0; i < s->nfound; i++) {
+		struct salv_found *f = &s->found[i];
+
+		while (next < s->nspan &&
+		       smr_nkey_cmp(&s->span[next].first, &f->it.key) <= 0)
+			heap_push(s->span, heap, &nh, next++);
+		while (nh && smr_nkey_cmp(&s->span[heap[0]].last,
+					  &f->it.key) < 0)
+			heap_pop(s->span, heap, &nh);
+		/* Its own leaf spans it, so the heap is not empty. */
+		f->newer = nh && s->span[heap[0]].gen > f->gen;
+		f->drop = f->newer;
+	}
+	free(heap);
+	return 0;
+}
+
+/*
+ * Drop an item that lies between two items of its own generation that
+ * newer leaves span. The leaves one commit wrote are of one version of
+ * the tree, so the region around the item was written again since,
+ * without it: it was deleted at the edge of a leaf, and the newer leaves
+ * on both sides do not span it. (It could also be the older copy of a
+ * leaf that is damaged now; that one is not taken either, as a damaged
+ * leaf's older copies never are.)
+ */
+static int salv_drop_between(struct salv *s)
+{
+	size_t *ix = malloc(s->nfound * sizeof(*ix));
+
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nfound; i++)
+		ix[i] = i;
+	qsort_r(ix, s->nfound, sizeof(*ix), found_gen_cmp, s->found);
+	for (size_t a = 0, b; a < s->nfound; a = b) {
+		bool before = false;
+		size_t last_newer = SIZE_MAX;
+
+		for (b = a; b < s->nfound &&
+		     s->found[ix[b]].gen == s->found[ix[a]].gen; b++)
+			if (s->found[ix[b]].newer)
+				last_newer = b;
+		for (size_t i = a; i < b; i++) {
+			struct salv_found *f = &s->found[ix[i]];
+
+			if (f->newer)
+				before = true;
+			else if (before && last_newer != SIZE_MAX &&
+				 last_newer > i)
+				f->drop = true;
+		}
+	}
+	free(ix);
+	return 0;
+}
+
+/*
+ * Decide which found items to keep. A leaf is written whole, so the newest
+ * leaf whose span [first, last] holds a key says what the tree held there:
+ * an item is kept only if no newer leaf spans its key (one deleted since
+ * is not brought back by an older copy of its leaf), nor keys of its own
+ * leaf on both sides of it (salv_drop_between); of one key only the
+ * newest copy. Kept items join s->v, which is then sorted again.
+ */
+static int salv_resolve(struct salv *s)
+{
+	size_t kept = 0;
+	int rc;
+
+	if (!s->nfound)
+		return 0;
+	qsort(s->found, s->nfound, sizeof(*s->found), found_cmp);
+	rc = salv_mark_newer(s);
+	if (!rc)
+		rc = salv_drop_between(s);
+	for (size_t i = 0; i < s->nfound && !rc; i++) {
+		struct salv_found *f = &s->found[i];
+
+		if (f->drop || (kept && !smr_nkey_cmp(&s->v[s->n - 1].key,
+						      &f->it.key)))
+			continue;
+		rc = salv_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v));
+		if (rc)
+			break;
+		s->v[s->n++] = f->it;
+		f->it.val = NULL;
+		kept++;
+	}
+	if (rc)
+		return rc;
+	if (kept)
+		qsort(s->v, s->n, sizeof(*s->v), item_key_cmp);
+	smr_warn("salvage: tree %s: the device holds %zu leaves of it with "
+		 "items in the lost key ranges, written no later than "
+		 "generation %" PRIu64 ": %zu items taken from them",
+		 s->tt->name, s->nspan, s->c->gen, kept);
+	return 0;
+}
+
+/* Fill the lost ranges from the leaves a scan of the device finds. */
+static int salv_scan(struct salv *s)
+{
+	int rc;
+
+	if (!s->nlost || !s->c->sops->scan_nodes)
+		return 0;
+	rc = s->c->sops->scan_nodes(s->c, s->tt->id, salv_scan_leaf, s);
+	return rc ? rc : salv_resolve(s);
+}
+
 int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 			  uint64_t *bad_nodes)
 {
@@ -2015,6 +2333,8 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 	if (!s.tt)
 		return -EINVAL;
 	rc = salv_walk(&s, t->addr, t->gen, t->level, NULL, NULL);
+	if (!rc)
+		rc = salv_scan(&s);
 	if (rc)
 		goto out;
 	if (!s.n && t->nr_items && !s.tt->derived) {
@@ -2060,7 +2380,12 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 out:
 	for (size_t i = 0; i < s.n; i++)
 		free(s.v[i].val);
+	for (size_t i = 0; i < s.nfound; i++)
+		free(s.found[i].it.val);
 	free(s.v);
 	free(s.old);
+	free(s.found);
+	free(s.span);
+	free(s.lost);
 	return rc;
 }

@@ -507,7 +507,11 @@ struct smr_cow_salvage {
  * rebuilt from the items that can still be read, dropping each node that
  * fails verification with everything below it, and each item the tree's
  * type refuses; each dropped node is logged with the key range it held,
- * each dropped item with its key. The blocks that could not be read,
+ * each dropped item with its key. The key range of a damaged root or
+ * interior node of a tree that is not derived is filled from the tree's
+ * leaves found by a scan of the device, written no later than the
+ * checkpoint, the newest copy of each key unless a newer leaf shows it
+ * deleted (docs/design/fsck.md). The blocks that could not be read,
  * and the data only dropped items referenced, stay allocated for the
  * space audit to give back (smr_cow_check_space with repair, which must
  * run on the result before anything else is repaired). The caller

@@ -79,6 +79,15 @@ struct smr_store_ops {
 	 * May be NULL: no log. */
 	int (*log_write)(struct smr_cow *c, const uint8_t *payload, size_t len,
 			 uint64_t seq, uint32_t nr);
+	/* Call @fn for every block of the written part of the managed area
+	 * that verifies as a node of @tree (header, checksum and structure;
+	 * any generation, referenced or not), in address order, until @fn
+	 * returns non-zero (returned). For fsck's rebuild of a tree whose
+	 * interior nodes are lost. May be NULL: the store cannot be
+	 * scanned. 0, @fn's value, -ENOMEM, read errors. */
+	int (*scan_nodes)(struct smr_cow *c, uint32_t tree,
+			  int (*fn)(void *arg, uint64_t addr, const void *node),
+			  void *arg);
 };
 
 extern const struct smr_store_ops smr_store_dev_ops;
@@ -305,8 +314,10 @@ int smr_bt_check(struct smr_cow *c, uint32_t tree, uint64_t *nr_items);
  * and the kept items are inserted into a new tree in the running state.
  * The dropped blocks stay allocated for the space audit to find. Sets
  * *@kept and *@bad_nodes. Items the tree's type refuses are dropped too.
- * Unless the type is derived (rebuilt from other trees), a tree of which
- * no item can be read is left as it is and -SMR_EFSCORRUPTED returned:
+ * Unless the type is derived (rebuilt from other trees), the key ranges
+ * of damaged roots and interior nodes are filled from the tree's leaves
+ * that the store's scan_nodes finds (if it has one), and a tree of which
+ * no item can be read even so is left as it is and -SMR_EFSCORRUPTED returned:
  * replacing it with an empty tree would lose everything for good.
  * Exclusive lock held. -EINVAL (no type), -ENOMEM, insert errors.
  */

@@ -1154,6 +1154,72 @@ static void sd_close(struct smr_cow *c)
 	}
 }
 
+#define SD_SCAN_CHUNK (1024 * 1024ULL)
+
+/* Scan [@from, @to) block by block for nodes of @tree (sd_scan_nodes). */
+static int sd_scan_range(struct smr_cow *c, uint32_t tree, uint64_t from,
+			 uint64_t to, uint8_t *buf,
+			 int (*fn)(void *arg, uint64_t addr, const void *node),
+			 void *arg)
+{
+	struct smr_blk_expect exp = { .owner = tree, .uuid = c->sb.uuid };
+	uint64_t bs = c->info->block_size;
+	int rc = 0;
+
+	for (uint64_t cs = from; cs + c->ns <= to && !rc; cs += SD_SCAN_CHUNK) {
+		uint64_t rl = SMR_MIN(SD_SCAN_CHUNK + c->ns, to - cs);
+
+		rc = smr_dev_read(c->dev, buf, rl, cs);
+		for (uint64_t p = 0; !rc && p < SD_SCAN_CHUNK && p + c->ns <= rl;
+		     p += bs) {
+			exp.addr = cs + p;
+			/* Quietly: most blocks are data. The structure is
+			 * checked too, since the caller decodes the items. */
+			if (smr_blk_matches(buf + p, c->ns, &smr_node_ops,
+					    &exp) &&
+			    !smr_node_ops.verify(buf + p, c->ns, cs + p))
+				rc = fn(arg, cs + p, buf + p);
+		}
+	}
+	return rc;
+}
+
+/* The written part of the managed area: below each zone's write pointer
+ * (all of a conventional zone), or all of it on a device without zones. */
+static int sd_scan_nodes(struct smr_cow *c, uint32_t tree,
+			 int (*fn)(void *arg, uint64_t addr, const void *node),
+			 void *arg)
+{
+	uint8_t *buf = smr_dev_buf_alloc(SD_SCAN_CHUNK + c->ns);
+	uint32_t z;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (!c->info->zoned) {
+		rc = sd_scan_range(c, tree, c->sb.data_start,
+				   c->info->capacity, buf, fn, arg);
+		goto out;
+	}
+	for (z = smr_dev_zone_no(c->dev, c->sb.data_start);
+	     z < c->info->nr_zones && !rc; z++) {
+		struct smr_zone zn;
+
+		rc = smr_dev_zone(c->dev, z, &zn);
+		if (rc)
+			break;
+		if (zn.cond == SMR_ZONE_COND_OFFLINE)
+			continue;
+		rc = sd_scan_range(c, tree, zn.start,
+				   smr_zone_is_cnv(&zn) ? zn.start + zn.cap :
+				   SMR_MIN(zn.wp, zn.start + zn.cap),
+				   buf, fn, arg);
+	}
+out:
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
 const struct smr_store_ops smr_store_dev_ops = {
 	.name = "device",
 	.load = sd_load,
@@ -1165,6 +1231,7 @@ const struct smr_store_ops smr_store_dev_ops = {
 	.checkpoint = sd_checkpoint,
 	.close = sd_close,
 	.log_write = sd_log_write,
+	.scan_nodes = sd_scan_nodes,
 };
 
 /* ========================================================================
