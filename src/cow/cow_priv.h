@@ -405,6 +405,12 @@ extern const struct smr_blk_ops smr_log_ops;
  * -SMR_EFSCORRUPTED (not logged: a scan meets many blocks that are not). */
 int smr_log_piece_decode(const void *blk, uint64_t addr, const uint8_t *uuid,
 			 struct smr_log_piece *p);
+/* Check the structure of a record's payload (@len bytes at @p) as replay
+ * does before it trusts it: the head, then @nr_claims claims and
+ * @nr_frees frees, then @nr_items items, each inside it and ending at its
+ * end. 0 with the counts, or -SMR_EFSCORRUPTED. For the fuzz target. */
+int smr_log_payload_parse(const uint8_t *p, size_t len, uint32_t *nr_claims,
+			  uint32_t *nr_frees, uint32_t *nr_items);
 /* Seal the @nr pieces of a record of @total payload bytes into @out for
  * the addresses @addr. */
 int smr_log_seal(struct smr_cow *c, const uint8_t *payload, size_t total,

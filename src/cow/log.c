@@ -549,6 +549,20 @@ static int rec_parse(const uint8_t *p, size_t len, struct log_rec *r)
 	return at == len ? 0 : -SMR_EFSCORRUPTED;
 }
 
+int smr_log_payload_parse(const uint8_t *p, size_t len, uint32_t *nr_claims,
+			  uint32_t *nr_frees, uint32_t *nr_items)
+{
+	struct log_rec r;
+	int rc = rec_parse(p, len, &r);
+
+	if (rc)
+		return rc;
+	*nr_claims = r.nc;
+	*nr_frees = r.nf;
+	*nr_items = r.ni;
+	return 0;
+}
+
 static void claim_get(const struct log_rec *r, uint32_t i,
 		      struct smr_dlog_claim *d)
 {

@@ -34,6 +34,7 @@
 #define FUZZ_ALLOC_FLASH 0x08  /* fuzz_alloc: flash, not rotational */
 #define FUZZ_IMAGE_CHANGE 0x02 /* fuzz_image: mount read-write, change, clean */
 #define FUZZ_IMAGE_REPAIR 0x04 /* fuzz_image: fsck repairs */
+#define FUZZ_LOG_PAYLOAD 0x02  /* fuzz_log: a record's payload, not a piece */
 
 /* Record header: offset and length. */
 #define FUZZ_REC_HDR 6

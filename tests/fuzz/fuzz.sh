@@ -26,7 +26,7 @@ CORPUS=$srcdir/tests/fuzz/corpus
 SECS=${FUZZ_SECS:-20}
 SEED=${FUZZ_SEED:-1}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
-TARGETS=${*:-fuzz_super fuzz_node fuzz_alloc fuzz_ns fuzz_image}
+TARGETS=${*:-fuzz_super fuzz_node fuzz_alloc fuzz_ns fuzz_image fuzz_log}
 T=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-fuzz-XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 fails=0

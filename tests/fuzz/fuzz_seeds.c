@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cow/cow.h"
+#include "cow/cow_priv.h"
 #include "dev/dev.h"
 #include "format/ondisk.h"
 #include "fuzz.h"
@@ -115,24 +115,37 @@ static void fill(struct smr_ns *ns, bool many)
 	}
 }
 
+static const uint8_t seed_uuid[16] = "smrfs fuzz seed";
+
+/* Format geometry @g (allocator @alloc, NULL = the default) and open the
+ * engine with @log (fsync log records) and the namespace on it. */
+static void open_fresh(enum fuzz_geom g, const char *alloc, bool log,
+		       struct smr_dev **dev, struct smr_cow **cow,
+		       struct smr_ns **ns)
+{
+	struct smr_format_opts fo = { .label = "seed", .uuid = seed_uuid,
+				      .alloc = alloc };
+	struct smr_cow_opts co = { .gc_off = true, .commit_secs = 3600,
+				   .fsync_log = log };
+	struct fuzz_img empty;
+
+	fuzz_img_init(&empty, fuzz_dev_size(g));
+	CHECK(fuzz_dev_write(g, &empty, NULL));
+	fuzz_img_free(&empty);
+	CHECK(smr_dev_open(fuzz_dev_path(g), NULL, dev));
+	CHECK(smr_cow_format(*dev, &fo, NULL));
+	CHECK(smr_cow_open(*dev, &co, cow));
+	CHECK(smr_ns_mkfs(*cow, &root));
+	CHECK(smr_ns_open(*cow, NULL, ns));
+}
+
 static void make_fs(enum fuzz_geom g, bool many, const char *alloc)
 {
-	static const uint8_t uuid[16] = "smrfs fuzz seed";
-	struct smr_format_opts fo = { .label = "seed", .uuid = uuid,
-				      .alloc = alloc };
-	struct smr_cow_opts co = { .gc_off = true, .commit_secs = 3600 };
-	struct fuzz_img empty;
 	struct smr_dev *dev;
 	struct smr_cow *cow;
 	struct smr_ns *ns;
 
-	fuzz_img_init(&empty, fuzz_dev_size(g));
-	CHECK(fuzz_dev_write(g, &empty, NULL));
-	CHECK(smr_dev_open(fuzz_dev_path(g), NULL, &dev));
-	CHECK(smr_cow_format(dev, &fo, NULL));
-	CHECK(smr_cow_open(dev, &co, &cow));
-	CHECK(smr_ns_mkfs(cow, &root));
-	CHECK(smr_ns_open(cow, NULL, &ns));
+	open_fresh(g, alloc, false, &dev, &cow, &ns);
 	fill(ns, many);
 	CHECK(smr_ns_sync(ns));
 	smr_ns_close(ns);
@@ -334,6 +347,77 @@ static void seed_items(enum fuzz_geom g, const char *name)
 	smr_dev_close(dev);
 }
 
+/* The fsync log's pieces in the ring of the file geometry, each as a
+ * piece and as a payload seed of fuzz_log. */
+static void seed_log_pieces(struct smr_dev *dev, const uint8_t *uuid)
+{
+	uint8_t *blk = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	unsigned int nr = 0;
+
+	if (!blk)
+		die("malloc", -ENOMEM);
+	/* The ring's slots after the superblocks (docs/FORMAT.md). */
+	for (uint64_t off = 64 * 1024; off < 4 * 1024 * 1024;
+	     off += SMR_CKPT_SIZE) {
+		struct smr_log_piece pc;
+		char name[64];
+		__le32 l;
+		FILE *f;
+
+		CHECK(smr_dev_read(dev, blk, SMR_CKPT_SIZE, off));
+		if (smr_log_piece_decode(blk, off, uuid, &pc))
+			continue;
+		snprintf(name, sizeof(name), "piece-%u", nr);
+		f = seed_open("fuzz_log", name);
+		fputc(FUZZ_F_RESEAL, f);
+		CHECK(fuzz_sparse_pack(f, blk, SMR_CKPT_SIZE, 0));
+		seed_close(f);
+		snprintf(name, sizeof(name), "payload-%u", nr++);
+		f = seed_open("fuzz_log", name);
+		fputc(FUZZ_LOG_PAYLOAD, f);
+		l = htole32(pc.len);
+		fwrite(&l, sizeof(l), 1, f);
+		CHECK(fuzz_sparse_pack(f, blk + sizeof(struct smr_dlog),
+				       pc.len, 0));
+		seed_close(f);
+	}
+	if (!nr)
+		die("no fsync log record written", -ENOENT);
+	smr_dev_buf_free(blk);
+}
+
+/* A filesystem of geometry @g left with two fsync log records after its
+ * checkpoint (a file made and written, then removed), as a power cut
+ * leaves it: a fuzz_image seed whose read-write open gathers the pieces
+ * and replays them; on the file geometry, fuzz_log's seeds too. */
+static void seed_log(enum fuzz_geom g)
+{
+	uint16_t wp[FUZZ_NR_ZONES];
+	struct fuzz_img img;
+	struct smr_ns_attr a;
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+	struct smr_ns *ns;
+	char name[64];
+
+	open_fresh(g, NULL, true, &dev, &cow, &ns);
+	CHECK(smr_ns_sync(ns));
+	mk_file(ns, SMR_NS_ROOT, "logged", 4096, 9000);
+	CHECK(smr_ns_lookup(ns, SMR_NS_ROOT, "logged", &a));
+	CHECK(smr_ns_fsync(ns, a.ino, false));
+	CHECK(smr_ns_unlink(ns, &root, SMR_NS_ROOT, "logged"));
+	CHECK(smr_ns_fsync(ns, SMR_NS_ROOT, false));
+	if (g == FUZZ_GEOM_FILE)
+		seed_log_pieces(dev, seed_uuid);
+	smr_ns_close(ns);
+	smr_cow_close_discard(cow); /* the records stay after the checkpoint */
+	CHECK(smr_dev_close(dev));
+	read_fs(g, &img, wp);
+	snprintf(name, sizeof(name), "log-%s", geom_name[g]);
+	seed_image(name, g, FUZZ_F_RESEAL | FUZZ_IMAGE_CHANGE, &img, wp);
+	fuzz_img_free(&img);
+}
+
 int main(int argc, char **argv)
 {
 	struct fuzz_img img;
@@ -372,5 +456,7 @@ int main(int argc, char **argv)
 	seed_image("zcnv-many", FUZZ_GEOM_ZCNV, FUZZ_F_RESEAL | FUZZ_IMAGE_REPAIR, &img, wp);
 	fuzz_img_free(&img);
 	seed_items(FUZZ_GEOM_ZCNV, "many");
+	seed_log(FUZZ_GEOM_FILE);
+	seed_log(FUZZ_GEOM_ZLOG);
 	return 0;
 }

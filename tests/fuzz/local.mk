@@ -7,13 +7,14 @@
 #    whole library compiled again so instrumented (when configure found
 #    FUZZ_CC able to, or --enable-fuzzing); make check fuzzes each for
 #    FUZZ_SECS (20) seconds.
-FUZZ_TARGETS = fuzz_super fuzz_node fuzz_alloc fuzz_ns fuzz_image
+FUZZ_TARGETS = fuzz_super fuzz_node fuzz_alloc fuzz_ns fuzz_image fuzz_log
 FUZZ_COMMON = tests/fuzz/fuzz.h tests/fuzz/fuzz_util.c
 FUZZ_FORMAT_LIBS = src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
 	$(XXHASH_LIBS)
 
 check_PROGRAMS += tests/fuzz/fuzz_super tests/fuzz/fuzz_node \
-	tests/fuzz/fuzz_alloc tests/fuzz/fuzz_ns tests/fuzz/fuzz_image
+	tests/fuzz/fuzz_alloc tests/fuzz/fuzz_ns tests/fuzz/fuzz_image \
+	tests/fuzz/fuzz_log
 tests_fuzz_fuzz_super_SOURCES = tests/fuzz/fuzz_super.c tests/fuzz/driver.c \
 	$(FUZZ_COMMON)
 tests_fuzz_fuzz_super_LDADD = $(FUZZ_FORMAT_LIBS)
@@ -31,6 +32,9 @@ tests_fuzz_fuzz_image_SOURCES = tests/fuzz/fuzz_image.c tests/fuzz/driver.c \
 	tests/fuzz/fuzz_dev.c tests/fuzz/fuzz_walk.c fsck/run.c fsck/fsck.h \
 	$(FUZZ_COMMON)
 tests_fuzz_fuzz_image_LDADD = libsmrfs.la
+tests_fuzz_fuzz_log_SOURCES = tests/fuzz/fuzz_log.c tests/fuzz/driver.c \
+	$(FUZZ_COMMON)
+tests_fuzz_fuzz_log_LDADD = libsmrfs.la
 
 # Makes the seed corpus (tests/fuzz/make-seeds.sh); not part of check.
 EXTRA_PROGRAMS = tests/fuzz/fuzz_seeds
@@ -57,7 +61,8 @@ FUZZ_LF_SRCS = $(src_util_libsmrfs_util_la_SOURCES) \
 	$(src_cow_libsmrfs_cow_la_SOURCES) \
 	$(src_namespace_libsmrfs_ns_la_SOURCES)
 FUZZ_LF_BINS = tests/fuzz/lf/fuzz_super tests/fuzz/lf/fuzz_node \
-	tests/fuzz/lf/fuzz_alloc tests/fuzz/lf/fuzz_ns tests/fuzz/lf/fuzz_image
+	tests/fuzz/lf/fuzz_alloc tests/fuzz/lf/fuzz_ns tests/fuzz/lf/fuzz_image \
+	tests/fuzz/lf/fuzz_log
 check_DATA = $(FUZZ_LF_BINS)
 CLEANFILES += tests/fuzz/lf/obj/*.o tests/fuzz/lf/*.a $(FUZZ_LF_BINS)
 
@@ -95,6 +100,10 @@ tests/fuzz/lf/fuzz_image: tests/fuzz/fuzz_image.c tests/fuzz/fuzz_dev.c tests/fu
 	  $(srcdir)/tests/fuzz/fuzz_dev.c $(srcdir)/tests/fuzz/fuzz_walk.c \
 	  $(srcdir)/fsck/run.c $(FUZZ_LF_COMMON) tests/fuzz/lf/libsmrfs.a \
 	  $(FUZZ_LF_LIBS) -o $@
+
+tests/fuzz/lf/fuzz_log: tests/fuzz/fuzz_log.c $(FUZZ_COMMON) tests/fuzz/lf/libsmrfs.a
+	$(AM_V_CCLD)$(FUZZ_LF_LINK) $(srcdir)/tests/fuzz/fuzz_log.c \
+	  $(FUZZ_LF_COMMON) tests/fuzz/lf/libsmrfs.a $(FUZZ_LF_LIBS) -o $@
 
 # Build the libFuzzer programs without running anything.
 fuzz-build: $(FUZZ_LF_BINS)
