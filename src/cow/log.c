@@ -66,6 +66,13 @@ static int log_verify(const void *blk, size_t len, uint64_t addr)
 	if (plen > SMR_LOG_PIECE_ROOM || total > (uint64_t)nr * SMR_LOG_PIECE_ROOM ||
 	    total < sizeof(struct smr_dlog_head))
 		return smr_corrupt(addr, "log piece: payload length");
+	/* Every piece of a record holds a share of its payload, and this
+	 * one exactly its own: open copies each piece's len bytes to
+	 * piece * SMR_LOG_PIECE_ROOM of a buffer of total bytes. */
+	if (total <= (uint64_t)(nr - 1) * SMR_LOG_PIECE_ROOM ||
+	    plen != SMR_MIN(total - (uint64_t)piece * SMR_LOG_PIECE_ROOM,
+			    SMR_LOG_PIECE_ROOM))
+		return smr_corrupt(addr, "log piece: payload length of the piece");
 	if (d->reserved0 || memcmp(d->reserved1, zero, sizeof(zero)) ||
 	    d->hdr.level || d->hdr.flags)
 		return smr_corrupt(addr, "log piece: reserved bytes not zero");
