@@ -1936,7 +1936,8 @@ static int salv_grow(void **p, size_t *cap, size_t n, size_t size)
  * lost. Those of a root or an interior node are kept as a range for the
  * device scan (salv_scan): the leaves below such a node are most likely
  * intact, only the way to them is gone. A damaged leaf's own items exist
- * nowhere else but in its older copies, which are not taken. */
+ * nowhere else but in its older copies, which are not taken, unless the
+ * leaf is the root and so the whole tree. */
 static int salv_lost(struct salv *s, uint64_t addr, uint16_t level, int why,
 		     const struct smr_nkey *lo, const struct smr_nkey *hi)
 {
