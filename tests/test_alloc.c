@@ -1141,6 +1141,65 @@ static void test_xmod_enospc(void)
 	xmod_enospc(&smr_flash_ops, "alloc-fe");
 }
 
+/*
+ * Data freed a block at a time cuts the free space into holes shorter than
+ * a node. Data must stop while the reserve is still there in whole nodes,
+ * and metadata (hint->unit) must get only whole nodes, the reserve's worth.
+ */
+static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
+{
+	const uint32_t unit = 16384;
+	char path[512];
+	struct smr_dev *dev = file_dev(tag, 8 * SMR_MIB, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_hint meta = { .unit = unit };
+	struct smr_alloc_ref ref;
+	struct smr_extent e[16];
+	struct smr_alloc_stats st;
+	struct smr_space sp0;
+	uint64_t *blk, nb = 0, got = 0;
+	int n;
+
+	blk = calloc(8 * SMR_MIB / BS, sizeof(*blk));
+	CU_ASSERT_FATAL(blk != NULL);
+	SMR_ASSERT_OK(smr_alloc_open(ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	smr_alloc_set_meta_unit(a, unit);
+	smr_alloc_space(a, &sp0);
+	while (smr_alloc_extent(a, BS, NULL, SMR_STREAM_COLD, e, 1) == 1)
+		blk[nb++] = e[0].off;
+	CU_ASSERT(nb > 1000);
+	for (uint64_t i = 0; i < nb; i += 2)
+		SMR_ASSERT_OK(smr_alloc_free(a, blk[i], BS));
+	for (uint64_t g = 1; g <= 2; g++) {
+		SMR_ASSERT_OK(smr_alloc_commit(a, g, &ref));
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	/* Data may have more, but not the reserve's whole nodes. */
+	while (smr_alloc_extent(a, 2 * BS, NULL, SMR_STREAM_HOT, e, 4) > 0)
+		;
+	smr_alloc_stats(a, &st);
+	while ((n = smr_alloc_extent(a, 4 * unit, &meta, SMR_STREAM_META, e,
+				     16)) > 0) {
+		for (int i = 0; i < n; i++) {
+			CU_ASSERT(e[i].len >= unit && e[i].len % unit == 0);
+			got += e[i].len;
+		}
+	}
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	/* All of the reserve but what the two states took from it. */
+	CU_ASSERT(got + st.bytes_allocated[SMR_STREAM_META] >= sp0.reserved);
+	free(blk);
+	smr_alloc_close(a);
+	smr_dev_close(dev);
+}
+
+static void test_xmod_meta_unit(void)
+{
+	xmod_meta_unit(&smr_rot_ops, "alloc-ru");
+	xmod_meta_unit(&smr_flash_ops, "alloc-fu");
+}
+
 /* Rotational: at the hint, else best fit; flash: next fit. */
 static void test_placement(void)
 {
@@ -1867,6 +1926,7 @@ static const struct smr_test zoned_tests[] = {
 
 static const struct smr_test xmod_tests[] = {
 	{ "xmod_enospc", test_xmod_enospc },
+	{ "xmod_meta_unit", test_xmod_meta_unit },
 	{ "placement", test_placement },
 	{ "flash_discard", test_flash_discard },
 	{ "xmod_power_cut", test_xmod_power_cut },

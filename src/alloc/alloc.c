@@ -305,6 +305,15 @@ int smr_alloc_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
 	return rc;
 }
 
+void smr_alloc_set_meta_unit(struct smr_alloc *a, uint32_t unit)
+{
+	if (!a->ops->meta_unit)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->ops->meta_unit(a, unit);
+	pthread_mutex_unlock(&a->lock);
+}
+
 void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len)
 {
 	if (!a->ops->write_failed)

@@ -80,6 +80,10 @@ struct smr_alloc_hint {
 	bool reloc;      /* the cleaner moves this data into a data stream:
 			  * count it as relocated (the stream's rules on the
 			  * reserve still apply) */
+	uint32_t unit;   /* 0, or every extent a whole number of @unit
+			  * bytes (B-tree nodes): rotational and flash hand
+			  * out no shorter piece; zoned ignores it (a zone's
+			  * tail shorter than a unit is the caller's to pad) */
 };
 
 /*
@@ -284,6 +288,17 @@ struct smr_alloc_ops {
 	 * zone).
 	 */
 	void (*usage)(struct smr_alloc *a, uint64_t *used, uint64_t *size);
+
+	/*
+	 * Metadata is allocated in pieces of @unit bytes (the node size, a
+	 * multiple of the block size; hint->unit): keep the reserve in
+	 * pieces that long, so that free space cut into shorter holes by
+	 * data does not leave metadata without room while data can still
+	 * be refused. Called after init, before anything is allocated, and
+	 * again whenever the unit changes. May be NULL: the module keeps its
+	 * reserve its own way (zoned: whole zones).
+	 */
+	void (*meta_unit)(struct smr_alloc *a, uint32_t unit);
 };
 
 extern const struct smr_alloc_ops smr_zoned_ops;
@@ -378,6 +393,7 @@ int smr_alloc_extent(struct smr_alloc *a, uint64_t len,
 		     struct smr_extent *ext, unsigned int max_ext);
 int smr_alloc_free(struct smr_alloc *a, uint64_t off, uint64_t len);
 int smr_alloc_claim(struct smr_alloc *a, uint64_t off, uint64_t len);
+void smr_alloc_set_meta_unit(struct smr_alloc *a, uint32_t unit);
 void smr_alloc_write_failed(struct smr_alloc *a, uint64_t off, uint64_t len);
 int smr_alloc_commit(struct smr_alloc *a, uint64_t gen,
 		     struct smr_alloc_ref *ref);

@@ -99,7 +99,8 @@ struct smr_xmod {
 	smr_xmod_pick_fn pick; /* placement policy */
 	uint64_t block_size;
 	uint64_t capacity;     /* of the managed range */
-	uint64_t reserve;      /* bytes only META may take */
+	uint64_t reserve;      /* bytes only META may take, counted in
+				* whole metadata units (free.ubytes) */
 	uint64_t cursor;       /* flash: next-fit cursor */
 	struct smr_xidx free;       /* can be handed out */
 	struct smr_xidx pending;    /* freed since the last commit */
@@ -122,6 +123,7 @@ int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
 		   struct smr_extent *ext, unsigned int max_ext);
 int smr_xmod_free(struct smr_alloc *a, uint64_t off, uint64_t len);
 int smr_xmod_claim(struct smr_alloc *a, uint64_t off, uint64_t len);
+void smr_xmod_meta_unit(struct smr_alloc *a, uint32_t unit);
 int smr_xmod_commit(struct smr_alloc *a, uint64_t gen,
 		    struct smr_alloc_ref *ref);
 int smr_xmod_committed(struct smr_alloc *a);

@@ -103,12 +103,19 @@ static void tree_remove(struct smr_xidx *x, struct smr_xnode *n, int w)
 	x->root[w] = xmerge(lo, hi, w);
 }
 
+/* What an extent of @len bytes adds to ubytes. */
+static uint64_t in_units(const struct smr_xidx *x, uint64_t len)
+{
+	return x->unit ? len - len % x->unit : len;
+}
+
 static void node_link(struct smr_xidx *x, struct smr_xnode *n)
 {
 	tree_insert(x, n, 0);
 	tree_insert(x, n, 1);
 	x->nr++;
 	x->bytes += n->len;
+	x->ubytes += in_units(x, n->len);
 }
 
 static void node_unlink(struct smr_xidx *x, struct smr_xnode *n)
@@ -117,6 +124,7 @@ static void node_unlink(struct smr_xidx *x, struct smr_xnode *n)
 	tree_remove(x, n, 1);
 	x->nr--;
 	x->bytes -= n->len;
+	x->ubytes -= in_units(x, n->len);
 }
 
 /* First node with key >= @k. */
@@ -177,6 +185,8 @@ void smr_xidx_init(struct smr_xidx *x)
 	x->root[0] = x->root[1] = NULL;
 	x->nr = 0;
 	x->bytes = 0;
+	x->unit = 0;
+	x->ubytes = 0;
 	x->seed = 0x9e3779b97f4a7c15ULL;
 }
 
@@ -198,6 +208,7 @@ void smr_xidx_destroy(struct smr_xidx *x)
 	x->root[0] = x->root[1] = NULL;
 	x->nr = 0;
 	x->bytes = 0;
+	x->ubytes = 0;
 }
 
 static struct smr_xnode *node_at_or_before(const struct smr_xidx *x,
@@ -223,6 +234,19 @@ bool smr_xidx_overlaps(const struct smr_xidx *x, uint64_t off, uint64_t len)
 	if (p && p->off + p->len > off)
 		return true;
 	return n && n->off < off + len;
+}
+
+void smr_xidx_set_unit(struct smr_xidx *x, uint64_t unit)
+{
+	struct smr_extent e;
+	uint64_t at = 0;
+
+	x->unit = unit;
+	x->ubytes = 0;
+	while (!smr_xidx_next(x, at, &e)) {
+		x->ubytes += in_units(x, e.len);
+		at = e.off + e.len;
+	}
 }
 
 int smr_xidx_insert(struct smr_xidx *x, uint64_t off, uint64_t len)

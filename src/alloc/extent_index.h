@@ -21,12 +21,22 @@ struct smr_xidx {
 	struct smr_xnode *root[2]; /* [0] by address, [1] by (len, address) */
 	uint64_t nr;               /* extents */
 	uint64_t bytes;            /* their total length */
+	uint64_t unit;             /* 0, or the piece ubytes counts in */
+	uint64_t ubytes;           /* their total in whole units: the sum
+				    * of each length rounded down to a
+				    * multiple of unit (bytes if unit is 0) */
 	uint64_t seed;             /* treap priorities */
 };
 
 void smr_xidx_init(struct smr_xidx *x);
 /* Free every node; the index is empty afterwards. */
 void smr_xidx_destroy(struct smr_xidx *x);
+
+/*
+ * Count ubytes in pieces of @unit bytes from now on (0: ubytes is bytes).
+ * Walks the index once.
+ */
+void smr_xidx_set_unit(struct smr_xidx *x, uint64_t unit);
 
 /*
  * Add [off, off + len), merging it with the extents it touches.

@@ -152,23 +152,116 @@ void smr_xmod_fini(struct smr_alloc *a)
 	a->priv = NULL;
 }
 
+/*
+ * What a data stream may take: free space above the reserve, counted both
+ * in bytes and in whole metadata units. Free space cut into holes shorter
+ * than a unit is no use to metadata, so the reserve must stay in whole
+ * units after any data allocation; one of @len bytes lowers ubytes by at
+ * most @len plus a partial unit on each side of the one extent it splits.
+ */
+static uint64_t xmod_data_avail(const struct smr_xmod *m)
+{
+	const struct smr_xidx *f = &m->free;
+	uint64_t keep = m->reserve, by, units;
+
+	if (f->unit > m->block_size)
+		keep += 2 * (f->unit - m->block_size);
+	by = f->bytes > m->reserve ? f->bytes - m->reserve : 0;
+	units = f->ubytes > keep ? f->ubytes - keep : 0;
+	return SMR_MIN(by, units);
+}
+
+/* Metadata, in whole units (hint->unit) where asked: a piece shorter
+ * than @unit is no node's home. One extent if one is long enough, else
+ * the longest first, whatever the module's placement: data that cut the
+ * free space into holes must not cut nodes and the allocator state into
+ * as many pieces (a commit takes a bounded number). */
+static int xmod_pick_units(struct smr_xmod *m, uint64_t want, uint64_t unit,
+			   struct smr_extent *ext, unsigned int max_ext)
+{
+	struct smr_extent e;
+	unsigned int n = 0;
+	int rc;
+
+	want = SMR_ROUND_DOWN(want, unit);
+	while (want && n < max_ext) {
+		uint64_t take = want;
+
+		if (smr_xidx_best_fit(&m->free, want, 0, &e)) {
+			if (smr_xidx_largest(&m->free, &e) || e.len < unit)
+				break;
+			take = SMR_ROUND_DOWN(e.len, unit);
+		}
+		rc = smr_xidx_remove(&m->free, e.off, take);
+		if (rc)
+			return n ? (int)n : rc;
+		ext[n].off = e.off;
+		ext[n].len = take;
+		want -= take;
+		n++;
+	}
+	return n ? (int)n : -ENOSPC;
+}
+
+/* Did the module's placement hand out @n extents metadata can use: whole
+ * units, and all of @want in one where it asked for one extent? */
+static bool xmod_fits(const struct smr_xmod *m, uint64_t want,
+		      const struct smr_alloc_hint *hint,
+		      const struct smr_extent *ext, int n)
+{
+	uint64_t unit = hint ? hint->unit : 0;
+
+	if (hint && hint->contiguous && (n > 1 || ext[0].len < want))
+		return false;
+	for (int i = 0; unit > m->block_size && i < n; i++)
+		if (ext[i].len % unit)
+			return false;
+	return true;
+}
+
+/* Give back the @n extents the module picked (and its cursor) and take
+ * whole units instead. */
+static int xmod_repick(struct smr_xmod *m, uint64_t want,
+		       const struct smr_alloc_hint *hint,
+		       struct smr_extent *ext, int n, unsigned int max_ext,
+		       uint64_t cursor)
+{
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		rc = smr_xidx_insert(&m->free, ext[i].off, ext[i].len);
+		if (rc)
+			return rc;
+	}
+	m->cursor = cursor;
+	return xmod_pick_units(m, want,
+			       SMR_MAX(hint ? hint->unit : 0, m->block_size),
+			       ext, max_ext);
+}
+
 int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
 		   const struct smr_alloc_hint *hint, enum smr_stream stream,
 		   struct smr_extent *ext, unsigned int max_ext)
 {
 	static const struct smr_alloc_hint none;
 	struct smr_xmod *m = a->priv;
-	uint64_t avail = m->free.bytes;
+	uint64_t avail = m->free.bytes, cursor = m->cursor;
 	int n;
 
 	if (!len || len % m->block_size || !max_ext ||
-	    (unsigned int)stream >= SMR_STREAM_NR)
+	    (unsigned int)stream >= SMR_STREAM_NR ||
+	    (hint && hint->unit % m->block_size))
 		return -EINVAL;
 	if (stream != SMR_STREAM_META)
-		avail = avail > m->reserve ? avail - m->reserve : 0;
+		avail = xmod_data_avail(m);
 	if (!avail)
 		return -ENOSPC;
 	n = m->pick(m, SMR_MIN(len, avail), hint ? hint : &none, ext, max_ext);
+	if (n > 0 && (stream == SMR_STREAM_META ||
+		      (hint && hint->unit > m->block_size)) &&
+	    !xmod_fits(m, SMR_MIN(len, avail), hint, ext, n))
+		n = xmod_repick(m, SMR_MIN(len, avail), hint, ext, n, max_ext,
+				cursor);
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++)
@@ -220,6 +313,26 @@ int smr_xmod_claim(struct smr_alloc *a, uint64_t off, uint64_t len)
 	return smr_xidx_remove(&m->free, off, len);
 }
 
+/*
+ * The reserve is counted in pieces of whole nodes, and long enough that
+ * the state, which a commit writes in at most SMR_ALLOC_STATE_MAX_EXT
+ * extents taken longest first, fits in the reserve's 16th: the state of
+ * the worst free list (every other block free) is 1/512 of the range, the
+ * reserve 1/64 of it (up to 4 GiB).
+ */
+void smr_xmod_meta_unit(struct smr_alloc *a, uint32_t unit)
+{
+	struct smr_xmod *m = a->priv;
+	uint64_t piece = 0;
+
+	if (unit) {
+		piece = SMR_ROUND_UP(m->reserve / 16, unit);
+		piece = SMR_MAX(piece, unit);
+	}
+	if (m->free.unit != piece)
+		smr_xidx_set_unit(&m->free, piece);
+}
+
 /* Move every extent of @from into @to; @from ends empty. */
 static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
 {
@@ -229,9 +342,15 @@ static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
 
 	if (!to->nr) {
 		struct smr_xidx t = *to;
+		uint64_t fu = from->unit;
 
+		/* Swap the extents; each index keeps its unit. */
 		*to = *from;
 		*from = t;
+		if (to->unit != t.unit)
+			smr_xidx_set_unit(to, t.unit);
+		if (from->unit != fu)
+			smr_xidx_set_unit(from, fu);
 		return 0;
 	}
 	while (!smr_xidx_next(from, at, &e)) {

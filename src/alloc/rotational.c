@@ -89,4 +89,5 @@ const struct smr_alloc_ops smr_rot_ops = {
 	.stats = smr_xmod_stats,
 	.claim = smr_xmod_claim,
 	.usage = smr_xmod_usage,
+	.meta_unit = smr_xmod_meta_unit,
 };

@@ -342,8 +342,11 @@ static int sd_open_alloc(struct smr_cow *c, const struct smr_ckpt *ck)
 	if (c->opts.alloc && strcmp(c->opts.alloc, c->sb.alloc))
 		smr_warn("allocator '%s' overrides '%s' recorded at mkfs",
 			 c->opts.alloc, c->sb.alloc);
-	return smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, &ref,
-			      &c->alloc);
+	rc = smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, &ref,
+			    &c->alloc);
+	if (!rc)
+		smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
+	return rc;
 }
 
 static int sd_check_features(struct smr_cow *c)
@@ -457,6 +460,7 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 				    &c->alloc);
 	if (rc)
 		return rc;
+	smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
 	smr_warn("checkpoint of generation %" PRIu64 ": allocator state "
 		 "rebuilt from the device, to be brought to what the trees "
 		 "reference", ck->gen);
@@ -755,7 +759,9 @@ static uint64_t sd_zone_end(struct smr_cow *c, uint64_t off)
 static int sd_meta_alloc(struct smr_cow *c, uint32_t n, uint64_t *addrs)
 {
 	struct sd_state *s = sd(c);
-	struct smr_alloc_hint hint = { 0 };
+	/* Whole nodes: a shorter piece is of no use and, where free space
+	 * is cut into holes by data, there may be many of them. */
+	struct smr_alloc_hint hint = { .unit = c->ns };
 	uint32_t got = 0;
 	int rc = 0;
 
@@ -1371,6 +1377,7 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 			    &c->alloc);
 	if (rc)
 		goto out_store;
+	smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
 	c->sops = &smr_store_dev_ops;
 	c->ns = c->sb.node_size;
 	rc = smr_cow_setup(c);

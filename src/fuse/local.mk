@@ -47,7 +47,8 @@ SMR_FS_TESTS = \
 	tests/fs/space_honest.sh \
 	tests/fs/space_enforced.sh \
 	tests/fs/ace.sh \
-	tests/fs/meta_reserve.sh
+	tests/fs/meta_reserve.sh \
+	tests/fs/meta_frag.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py tests/fs/fsx.py \
 	tests/fs/killload.py tests/fs/posix.py tests/fs/fsstress.py \
