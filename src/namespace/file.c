@@ -452,6 +452,9 @@ static int64_t ns_admit_locked(struct smr_ns *ns, uint64_t ino, uint64_t a,
 	struct ns_ext e;
 	int rc;
 
+	/* A write adds at most its length: no lookup while room is ample. */
+	if (len <= room)
+		return (int64_t)len;
 	while (pos < end) {
 		uint64_t hole;
 
