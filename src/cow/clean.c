@@ -201,7 +201,6 @@ int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
  * which knows what the owners are)
  * ------------------------------------------------------------------------ */
 
-/* Does [@off, @off + @len) lie in one extent of @l? */
 /*
  * The allocator's safety net (smr_alloc_set_in_use): does an entry of the
  * map name data in [@start, @end)? Asked at commit, c->lock held, before a
@@ -558,8 +557,6 @@ out_free:
 	return rc;
 }
 
-/* Does @blk at @addr look like one of our nodes? Checked quietly: most
- * blocks of a data zone are not. */
 /* The tree of the node at @addr if @blk is one (header and checksum
  * checked, quietly: most blocks of a zone are not nodes), else 0. */
 static uint32_t node_candidate(struct smr_cow *c, const uint8_t *blk,
