@@ -239,6 +239,7 @@ void smr_rmap_guard(struct smr_cow *c)
 		smr_alloc_set_in_use(c->alloc, rmap_in_use, c);
 }
 
+/* Does [@off, @off + @len) lie in one extent of @l? */
 static bool rmap_in_list(const struct smr_xlist *l, uint64_t off, uint64_t len)
 {
 	for (size_t i = 0; i < l->n; i++)
