@@ -441,6 +441,60 @@ static void test_bad_data_zloop(void) { damaged(K_ZLOOP_SEQ, true); }
 static void test_bad_piece_file(void) { damaged(K_FILE, false); }
 static void test_bad_piece_zloop(void) { damaged(K_ZLOOP_SEQ, false); }
 
+/*
+ * A record that verifies but frees space outside the data area (the
+ * superblock's, say) is refused as damaged, with the records after it:
+ * replay never hands such space to the allocator.
+ */
+static void test_bad_free(void)
+{
+	static const uint8_t uuid[16] = { 0x10, 0x9, 1, 2, 3 };
+	struct model *m = calloc(6, sizeof(*m));
+	const char *path = run_and_cut(K_FILE, NULL, "log-badfree", 5, m, 0);
+	uint64_t addr = last_piece(K_FILE, path);
+	uint8_t *blk = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	uint8_t *payload = malloc(SMR_CKPT_SIZE);
+	const struct smr_dlog *d = (const void *)blk;
+	struct smr_cow fake = { 0 };
+	struct smr_dlog_head h;
+	struct smr_dextent x;
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	size_t at, total;
+	int fd = open(path, O_RDWR);
+
+	CU_ASSERT_FATAL(fd >= 0 && blk && payload);
+	CU_ASSERT_FATAL(pread(fd, blk, SMR_CKPT_SIZE, (off_t)addr) ==
+			(ssize_t)SMR_CKPT_SIZE);
+	CU_ASSERT_FATAL(le32toh(d->nr_pieces) == 1);
+	total = le64toh(d->total);
+	memcpy(payload, blk + sizeof(*d), total);
+	memcpy(&h, payload, sizeof(h));
+	CU_ASSERT_FATAL(le32toh(h.nr_frees) >= 1);
+	/* The first free: the filesystem's first blocks. */
+	at = sizeof(h) + le32toh(h.nr_claims) * sizeof(struct smr_dlog_claim);
+	memcpy(&x, payload + at, sizeof(x));
+	x.off = 0;
+	memcpy(payload + at, &x, sizeof(x));
+	memcpy(fake.sb.uuid, uuid, sizeof(uuid));
+	fake.gen = le64toh(d->hdr.gen);
+	SMR_ASSERT_OK(smr_log_seal(&fake, payload, total, le64toh(d->seq), blk,
+				   &addr, 1));
+	CU_ASSERT_FATAL(pwrite(fd, blk, SMR_CKPT_SIZE, (off_t)addr) ==
+			(ssize_t)SMR_CKPT_SIZE);
+	close(fd);
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(info.log_replayed, 4);
+	expect(c, &m[4]);
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+	smr_dev_buf_free(blk);
+	free(payload);
+	free(m);
+}
+
 /* The piece codec: identity checks. */
 static void test_piece_codec(void)
 {
@@ -483,6 +537,7 @@ static const struct smr_test log_tests[] = {
 	{ "bad_data_zloop", test_bad_data_zloop },
 	{ "bad_piece_file", test_bad_piece_file },
 	{ "bad_piece_zloop", test_bad_piece_zloop },
+	{ "bad_free", test_bad_free },
 	{ NULL, NULL },
 };
 

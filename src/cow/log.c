@@ -576,8 +576,38 @@ static void claim_get(const struct log_rec *r, uint32_t i,
 	memcpy(d, r->claims + (size_t)i * sizeof(*d), sizeof(*d));
 }
 
+/* Is [@off, @off + @len) whole blocks of the data area? */
+static bool rec_extent_ok(const struct smr_cow *c, uint64_t off, uint64_t len)
+{
+	return len && off >= c->sb.data_start && len <= c->sb.capacity &&
+	       off <= c->sb.capacity - len && !(off % c->sb.block_size) &&
+	       !(len % c->sb.block_size);
+}
+
+/* Does every extent @r claims or frees lie in the data area (a claim of at
+ * most 64 MiB, what one write makes)? */
+static bool rec_extents_ok(const struct smr_cow *c, const struct log_rec *r)
+{
+	for (uint32_t i = 0; i < r->nc; i++) {
+		struct smr_dlog_claim d;
+
+		claim_get(r, i, &d);
+		if (!rec_extent_ok(c, le64toh(d.off), le64toh(d.len)) ||
+		    le64toh(d.len) > 64 * SMR_MIB)
+			return false;
+	}
+	for (uint32_t i = 0; i < r->nf; i++) {
+		struct smr_dextent d;
+
+		memcpy(&d, r->frees + (size_t)i * sizeof(d), sizeof(d));
+		if (!rec_extent_ok(c, le64toh(d.off), le64toh(d.len)))
+			return false;
+	}
+	return true;
+}
+
 /* Does every extent @r claims hold what it held when the record was
- * written? 0, 1 if not (or outside the data area), or a read error. */
+ * written? 0, 1 if not, or a read error. */
 static int rec_verify_data(struct smr_cow *c, const struct log_rec *r)
 {
 	for (uint32_t i = 0; i < r->nc; i++) {
@@ -589,10 +619,6 @@ static int rec_verify_data(struct smr_cow *c, const struct log_rec *r)
 		claim_get(r, i, &d);
 		off = le64toh(d.off);
 		len = le64toh(d.len);
-		if (!len || off < c->sb.data_start || len > c->sb.capacity ||
-		    off > c->sb.capacity - len || off % c->sb.block_size ||
-		    len % c->sb.block_size || len > 64 * SMR_MIB)
-			return 1;
 		buf = smr_dev_buf_alloc(len);
 		if (!buf)
 			return -ENOMEM;
@@ -733,7 +759,8 @@ int smr_log_replay(struct smr_cow *c, uint8_t **recs, const size_t *lens,
 	if (!r)
 		return -ENOMEM;
 	for (good = 0; good < n; good++) {
-		if (rec_parse(recs[good], lens[good], &r[good])) {
+		if (rec_parse(recs[good], lens[good], &r[good]) ||
+		    !rec_extents_ok(c, &r[good])) {
 			smr_warn("fsync log record %u after generation %" PRIu64
 				 ": bad contents; it and those after it are ignored",
 				 good + 1, c->gen);
