@@ -478,12 +478,17 @@ int smr_xmod_committed(struct smr_alloc *a)
 	return rc;
 }
 
+/* Freed, not yet reusable: given back by the next commits. */
+static uint64_t xmod_reclaimable(const struct smr_xmod *m)
+{
+	return m->pending.bytes + m->committing.bytes + m->cooling.bytes;
+}
+
 void smr_xmod_usage(struct smr_alloc *a, uint64_t *used, uint64_t *size)
 {
 	struct smr_xmod *m = a->priv;
 
-	*used = m->capacity - m->free.bytes - m->pending.bytes -
-		m->committing.bytes - m->cooling.bytes;
+	*used = m->capacity - m->free.bytes - xmod_reclaimable(m);
 	*size = m->capacity - xmod_overhead(m);
 }
 
@@ -492,8 +497,7 @@ void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 	struct smr_xmod *m = a->priv;
 
 	sp->capacity = m->capacity;
-	sp->reclaimable = m->pending.bytes + m->committing.bytes +
-			  m->cooling.bytes;
+	sp->reclaimable = xmod_reclaimable(m);
 	sp->reserved = SMR_MIN(m->reserve, m->free.bytes);
 	sp->free = m->free.bytes - sp->reserved;
 	sp->overhead = xmod_overhead(m);
