@@ -573,51 +573,74 @@ static uint32_t node_candidate(struct smr_cow *c, const uint8_t *blk,
 	return (uint32_t)id.owner;
 }
 
-/* Dirty every live node in [@zs, @ze). */
-static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
-		       uint64_t *moved)
+int smr_scan_nodes_range(struct smr_cow *c, uint32_t tree, uint64_t from,
+			 uint64_t to, smr_node_scan_fn fn, void *arg)
 {
 	uint64_t bs = c->info->block_size;
 	uint8_t *buf;
 	int rc = 0;
 
-	if (ze - zs < c->ns)
+	if (to < from || to - from < c->ns)
 		return 0;
 	buf = smr_dev_buf_alloc(SCAN_CHUNK + c->ns);
 	if (!buf)
 		return -ENOMEM;
-	for (uint64_t cs = zs; cs + c->ns <= ze && !rc; cs += SCAN_CHUNK) {
-		uint64_t rl = SMR_MIN(SCAN_CHUNK + c->ns, ze - cs);
-		uint64_t p;
+	for (uint64_t cs = from; cs + c->ns <= to && !rc; cs += SCAN_CHUNK) {
+		uint64_t rl = SMR_MIN(SCAN_CHUNK + c->ns, to - cs);
 
 		rc = smr_dev_read(c->dev, buf, rl, cs);
-		if (rc)
-			break;
-		for (p = 0; p < SCAN_CHUNK && p + c->ns <= rl && !rc; p += bs) {
-			uint32_t tree = node_candidate(c, buf + p, cs + p);
-			struct smr_nkey first;
-			uint16_t level;
+		for (uint64_t p = 0; !rc && p < SCAN_CHUNK && p + c->ns <= rl;
+		     p += bs) {
+			uint32_t t = node_candidate(c, buf + p, cs + p);
 
-			if (!tree)
-				continue;
-			level = smr_node_level(buf + p);
-			if (!smr_node_nritems(buf + p))
-				continue; /* only an empty root: see below */
-			if (level)
-				smr_int_key(buf + p, 0, &first);
-			else
-				smr_leaf_key(buf + p, 0, &first);
-			pthread_rwlock_wrlock(&c->lock);
-			rc = c->read_only ? -EROFS :
-				smr_bt_relocate_node_locked(c, tree, level,
-							    &first, cs + p);
-			pthread_rwlock_unlock(&c->lock);
-			if (rc == 1) {
-				*moved += c->ns;
-				rc = 0;
-			}
+			if (t && (!tree || t == tree))
+				rc = fn(arg, cs + p, buf + p, t);
 		}
 	}
+	smr_dev_buf_free(buf);
+	return rc;
+}
+
+struct clean_scan {
+	struct smr_cow *c;
+	uint64_t moved;
+};
+
+/* A node found in the victim zone: dirty it if it is live. */
+static int clean_node(void *arg, uint64_t addr, const void *node,
+		      uint32_t tree)
+{
+	struct clean_scan *cs = arg;
+	struct smr_cow *c = cs->c;
+	uint16_t level = smr_node_level(node);
+	struct smr_nkey first;
+	int rc;
+
+	if (!smr_node_nritems(node))
+		return 0; /* only an empty root: see clean_nodes */
+	if (level)
+		smr_int_key(node, 0, &first);
+	else
+		smr_leaf_key(node, 0, &first);
+	pthread_rwlock_wrlock(&c->lock);
+	rc = c->read_only ? -EROFS :
+		smr_bt_relocate_node_locked(c, tree, level, &first, addr);
+	pthread_rwlock_unlock(&c->lock);
+	if (rc == 1) {
+		cs->moved += c->ns;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Dirty every live node in [@zs, @ze). */
+static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
+		       uint64_t *moved)
+{
+	struct clean_scan cs = { .c = c };
+	int rc = smr_scan_nodes_range(c, 0, zs, ze, clean_node, &cs);
+
+	*moved += cs.moved;
 	/* An empty tree's root leaf has no key to descend by: any key
 	 * leads to it. */
 	pthread_rwlock_wrlock(&c->lock);
@@ -635,7 +658,6 @@ static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
 		}
 	}
 	pthread_rwlock_unlock(&c->lock);
-	smr_dev_buf_free(buf);
 	return rc;
 }
 

@@ -380,6 +380,13 @@ const char *smr_tree_name_locked(struct smr_cow *c, uint32_t tree, char *buf,
 int smr_rmap_register(struct smr_cow *c);
 /* Take the reverse-map entries of [@off, @off + @len) out (trimming those
  * that straddle it). Exclusive lock held. */
+/* Call @fn for every block of [@from, @to) that is a node of @tree (of
+ * any tree if 0): its header and checksum checked, quietly, as most blocks
+ * of a zone are data; its structure is not. Read a chunk at a time. */
+typedef int (*smr_node_scan_fn)(void *arg, uint64_t addr, const void *node,
+				uint32_t tree);
+int smr_scan_nodes_range(struct smr_cow *c, uint32_t tree, uint64_t from,
+			 uint64_t to, smr_node_scan_fn fn, void *arg);
 int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len);
 /* Let the allocator ask the reverse map before it resets a zone counted
  * empty (smr_alloc_set_in_use). */

@@ -1160,34 +1160,23 @@ static void sd_close(struct smr_cow *c)
 	}
 }
 
-#define SD_SCAN_CHUNK (1024 * 1024ULL)
+struct sd_scan {
+	struct smr_cow *c;
+	int (*fn)(void *arg, uint64_t addr, const void *node);
+	void *arg;
+};
 
-/* Scan [@from, @to) block by block for nodes of @tree (sd_scan_nodes). */
-static int sd_scan_range(struct smr_cow *c, uint32_t tree, uint64_t from,
-			 uint64_t to, uint8_t *buf,
-			 int (*fn)(void *arg, uint64_t addr, const void *node),
-			 void *arg)
+/* A node the scan found: its structure is checked too, since the caller
+ * decodes the items. */
+static int sd_scan_one(void *arg, uint64_t addr, const void *node,
+		       uint32_t tree)
 {
-	struct smr_blk_expect exp = { .owner = tree, .uuid = c->sb.uuid };
-	uint64_t bs = c->info->block_size;
-	int rc = 0;
+	struct sd_scan *s = arg;
 
-	for (uint64_t cs = from; cs + c->ns <= to && !rc; cs += SD_SCAN_CHUNK) {
-		uint64_t rl = SMR_MIN(SD_SCAN_CHUNK + c->ns, to - cs);
-
-		rc = smr_dev_read(c->dev, buf, rl, cs);
-		for (uint64_t p = 0; !rc && p < SD_SCAN_CHUNK && p + c->ns <= rl;
-		     p += bs) {
-			exp.addr = cs + p;
-			/* Quietly: most blocks are data. The structure is
-			 * checked too, since the caller decodes the items. */
-			if (smr_blk_matches(buf + p, c->ns, &smr_node_ops,
-					    &exp) &&
-			    !smr_node_ops.verify(buf + p, c->ns, cs + p))
-				rc = fn(arg, cs + p, buf + p);
-		}
-	}
-	return rc;
+	(void)tree;
+	if (smr_node_ops.verify(node, s->c->ns, addr))
+		return 0;
+	return s->fn(s->arg, addr, node);
 }
 
 /* The written part of the managed area: below each zone's write pointer
@@ -1196,17 +1185,13 @@ static int sd_scan_nodes(struct smr_cow *c, uint32_t tree,
 			 int (*fn)(void *arg, uint64_t addr, const void *node),
 			 void *arg)
 {
-	uint8_t *buf = smr_dev_buf_alloc(SD_SCAN_CHUNK + c->ns);
+	struct sd_scan s = { .c = c, .fn = fn, .arg = arg };
 	uint32_t z;
 	int rc = 0;
 
-	if (!buf)
-		return -ENOMEM;
-	if (!c->info->zoned) {
-		rc = sd_scan_range(c, tree, c->sb.data_start,
-				   c->info->capacity, buf, fn, arg);
-		goto out;
-	}
+	if (!c->info->zoned)
+		return smr_scan_nodes_range(c, tree, c->sb.data_start,
+					    c->info->capacity, sd_scan_one, &s);
 	for (z = smr_dev_zone_no(c->dev, c->sb.data_start);
 	     z < c->info->nr_zones && !rc; z++) {
 		struct smr_zone zn;
@@ -1216,13 +1201,12 @@ static int sd_scan_nodes(struct smr_cow *c, uint32_t tree,
 			break;
 		if (zn.cond == SMR_ZONE_COND_OFFLINE)
 			continue;
-		rc = sd_scan_range(c, tree, zn.start,
-				   smr_zone_is_cnv(&zn) ? zn.start + zn.cap :
-				   SMR_MIN(zn.wp, zn.start + zn.cap),
-				   buf, fn, arg);
+		rc = smr_scan_nodes_range(c, tree, zn.start,
+					  smr_zone_is_cnv(&zn) ?
+					  zn.start + zn.cap :
+					  SMR_MIN(zn.wp, zn.start + zn.cap),
+					  sd_scan_one, &s);
 	}
-out:
-	smr_dev_buf_free(buf);
 	return rc;
 }
 
