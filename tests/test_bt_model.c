@@ -644,6 +644,21 @@ static void close_reopen_count(struct smr_cow *c, struct smr_memstore *ms,
 	smr_memstore_free(ms);
 }
 
+/* One transaction of 100 inserts of random keys. */
+static void insert_random(struct smr_cow *c, uint64_t *rs, const uint8_t *val,
+			  size_t len)
+{
+	struct smr_txn *t;
+
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int i = 0; i < 100; i++) {
+		struct smr_key k = { .objid = smr_test_rand(rs) };
+
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val, len));
+	}
+	smr_txn_end(t);
+}
+
 /* Dirty nodes pass half the cache: the next transaction commits first, and
  * clean nodes are evicted to stay within the bound. */
 static void test_dirty_bound(void)
@@ -660,15 +675,7 @@ static void test_dirty_bound(void)
 	if (!c)
 		return;
 	for (int j = 0; j < 500; j++) {
-		struct smr_txn *t;
-
-		SMR_ASSERT_OK(smr_txn_begin(c, &t));
-		for (int i = 0; i < 100; i++) {
-			struct smr_key k = { .objid = smr_test_rand(&rs) };
-
-			SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val, sizeof(val)));
-		}
-		smr_txn_end(t);
+		insert_random(c, &rs, val, sizeof(val));
 		most = SMR_MAX(most, smr_cache_dirty_bytes(c));
 	}
 	smr_cow_get_stats(c, &st);
@@ -677,6 +684,40 @@ static void test_dirty_bound(void)
 	/* At most the bound plus what one transaction dirties. */
 	CU_ASSERT(most <= SMR_MIB / 2 + 200 * 16384);
 	close_reopen_count(c, ms, &o, 50000);
+}
+
+/*
+ * Node memory follows the nodes held: during a run of transactions on a
+ * small cache, no more than the cache, what the commits' dirty nodes add
+ * and a slab of buffers; once the cache is emptied, all but a slab goes
+ * back to the system.
+ */
+static void test_node_memory(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600, .cache_bytes = SMR_MIB };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_cow_stats st;
+	uint64_t rs = 9, most = 0;
+	uint8_t val[40] = { 4, 5, 6 };
+
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
+	if (!c)
+		return;
+	for (int j = 0; j < 300; j++) {
+		insert_random(c, &rs, val, sizeof(val));
+		smr_cow_get_stats(c, &st);
+		most = SMR_MAX(most, st.node_bytes);
+	}
+	smr_cow_get_stats(c, &st);
+	CU_ASSERT(st.evictions > 0);
+	CU_ASSERT(most >= SMR_MIB / 2);
+	CU_ASSERT(most <= SMR_MIB + 200 * 16384 + 16 * 16384);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	smr_cow_drop_cache(c);
+	smr_cow_get_stats(c, &st);
+	CU_ASSERT(st.node_bytes <= 16 * 16384);
+	close_reopen_count(c, ms, &o, 30000);
 }
 
 /*
@@ -898,6 +939,7 @@ static const struct smr_test model_tests[] = {
 	{ "grow_shrink", test_grow_shrink },
 	{ "dirty_bound", test_dirty_bound },
 	{ "dirty_bound_writers", test_dirty_bound_writers },
+	{ "node_memory", test_node_memory },
 	{ "tree_type", test_tree_type },
 	{ "concurrent", test_concurrent },
 	{ "model", test_model },

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ========================================================================
  * Small helpers
@@ -123,60 +124,136 @@ int smr_cache_init(struct smr_cow *c)
 	return 0;
 }
 
-static void node_free(struct smr_node *n)
+/*
+ * Node buffers are carved from slabs of SMR_NODE_SLAB buffers, each slab
+ * mapped whole (page-aligned, so aligned for direct I/O). A new node takes a
+ * free buffer of a slab already mapped before a slab is mapped, so the
+ * memory mapped is at most the most nodes ever held at once plus a slab;
+ * a slab whose buffers are all free is unmapped (one is kept, so that a
+ * node taken and given back at a slab's edge does not map and unmap it
+ * each time), so what a burst of dirty nodes took goes back after the
+ * commit. posix_memalign of one node at a time cost a page more than the
+ * node, for glibc's chunk header in front of the aligned buffer (a 64 MiB
+ * cache of 16 KiB nodes took 80 MiB), and freeing and allocating a buffer
+ * for every node a walk reads, from whichever thread's malloc arena,
+ * fragmented the arenas until the daemon held several times the cache.
+ */
+#define SMR_NODE_SLAB 16
+
+struct smr_slab {
+	struct smr_slab *prev, *next; /* c->slabs, while one is free */
+	uint8_t *mem;
+	uint32_t free_mask;           /* bit i: buffer i is free */
+};
+
+#define SMR_SLAB_ALL ((uint32_t)((1ULL << SMR_NODE_SLAB) - 1))
+
+static size_t slab_bytes(const struct smr_cow *c)
 {
-	free(n->buf);
-	free(n);
+	return (size_t)SMR_NODE_SLAB * c->ns;
 }
 
-/*
- * Node memory is recycled: an evicted or dropped node goes on a short
- * spare list, and the next node is made from it. Without this, a walk of a
- * big tree frees and allocates a node-size buffer for every node read, from
- * whichever thread's malloc arena, and the arenas fragment until the
- * daemon holds several times the cache bound.
- */
-#define SMR_NODE_SPARE_MAX 64
+static void slab_unlink(struct smr_cow *c, struct smr_slab *sl)
+{
+	if (sl->prev)
+		sl->prev->next = sl->next;
+	else
+		c->slabs = sl->next;
+	if (sl->next)
+		sl->next->prev = sl->prev;
+	sl->next = sl->prev = NULL;
+}
+
+static void slab_push(struct smr_cow *c, struct smr_slab *sl)
+{
+	sl->prev = NULL;
+	sl->next = c->slabs;
+	if (c->slabs)
+		c->slabs->prev = sl;
+	c->slabs = sl;
+}
+
+static void slab_unmap(struct smr_cow *c, struct smr_slab *sl)
+{
+	munmap(sl->mem, slab_bytes(c));
+	c->stats.node_bytes -= slab_bytes(c);
+	free(sl);
+}
+
+/* A free buffer for @n; cache_lock held. */
+static int node_buf_get_locked(struct smr_cow *c, struct smr_node *n)
+{
+	struct smr_slab *sl = c->slabs;
+	unsigned int i;
+
+	if (!sl) {
+		sl = calloc(1, sizeof(*sl));
+		if (!sl)
+			return -ENOMEM;
+		sl->mem = mmap(NULL, slab_bytes(c), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (sl->mem == MAP_FAILED) {
+			free(sl);
+			return -ENOMEM;
+		}
+		sl->free_mask = SMR_SLAB_ALL;
+		c->stats.node_bytes += slab_bytes(c);
+		slab_push(c, sl);
+	} else if (sl == c->empty_slab) {
+		c->empty_slab = NULL;
+	}
+	i = (unsigned int)__builtin_ctz(sl->free_mask);
+	sl->free_mask &= ~(1U << i);
+	if (!sl->free_mask)
+		slab_unlink(c, sl); /* full */
+	n->buf = sl->mem + (size_t)i * c->ns;
+	n->slab = sl;
+	return 0;
+}
+
+/* Give back @n's buffer; cache_lock held (or no other thread left). */
+static void node_buf_put_locked(struct smr_cow *c, struct smr_node *n)
+{
+	struct smr_slab *sl = n->slab;
+	unsigned int i = (unsigned int)((size_t)(n->buf - sl->mem) / c->ns);
+
+	if (!sl->free_mask)
+		slab_push(c, sl); /* first, to be filled again first */
+	sl->free_mask |= 1U << i;
+	n->buf = NULL;
+	n->slab = NULL;
+	if (sl->free_mask != SMR_SLAB_ALL)
+		return;
+	if (c->empty_slab) {
+		slab_unlink(c, c->empty_slab);
+		slab_unmap(c, c->empty_slab);
+	}
+	c->empty_slab = sl;
+}
 
 static struct smr_node *node_alloc(struct smr_cow *c)
 {
-	struct smr_node *n;
+	struct smr_node *n = calloc(1, sizeof(*n));
+	int rc;
 
-	pthread_mutex_lock(&c->cache_lock);
-	n = c->spare;
-	if (n) {
-		c->spare = n->hnext;
-		c->nr_spare--;
-	}
-	pthread_mutex_unlock(&c->cache_lock);
-	if (n) {
-		uint8_t *buf = n->buf;
-
-		memset(n, 0, sizeof(*n));
-		n->buf = buf;
-		return n;
-	}
-	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
-	n->buf = smr_node_buf_alloc(c->ns);
-	if (!n->buf) {
+	pthread_mutex_lock(&c->cache_lock);
+	rc = node_buf_get_locked(c, n);
+	pthread_mutex_unlock(&c->cache_lock);
+	if (rc) {
 		free(n);
 		return NULL;
 	}
 	return n;
 }
 
-/* Give back a node that is in no list or hash; cache_lock held. */
+/* Give back a node that is in no list or hash; cache_lock held (or no
+ * other thread left). */
 static void node_release_locked(struct smr_cow *c, struct smr_node *n)
 {
-	if (c->nr_spare >= SMR_NODE_SPARE_MAX) {
-		node_free(n);
-		return;
-	}
-	n->hnext = c->spare;
-	c->spare = n;
-	c->nr_spare++;
+	node_buf_put_locked(c, n);
+	free(n);
 }
 
 static void node_release(struct smr_cow *c, struct smr_node *n)
@@ -194,17 +271,17 @@ void smr_cache_fini(struct smr_cow *c)
 
 			for (; n; n = next) {
 				next = n->hnext;
-				node_free(n);
+				node_release_locked(c, n);
 			}
 		}
 	}
-	while (c->spare) {
-		struct smr_node *n = c->spare;
+	while (c->slabs) {
+		struct smr_slab *sl = c->slabs;
 
-		c->spare = n->hnext;
-		node_free(n);
+		slab_unlink(c, sl);
+		slab_unmap(c, sl);
 	}
-	c->nr_spare = 0;
+	c->empty_slab = NULL;
 	free(c->hash);
 	free(c->scratch[0]);
 	free(c->scratch[1]);

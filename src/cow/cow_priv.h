@@ -105,6 +105,7 @@ struct smr_node {
 	struct smr_node *hnext;  /* hash chain; cache_lock */
 	struct smr_node *prev, *next; /* LRU (clean) or dirty list; cache_lock */
 	uint8_t *buf;
+	struct smr_slab *slab;   /* the slab buf is carved from (bt.c) */
 };
 
 struct smr_path {
@@ -139,6 +140,8 @@ struct smr_cow_stats {
 	uint64_t commits;
 	uint64_t evictions;
 	uint64_t log_records;    /* fsync log records written */
+	uint64_t node_bytes;     /* node memory mapped now, the free buffers
+				  * of its slabs too; cache_lock */
 };
 
 /* Data written while the fsync log gathers (log.c). */
@@ -200,9 +203,9 @@ struct smr_cow {
 	size_t hash_size, nr_cached; /* cache_lock */
 	struct smr_nlist lru;    /* clean nodes; cache_lock */
 	struct smr_nlist dirty;  /* dirty nodes; cache_lock */
-	struct smr_node *spare;  /* freed nodes kept for reuse (hnext);
-				  * cache_lock */
-	size_t nr_spare;         /* cache_lock */
+	struct smr_slab *slabs;  /* slabs of node buffers with a free one
+				  * (bt.c); cache_lock */
+	struct smr_slab *empty_slab; /* the one all free kept; cache_lock */
 	uint64_t next_tmp;       /* lock excl. */
 
 	pthread_mutex_t txn_lock;

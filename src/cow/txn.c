@@ -460,4 +460,7 @@ void smr_cow_get_stats(struct smr_cow *c, struct smr_cow_stats *st)
 	st->evictions = __atomic_load_n(&c->stats.evictions, __ATOMIC_RELAXED);
 	st->log_records =
 		__atomic_load_n(&c->stats.log_records, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->cache_lock);
+	st->node_bytes = c->stats.node_bytes;
+	pthread_mutex_unlock(&c->cache_lock);
 }
