@@ -1161,12 +1161,13 @@ static void test_orphans(void)
 	fs_teardown();
 }
 
-/* Many references at once (the table grows past its first size several
- * times, and shrinks again): each still keeps its unlinked inode, and only
- * its own, whatever order the kernel forgets them in. */
+/* Many references at once (each of the table's shards grows past its
+ * first size several times, and shrinks again): each still keeps its
+ * unlinked inode, and only its own, whatever order the kernel forgets them
+ * in. */
 static void test_many_refs(void)
 {
-	enum { N = 5000 };
+	enum { N = 20000 };
 	struct smr_ns_opts o = { .track_lookups = true };
 	static uint64_t ino[N];
 	static bool gone[N];
@@ -1198,7 +1199,7 @@ static void test_many_refs(void)
 	for (int k = 0; k < N; k++) {
 		smr_ns_forget(ns, ino[order[k]], 2); /* mknod and lookup */
 		gone[order[k]] = true;
-		if (k % 625 && k != N - 1)
+		if (k % 2500 && k != N - 1)
 			continue;
 		for (int i = 0; i < N; i++)
 			SMR_ASSERT_RC(smr_ns_getattr(ns, ino[i], &a),

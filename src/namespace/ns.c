@@ -273,28 +273,37 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
  * References: kernel lookups and opens keep an unlinked inode alive
  * ======================================================================== */
 
-static size_t ns_ref_slot(const struct smr_ns *ns, uint64_t ino)
+static uint64_t ns_ref_hash(uint64_t ino)
 {
-	return (size_t)((ino * 0x9e3779b97f4a7c15ULL) >> 20) &
-	       (ns->nr_slots - 1);
+	return ino * 0x9e3779b97f4a7c15ULL;
 }
 
-/* Rebuild the table with @n slots; on failure it stays as it is. */
-static int ns_ref_resize(struct smr_ns *ns, size_t n)
+static struct ns_ref_shard *ns_ref_shard(struct smr_ns *ns, uint64_t ino)
 {
-	struct ns_ref *old = ns->refs, *nt = calloc(n, sizeof(*nt));
-	size_t old_n = ns->nr_slots;
+	return &ns->refs[ns_ref_hash(ino) >> (64 - NS_REF_SHARD_BITS)];
+}
+
+static size_t ns_ref_slot(const struct ns_ref_shard *sh, uint64_t ino)
+{
+	return (size_t)(ns_ref_hash(ino) >> 20) & (sh->nr_slots - 1);
+}
+
+/* Rebuild a shard with @n slots; on failure it stays as it is. */
+static int ns_ref_resize(struct ns_ref_shard *sh, size_t n)
+{
+	struct ns_ref *old = sh->refs, *nt = calloc(n, sizeof(*nt));
+	size_t old_n = sh->nr_slots;
 
 	if (!nt)
 		return -ENOMEM;
-	ns->refs = nt;
-	ns->nr_slots = n;
+	sh->refs = nt;
+	sh->nr_slots = n;
 	for (size_t i = 0; i < old_n; i++) {
 		size_t s;
 
 		if (!old[i].ino)
 			continue;
-		for (s = ns_ref_slot(ns, old[i].ino); nt[s].ino;
+		for (s = ns_ref_slot(sh, old[i].ino); nt[s].ino;
 		     s = (s + 1) & (n - 1))
 			;
 		nt[s] = old[i];
@@ -309,26 +318,27 @@ static int ns_ref_resize(struct smr_ns *ns, size_t n)
  */
 struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create)
 {
+	struct ns_ref_shard *sh = ns_ref_shard(ns, ino);
 	size_t s;
 
-	if (ns->nr_slots)
-		for (s = ns_ref_slot(ns, ino); ns->refs[s].ino;
-		     s = (s + 1) & (ns->nr_slots - 1))
-			if (ns->refs[s].ino == ino)
-				return &ns->refs[s];
+	if (sh->nr_slots)
+		for (s = ns_ref_slot(sh, ino); sh->refs[s].ino;
+		     s = (s + 1) & (sh->nr_slots - 1))
+			if (sh->refs[s].ino == ino)
+				return &sh->refs[s];
 	if (!create || !ino)
 		return NULL;
-	if ((ns->nr_refs + 1) * 4 > ns->nr_slots * 3 &&
-	    ns_ref_resize(ns, ns->nr_slots ? 2 * ns->nr_slots
-					    : NS_REF_SLOTS_MIN) &&
-	    ns->nr_refs + 1 >= ns->nr_slots)
+	if ((sh->nr_refs + 1) * 4 > sh->nr_slots * 3 &&
+	    ns_ref_resize(sh, sh->nr_slots ? 2 * sh->nr_slots
+					   : NS_REF_SLOTS_MIN) &&
+	    sh->nr_refs + 1 >= sh->nr_slots)
 		return NULL; /* full, and no memory to grow */
-	for (s = ns_ref_slot(ns, ino); ns->refs[s].ino;
-	     s = (s + 1) & (ns->nr_slots - 1))
+	for (s = ns_ref_slot(sh, ino); sh->refs[s].ino;
+	     s = (s + 1) & (sh->nr_slots - 1))
 		;
-	ns->refs[s] = (struct ns_ref){ .ino = ino };
-	ns->nr_refs++;
-	return &ns->refs[s];
+	sh->refs[s] = (struct ns_ref){ .ino = ino };
+	sh->nr_refs++;
+	return &sh->refs[s];
 }
 
 void ns_ref_inc(uint32_t *count)
@@ -346,25 +356,26 @@ static void ns_ref_sub(uint32_t *count, uint64_t n)
 void ns_ref_drop_if_unused(struct smr_ns *ns, uint64_t ino)
 {
 	struct ns_ref *r = ns_ref_find(ns, ino, false);
-	size_t mask = ns->nr_slots - 1, hole, s;
+	struct ns_ref_shard *sh = ns_ref_shard(ns, ino);
+	size_t mask = sh->nr_slots - 1, hole, s;
 
 	if (!r || r->nlookup || r->nopen)
 		return;
 	/* Backward-shift deletion: move up each later entry of the run that
 	 * may sit in the hole (its home slot is not between hole and it). */
-	hole = (size_t)(r - ns->refs);
-	for (s = (hole + 1) & mask; ns->refs[s].ino; s = (s + 1) & mask) {
-		size_t home = ns_ref_slot(ns, ns->refs[s].ino);
+	hole = (size_t)(r - sh->refs);
+	for (s = (hole + 1) & mask; sh->refs[s].ino; s = (s + 1) & mask) {
+		size_t home = ns_ref_slot(sh, sh->refs[s].ino);
 
 		if (((s - home) & mask) >= ((s - hole) & mask)) {
-			ns->refs[hole] = ns->refs[s];
+			sh->refs[hole] = sh->refs[s];
 			hole = s;
 		}
 	}
-	ns->refs[hole].ino = 0;
-	ns->nr_refs--;
-	if (ns->nr_slots > NS_REF_SLOTS_MIN && ns->nr_refs * 8 < ns->nr_slots)
-		ns_ref_resize(ns, ns->nr_slots / 2);
+	sh->refs[hole].ino = 0;
+	sh->nr_refs--;
+	if (sh->nr_slots > NS_REF_SLOTS_MIN && sh->nr_refs * 8 < sh->nr_slots)
+		ns_ref_resize(sh, sh->nr_slots / 2);
 }
 
 void ns_lookup_ref(struct smr_ns *ns, uint64_t ino)
@@ -715,7 +726,8 @@ void smr_ns_close(struct smr_ns *ns)
 		return;
 	smr_cow_set_relocate_hook(ns->cow, NULL, NULL);
 	ns_undo_free(ns);
-	free(ns->refs);
+	for (unsigned int i = 0; i < NS_REF_SHARDS; i++)
+		free(ns->refs[i].refs);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }

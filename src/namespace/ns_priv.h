@@ -39,8 +39,20 @@ struct ns_ref {
 	uint32_t nopen;
 };
 
-/* Smallest table; it doubles past 3/4 full and halves below 1/8. */
-#define NS_REF_SLOTS_MIN 1024
+/*
+ * The table is NS_REF_SHARDS tables, chosen by the top bits of the hash,
+ * each of which doubles past 3/4 full and halves below 1/8 on its own: a
+ * resize holds the old and the new array of one of them at once, not of
+ * the whole table (at 1,000,000 references, 16 and 32 MiB together).
+ */
+#define NS_REF_SHARD_BITS 6
+#define NS_REF_SHARDS (1U << NS_REF_SHARD_BITS)
+#define NS_REF_SLOTS_MIN 64 /* a shard's smallest table */
+
+struct ns_ref_shard {
+	struct ns_ref *refs;          /* nr_slots (a power of 2), or NULL */
+	size_t nr_slots, nr_refs;
+};
 
 /* How often a call that got -ENOSPC cleans (smr_cow_clean_for_space) and
  * tries again before it gives up. */
@@ -72,8 +84,7 @@ struct smr_ns {
 	uint64_t next_ino;
 	uint64_t next_gen;
 	uint64_t nr_inodes;
-	struct ns_ref *refs;           /* nr_slots (a power of 2), or NULL */
-	size_t nr_slots, nr_refs;
+	struct ns_ref_shard refs[NS_REF_SHARDS];
 	struct ns_undo *undo;         /* the running call's undo log */
 	uint64_t heat_clock;          /* bytes written by users, this mount */
 	uint64_t heat_window;         /* rewritten within this: hot */
