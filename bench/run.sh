@@ -54,6 +54,10 @@ CTL=$BUILD/ctl/smrfsctl
 for p in "$MOUNT" "$MKFS" "$CTL"; do
 	[ -x "$p" ] || { echo "run.sh: $p missing (--build DIR)" >&2; exit 1; }
 done
+# The commit the daemon was built from, which may not be the checkout's.
+BUILD_COMMIT=$("$MOUNT" --version 2>/dev/null | sed -n '1s/.*, commit //p')
+BUILD_COMMIT=${BUILD_COMMIT:-unknown}
+echo "== mount.smrfs built from commit $BUILD_COMMIT" >&2
 
 if [ $QUICK = 1 ]; then
 	SEQ_SIZE=256M RAND_SIZE=128M PAR_SIZE=32M RUNTIME=8
@@ -385,5 +389,6 @@ python3 "$HERE/report.py" "$RES" "$OUT" \
 	cpus="$(nproc)" \
 	cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" \
 	kernel="$(uname -r)" mem_gib="$(awk '/^MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)" \
-	smrfs="$(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)"
+	smrfs="$(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)" \
+	build="$BUILD_COMMIT"
 echo "results: $OUT" >&2

@@ -28,6 +28,7 @@
 #include "cow/cow.h"
 #include "fuse/fuse_ops.h"
 #include "namespace/ns.h"
+#include "smr_commit.h"
 #ifdef SMR_FUSE_MEMCOW
 #include "memcow.h"
 #else
@@ -238,8 +239,9 @@ static int parse_args(int argc, char **argv, struct mount_opts *mo)
 			usage(stdout);
 			return 1;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
-			printf(PROG " (smrfs) %s\nFUSE library %s\n",
-			       PACKAGE_VERSION, fuse_pkgversion());
+			printf(PROG " (smrfs) %s, commit %s\nFUSE library %s\n",
+			       PACKAGE_VERSION, SMR_BUILD_COMMIT,
+			       fuse_pkgversion());
 			return 1;
 		} else if (!strcmp(a, "-f")) {
 			mo->foreground = true;
