@@ -1144,7 +1144,8 @@ static void test_xmod_enospc(void)
 /*
  * Data freed a block at a time cuts the free space into holes shorter than
  * a node. Data must stop while the reserve is still there in whole nodes,
- * and metadata (hint->unit) must get only whole nodes, the reserve's worth.
+ * but not before it has the holes, and metadata (hint->unit) must get only
+ * whole nodes, the reserve's worth.
  */
 static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
 {
@@ -1156,7 +1157,7 @@ static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
 	struct smr_alloc_ref ref;
 	struct smr_extent e[16];
 	struct smr_alloc_stats st;
-	struct smr_space sp0;
+	struct smr_space sp0, sp1;
 	uint64_t *blk, nb = 0, got = 0;
 	int n;
 
@@ -1178,6 +1179,11 @@ static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
 	/* Data may have more, but not the reserve's whole nodes. */
 	while (smr_alloc_extent(a, 2 * BS, NULL, SMR_STREAM_HOT, e, 4) > 0)
 		;
+	/* It has had the holes, though: what the module still counts free
+	 * beyond the reserve (statfs's free) is at most the slack of a split
+	 * unit on either side. */
+	smr_alloc_space(a, &sp1);
+	CU_ASSERT(sp1.free <= 2 * unit);
 	smr_alloc_stats(a, &st);
 	while ((n = smr_alloc_extent(a, 4 * unit, &meta, SMR_STREAM_META, e,
 				     16)) > 0) {

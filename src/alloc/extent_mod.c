@@ -153,22 +153,90 @@ void smr_xmod_fini(struct smr_alloc *a)
 }
 
 /*
- * What a data stream may take: free space above the reserve, counted both
- * in bytes and in whole metadata units. Free space cut into holes shorter
- * than a unit is no use to metadata, so the reserve must stay in whole
- * units after any data allocation; one of @len bytes lowers ubytes by at
- * most @len plus a partial unit on each side of the one extent it splits.
+ * What a data stream may take out of whole metadata units: free space cut
+ * into holes shorter than a unit is no use to metadata, so the reserve
+ * must stay in whole units after any data allocation; one of @len bytes
+ * lowers ubytes by at most @len plus a partial unit on each side of the
+ * one extent it splits.
+ */
+static uint64_t xmod_unit_avail(const struct smr_xmod *m)
+{
+	const struct smr_xidx *f = &m->free;
+	uint64_t keep = m->reserve;
+
+	if (f->unit > m->block_size)
+		keep += 2 * (f->unit - m->block_size);
+	return f->ubytes > keep ? f->ubytes - keep : 0;
+}
+
+/*
+ * What a data stream may take: free space above the reserve, of which
+ * whole units only down to the reserve (xmod_unit_avail), and all of what
+ * no unit holds (holes shorter than a unit, the tails of longer extents
+ * past their last whole unit), which xmod_pick_spare takes without
+ * touching a unit. statfs counts the holes free: they must be writable,
+ * or a write gets ENOSPC while statfs offers space.
  */
 static uint64_t xmod_data_avail(const struct smr_xmod *m)
 {
 	const struct smr_xidx *f = &m->free;
-	uint64_t keep = m->reserve, by, units;
+	uint64_t by = f->bytes > m->reserve ? f->bytes - m->reserve : 0;
 
-	if (f->unit > m->block_size)
-		keep += 2 * (f->unit - m->block_size);
-	by = f->bytes > m->reserve ? f->bytes - m->reserve : 0;
-	units = f->ubytes > keep ? f->ubytes - keep : 0;
-	return SMR_MIN(by, units);
+	return SMR_MIN(by, xmod_unit_avail(m) + (f->bytes - f->ubytes));
+}
+
+/* Take [off, off + len) for ext[*n]. */
+static int xmod_take(struct smr_xmod *m, uint64_t off, uint64_t len,
+		     struct smr_extent *ext, unsigned int *n)
+{
+	int rc = smr_xidx_remove(&m->free, off, len);
+
+	if (rc)
+		return rc;
+	ext[*n].off = off;
+	ext[*n].len = len;
+	(*n)++;
+	return 0;
+}
+
+/*
+ * Data when whole units are short: the free bytes no unit holds, which
+ * leaves ubytes as it is. Extents shorter than a unit first, shortest
+ * first, then the tails of the longer ones past their last whole unit, in
+ * address order. Returns the extents taken (0 if none).
+ */
+static int xmod_pick_spare(struct smr_xmod *m, uint64_t want,
+			   struct smr_extent *ext, unsigned int max_ext)
+{
+	uint64_t unit = m->free.unit, at = 0;
+	struct smr_extent e;
+	unsigned int n = 0;
+	int rc;
+
+	if (unit <= m->block_size)
+		return 0; /* ubytes counts every free byte */
+	while (want && n < max_ext &&
+	       !smr_xidx_best_fit(&m->free, m->block_size, 0, &e) &&
+	       e.len < unit) {
+		uint64_t take = SMR_MIN(e.len, want);
+
+		rc = xmod_take(m, e.off, take, ext, &n);
+		if (rc)
+			return n ? (int)n : rc;
+		want -= take;
+	}
+	while (want && n < max_ext && !smr_xidx_next(&m->free, at, &e)) {
+		uint64_t take = SMR_MIN(e.len % unit, want);
+
+		at = e.off + e.len;
+		if (!take)
+			continue;
+		rc = xmod_take(m, at - take, take, ext, &n);
+		if (rc)
+			return n ? (int)n : rc;
+		want -= take;
+	}
+	return (int)n;
 }
 
 /* Metadata, in whole units (hint->unit) where asked: a piece shorter
@@ -239,6 +307,30 @@ static int xmod_repick(struct smr_xmod *m, uint64_t want,
 			       ext, max_ext);
 }
 
+/* Data that wants more than whole units can give (xmod_unit_avail): the
+ * bytes no unit holds first, then units down to the reserve. */
+static int xmod_alloc_short(struct smr_xmod *m, uint64_t want,
+			    const struct smr_alloc_hint *hint,
+			    struct smr_extent *ext, unsigned int max_ext)
+{
+	uint64_t units = xmod_unit_avail(m), got = 0;
+	int n = xmod_pick_spare(m, want, ext, max_ext), k;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		got += ext[i].len;
+	if (got < want && units && (unsigned int)n < max_ext) {
+		k = m->pick(m, SMR_MIN(want - got, units), hint, ext + n,
+			    max_ext - (unsigned int)n);
+		if (k < 0 && !n)
+			return k;
+		if (k > 0)
+			n += k;
+	}
+	return n ? n : -ENOSPC;
+}
+
 int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
 		   const struct smr_alloc_hint *hint, enum smr_stream stream,
 		   struct smr_extent *ext, unsigned int max_ext)
@@ -256,12 +348,20 @@ int smr_xmod_alloc(struct smr_alloc *a, uint64_t len,
 		avail = xmod_data_avail(m);
 	if (!avail)
 		return -ENOSPC;
-	n = m->pick(m, SMR_MIN(len, avail), hint ? hint : &none, ext, max_ext);
-	if (n > 0 && (stream == SMR_STREAM_META ||
-		      (hint && hint->unit > m->block_size)) &&
-	    !xmod_fits(m, SMR_MIN(len, avail), hint, ext, n))
-		n = xmod_repick(m, SMR_MIN(len, avail), hint, ext, n, max_ext,
-				cursor);
+	if (stream != SMR_STREAM_META &&
+	    !(hint && hint->unit > m->block_size) &&
+	    SMR_MIN(len, avail) > xmod_unit_avail(m)) {
+		n = xmod_alloc_short(m, SMR_MIN(len, avail), hint ? hint : &none,
+				     ext, max_ext);
+	} else {
+		n = m->pick(m, SMR_MIN(len, avail), hint ? hint : &none, ext,
+			    max_ext);
+		if (n > 0 && (stream == SMR_STREAM_META ||
+			      (hint && hint->unit > m->block_size)) &&
+		    !xmod_fits(m, SMR_MIN(len, avail), hint, ext, n))
+			n = xmod_repick(m, SMR_MIN(len, avail), hint, ext, n,
+					max_ext, cursor);
+	}
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++)

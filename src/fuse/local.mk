@@ -46,6 +46,7 @@ SMR_FS_TESTS = \
 	tests/fs/space_retry.sh \
 	tests/fs/space_honest.sh \
 	tests/fs/space_enforced.sh \
+	tests/fs/space_holes.sh \
 	tests/fs/ace.sh \
 	tests/fs/meta_reserve.sh \
 	tests/fs/meta_frag.sh
