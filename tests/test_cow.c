@@ -1277,6 +1277,180 @@ out:
 static void test_unsettled_file(void) { unsettled_at_crash(K_FILE); }
 static void test_unsettled_zloop(void) { unsettled_at_crash(K_ZLOOP_SEQ); }
 
+/*
+ * The reverse map against a block-by-block model while data is written
+ * and freed before and after commits: entries that wait in memory until
+ * the commit (the whole, the front, the back and the middle of one cut
+ * out, a free across several, a free across waiting and committed ones)
+ * must read back as the tree would hold them, before the commit, after it
+ * and after a reopen.
+ */
+#define RMP_BLOCKS 4096
+
+struct rmp_model {
+	uint64_t base;               /* device offset of block 0 */
+	uint64_t owner[RMP_BLOCKS];  /* owner offset + 1 of each block; 0 */
+	uint64_t seen[RMP_BLOCKS];
+	uint64_t bad;
+};
+
+static int rmp_item(void *arg, const struct smr_key *k, const void *v,
+		    size_t len)
+{
+	struct rmp_model *m = arg;
+	struct smr_rmap_d d;
+
+	if (len != sizeof(d)) {
+		m->bad++;
+		return 0;
+	}
+	memcpy(&d, v, sizeof(d));
+	for (uint64_t b = 0; b < le64toh(d.len) / 4096; b++) {
+		uint64_t i = (k->objid - m->base) / 4096 + b;
+
+		if (k->objid < m->base || i >= RMP_BLOCKS ||
+		    le64toh(d.owner_objid) != 42 || m->seen[i])
+			m->bad++;
+		else
+			m->seen[i] = le64toh(d.owner_offset) + b * 4096 + 1;
+	}
+	return 0;
+}
+
+static void rmp_check(struct smr_cow *c, struct rmp_model *m)
+{
+	struct smr_key a = { 0, 0, 0 }, b = { UINT64_MAX, 0xff, UINT64_MAX };
+	uint64_t wrong = 0;
+
+	m->bad = 0;
+	memset(m->seen, 0, sizeof(m->seen));
+	SMR_ASSERT_OK(smr_bt_iterate(c, SMR_TREE_RMAP, &a, &b, rmp_item, m));
+	for (size_t i = 0; i < RMP_BLOCKS; i++) {
+		if (m->seen[i] != m->owner[i] && !wrong)
+			fprintf(stderr, "check of %" PRIu64 ": block %zu: map %" PRIu64 ", model %"
+				PRIu64 "\n", m->base, i, m->seen[i], m->owner[i]);
+		wrong += m->seen[i] != m->owner[i];
+	}
+	CU_ASSERT_EQUAL(m->bad, 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+}
+
+/* Write @nblk blocks owned by (42, @foff); the model learns where. */
+static void rmp_write(struct smr_cow *c, struct rmp_model *m, void *buf,
+		      uint64_t foff, uint64_t nblk)
+{
+	struct smr_key owner = { .objid = 42, .type = 1, .offset = foff };
+	struct smr_data_extent ext[8];
+	uint64_t done = 0;
+	struct smr_txn *t;
+	int n = smr_cow_data_write_owned(c, SMR_DATA_HOT, 0, &owner, buf,
+					 nblk * 4096, ext, 8);
+
+	CU_ASSERT_FATAL(n >= 1);
+	/* Referenced, as the namespace's map would. */
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (int i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_cow_data_settle(t, ext[i].off, ext[i].len));
+	smr_txn_end(t);
+	for (int i = 0; i < n; i++) {
+		for (uint64_t b = 0; b < ext[i].len / 4096; b++) {
+			uint64_t j = (ext[i].off - m->base) / 4096 + b;
+
+			CU_ASSERT_FATAL(ext[i].off >= m->base &&
+					j < RMP_BLOCKS);
+			m->owner[j] = foff + done + b * 4096 + 1;
+		}
+		done += ext[i].len;
+	}
+}
+
+/* Free blocks [@i, @i + @n) of the model's range. */
+static void rmp_free(struct smr_cow *c, struct rmp_model *m, uint64_t i,
+		     uint64_t n)
+{
+	struct smr_txn *t;
+
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_cow_data_free(t, m->base + i * 4096, n * 4096));
+	smr_txn_end(t);
+	for (uint64_t j = i; j < i + n; j++)
+		m->owner[j] = 0;
+}
+
+/* Index of the first block of the extent whose owner offset is @foff. */
+static uint64_t rmp_at(const struct rmp_model *m, uint64_t foff)
+{
+	for (uint64_t i = 0; i < RMP_BLOCKS; i++)
+		if (m->owner[i] == foff + 1)
+			return i;
+	CU_FAIL("no such block");
+	return 0;
+}
+
+static void test_rmap_pending(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "rmpend");
+	struct smr_cow_opts o = { .commit_secs = 3600, .gc_off = true };
+	struct rmp_model *m = calloc(1, sizeof(*m));
+	void *buf = smr_cow_buf_alloc(64 * 4096);
+	struct smr_data_extent probe;
+	struct smr_dev *dev;
+	struct smr_txn *t;
+	struct smr_cow *c;
+	uint64_t i;
+
+	CU_ASSERT_FATAL(m && buf);
+	memset(buf, 0x5a, 64 * 4096);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	/* Where the hot stream writes next: the model's block 0. */
+	CU_ASSERT_FATAL(smr_cow_data_write(c, SMR_DATA_HOT, 0, buf, 4096,
+					   &probe, 1) == 1);
+	m->base = probe.off + 4096;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_cow_data_free(t, probe.off, probe.len));
+	smr_txn_end(t);
+
+	/* 4 KiB writes, then extents of 8 and 12 blocks (inside a 64 KiB
+	 * chunk or across one: either way the map must read right). */
+	for (i = 0; i < 40; i++)
+		rmp_write(c, m, buf, i * 4096, 1);
+	rmp_write(c, m, buf, 1000 * 4096, 8);
+	rmp_write(c, m, buf, 2000 * 4096, 12);
+	rmp_write(c, m, buf, 3000 * 4096, 12);
+	i = rmp_at(m, 1000 * 4096);
+	rmp_free(c, m, rmp_at(m, 3 * 4096), 1);     /* whole */
+	rmp_free(c, m, i, 2);                      /* front */
+	rmp_free(c, m, i + 7, 1);                  /* back */
+	rmp_free(c, m, rmp_at(m, 2000 * 4096) + 4, 3); /* middle */
+	rmp_free(c, m, rmp_at(m, 10 * 4096), 5);   /* across five */
+	rmp_check(c, m);
+	/* The check put everything in the tree: more waits again. */
+	for (i = 100; i < 140; i++)
+		rmp_write(c, m, buf, i * 4096, 1);
+	rmp_free(c, m, rmp_at(m, 3000 * 4096) + 2, 8); /* middle, tree */
+	rmp_free(c, m, rmp_at(m, 120 * 4096), 1);
+	/* Across entries in the tree (the last two blocks of the 12) and
+	 * waiting ones (the first two written after the check). */
+	rmp_free(c, m, rmp_at(m, 3000 * 4096) + 10, 4);
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	rmp_check(c, m);
+	for (i = 200; i < 260; i++)
+		rmp_write(c, m, buf, i * 4096, 1);
+	rmp_free(c, m, rmp_at(m, 130 * 4096), 1);
+	rmp_free(c, m, rmp_at(m, 210 * 4096), 1);
+	rmp_free(c, m, rmp_at(m, 220 * 4096), 30);
+	SMR_ASSERT_OK(smr_cow_commit_forced(c));
+	close_fs(dev, c);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	rmp_check(c, m);
+	close_fs(dev, c);
+	smr_cow_buf_free(buf);
+	free(m);
+}
+
 static void test_failed_write(void)
 {
 	const char *path = make_dev(K_ZLOOP_SEQ, "failw");
@@ -1684,6 +1858,7 @@ static const struct smr_test cow_tests[] = {
 	{ "data_zloop", test_data_zloop },
 	{ "unsettled_file", test_unsettled_file },
 	{ "unsettled_zloop", test_unsettled_zloop },
+	{ "rmap_pending", test_rmap_pending },
 	{ "failed_write", test_failed_write },
 	{ "failed_reset", test_failed_reset },
 	{ "group_commit", test_group_commit },

@@ -141,17 +141,254 @@ int smr_rmap_put_locked(struct smr_cow *c, uint64_t off, uint64_t len,
 	return rmap_put_locked(c, &e);
 }
 
-int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
+/* ------------------------------------------------------------------------
+ * Pending entries
+ *
+ * A data write's entry waits in memory (struct smr_cow, rp_*) until the
+ * commit, and a free of data written since the last commit takes it out
+ * of there rather than the tree: under random overwrites most entries
+ * never reach the tree, and those that do go in address order. Entries
+ * are found by the 64 KiB chunk they lie in (one chunk each: an extent
+ * that crosses a chunk boundary goes to the tree at once). Every reader
+ * of the tree puts them in first (smr_rmap_sync, smr_rmap_flush_locked),
+ * so nothing but the cost of the writes changes.
+ * ------------------------------------------------------------------------ */
+
+#define RP_SHIFT 16
+#define RP_BUCKETS 8192
+/* Entries held at most (48 bytes each); past it, writes go to the tree. */
+#define RP_MAX 65536
+#define RP_NONE UINT32_MAX
+
+struct smr_rmap_pend {
+	struct rmap_ent e;
+	uint32_t next;   /* in its chain, or in rp_free */
+};
+
+static uint32_t *rp_chain(struct smr_cow *c, uint64_t chunk)
+{
+	return &c->rp_hash[(chunk * 0x9e3779b97f4a7c15ULL) >> 51];
+}
+
+/* Keep @e pending. 1 if it is not (crosses a chunk, or no room). */
+static int rp_add(struct smr_cow *c, const struct rmap_ent *e)
+{
+	uint64_t chunk = e->off >> RP_SHIFT;
+	uint32_t *head, i;
+
+	_Static_assert(RP_BUCKETS == 1 << (64 - 51), "rp_chain's shift");
+	if ((e->off + e->len - 1) >> RP_SHIFT != chunk)
+		return 1;
+	if (!c->rp_hash) {
+		c->rp_hash = malloc(RP_BUCKETS * sizeof(*c->rp_hash));
+		if (!c->rp_hash)
+			return 1;
+		memset(c->rp_hash, 0xff, RP_BUCKETS * sizeof(*c->rp_hash));
+		c->rp_free = RP_NONE;
+	}
+	if (c->rp_free != RP_NONE) {
+		i = c->rp_free;
+		c->rp_free = c->rp[i].next;
+	} else {
+		if (c->rp_n == c->rp_cap) {
+			uint32_t cap = c->rp_cap ? 2 * c->rp_cap : 1024;
+			void *x;
+
+			if (c->rp_cap >= RP_MAX)
+				return 1;
+			x = realloc(c->rp, cap * sizeof(*c->rp));
+			if (!x)
+				return 1;
+			c->rp = x;
+			c->rp_cap = cap;
+		}
+		i = c->rp_n++;
+	}
+	head = rp_chain(c, chunk);
+	c->rp[i].e = *e;
+	c->rp[i].next = *head;
+	*head = i;
+	__atomic_store_n(&c->rp_count, c->rp_count + 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void rp_release(struct smr_cow *c, uint32_t i)
+{
+	c->rp[i].e.len = 0;
+	c->rp[i].next = c->rp_free;
+	c->rp_free = i;
+	__atomic_store_n(&c->rp_count, c->rp_count - 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Cut [@off, @end) out of the pending entries of @chunk: *@covered grows
+ * by what they held. A cut from the middle of an entry leaves two; if the
+ * second cannot be kept pending it goes to the tree.
+ */
+static int rp_cut_chunk(struct smr_cow *c, uint64_t chunk, uint64_t off,
+			uint64_t end, uint64_t *covered)
+{
+	uint32_t *pp = rp_chain(c, chunk);
+
+	while (*pp != RP_NONE) {
+		uint32_t i = *pp;
+		struct rmap_ent *e = &c->rp[i].e, right;
+		uint64_t eend = e->off + e->len, os, oe;
+
+		if (e->off >> RP_SHIFT != chunk || e->off >= end ||
+		    eend <= off) {
+			pp = &c->rp[i].next;
+			continue;
+		}
+		os = SMR_MAX(e->off, off);
+		oe = SMR_MIN(eend, end);
+		*covered += oe - os;
+		if (os == e->off && oe == eend) {
+			*pp = c->rp[i].next;
+			rp_release(c, i);
+			continue;
+		}
+		if (oe < eend) {
+			right = *e;
+			right.off = oe;
+			right.len = eend - oe;
+			right.owner.offset += oe - e->off;
+		}
+		if (os == e->off) {
+			*e = right;
+		} else {
+			e->len = os - e->off;
+			/* rp_add may move the array: e is not used again. */
+			if (oe < eend && rp_add(c, &right)) {
+				int rc = rmap_put_locked(c, &right);
+
+				if (rc)
+					return rc;
+			}
+		}
+		pp = &c->rp[i].next;
+	}
+	return 0;
+}
+
+/* Cut [@off, @off + @len) out of the pending entries; *@covered: the bytes
+ * they held of it (the rest is the tree's to trim). */
+static int rp_cut(struct smr_cow *c, uint64_t off, uint64_t len,
+		  uint64_t *covered)
 {
 	uint64_t end = off + len;
+	int rc = 0;
 
+	*covered = 0;
+	if (!c->rp_count)
+		return 0;
+	if (((end - 1) >> RP_SHIFT) - (off >> RP_SHIFT) >= c->rp_count) {
+		/* A long range and few entries: take each that meets it
+		 * (the second half of a split does not meet the range). */
+		for (uint32_t i = 0; i < c->rp_n && !rc; i++) {
+			const struct rmap_ent *e = &c->rp[i].e;
+
+			if (e->len && e->off < end && e->off + e->len > off)
+				rc = rp_cut_chunk(c, e->off >> RP_SHIFT, off,
+						  end, covered);
+		}
+		return rc;
+	}
+	for (uint64_t ch = off >> RP_SHIFT; ch <= (end - 1) >> RP_SHIFT && !rc;
+	     ch++)
+		rc = rp_cut_chunk(c, ch, off, end, covered);
+	return rc;
+}
+
+/* Does a pending entry meet [@start, @end)? */
+static bool rp_meets(const struct smr_cow *c, uint64_t start, uint64_t end)
+{
+	for (uint32_t i = 0; c->rp_count && i < c->rp_n; i++) {
+		const struct rmap_ent *e = &c->rp[i].e;
+
+		if (e->len && e->off < end && e->off + e->len > start)
+			return true;
+	}
+	return false;
+}
+
+static int rp_cmp(const void *a, const void *b)
+{
+	const struct rmap_ent *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int smr_rmap_flush_locked(struct smr_cow *c)
+{
+	struct rmap_ent *v;
+	uint32_t n = 0;
+	int rc = 0;
+
+	if (!c->rp_count)
+		return 0;
+	v = malloc(c->rp_count * sizeof(*v));
+	if (!v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < c->rp_n; i++)
+		if (c->rp[i].e.len)
+			v[n++] = c->rp[i].e;
+	/* In address order: each put lands next to the one before. */
+	qsort(v, n, sizeof(*v), rp_cmp);
+	for (uint32_t i = 0; i < n && !rc; i++)
+		rc = rmap_put_locked(c, &v[i]);
+	free(v);
+out:
+	if (rc) {
+		smr_cow_set_error(c, rc, "putting reverse-map entries");
+		return rc;
+	}
+	memset(c->rp_hash, 0xff, RP_BUCKETS * sizeof(*c->rp_hash));
+	c->rp_n = 0;
+	c->rp_free = RP_NONE;
+	__atomic_store_n(&c->rp_count, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int smr_rmap_sync(struct smr_cow *c, uint32_t tree)
+{
+	int rc;
+
+	if (tree != SMR_TREE_RMAP ||
+	    !__atomic_load_n(&c->rp_count, __ATOMIC_RELAXED))
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	rc = smr_rmap_flush_locked(c);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void smr_rmap_pend_fini(struct smr_cow *c)
+{
+	free(c->rp);
+	free(c->rp_hash);
+	c->rp = NULL;
+	c->rp_hash = NULL;
+	c->rp_n = c->rp_cap = c->rp_count = 0;
+}
+
+int smr_rmap_trim_locked(struct smr_cow *c, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, covered;
+	int rc = rp_cut(c, off, len, &covered);
+
+	/* What was pending is all there was of it: the tree holds no entry
+	 * where a pending one lies. */
+	if (rc || covered == len)
+		return rc;
 	while (end > off) {
 		struct smr_nkey from, found;
 		uint8_t v[sizeof(struct smr_rmap_d)];
 		size_t vlen = sizeof(v);
 		struct rmap_ent e, piece;
 		uint64_t eend;
-		int rc;
 
 		from.objid = end - 1;
 		from.type = 0xff;
@@ -224,6 +461,8 @@ static bool rmap_in_use(void *arg, uint64_t start, uint64_t end)
 	from.offset = UINT64_MAX;
 	rc = smr_bt_step_locked(c, SMR_TREE_RMAP, &from, false, &found, v,
 				&vlen);
+	if (rp_meets(c, start, end))
+		return true;
 	if (rc == -ENOENT)
 		return false;
 	if (!rc)
@@ -286,6 +525,9 @@ int smr_cow_rmap_iterate(struct smr_cow *c, smr_cow_rmap_fn fn, void *arg,
 
 	if (!c->alloc)
 		return -EOPNOTSUPP;
+	rc = smr_rmap_sync(c, SMR_TREE_RMAP);
+	if (rc)
+		return rc;
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_bt_iterate_locked(c, SMR_TREE_RMAP, &from, &to,
 				   rmap_iter_item, &it);
@@ -316,6 +558,10 @@ int smr_cow_rmap_rebuild(struct smr_txn *t, const struct smr_cow_rmap_entry *e,
 		rc = -EROFS;
 		goto out;
 	}
+	/* The pending entries too: put in, then out with the rest. */
+	rc = smr_rmap_flush_locked(c);
+	if (rc)
+		goto out;
 	/* Every item out, from the first on. */
 	for (;;) {
 		struct smr_nkey from = { 0, 0, 0 }, found;
@@ -361,7 +607,12 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 				      .owner = *owner };
 
 		e.owner.offset += done;
-		rc = c->read_only ? -EROFS : rmap_put_locked(c, &e);
+		if (c->read_only)
+			rc = -EROFS;
+		else if (rp_add(c, &e))
+			rc = rmap_put_locked(c, &e);
+		else
+			c->changed = true;
 		done += ext[i].len;
 	}
 	if (rc) {
@@ -513,6 +764,11 @@ static int clean_data(struct smr_cow *c, uint64_t zs, uint64_t ze,
 	while (pos < ze && !rc) {
 		unsigned int n = 0;
 
+		/* Pending entries into the tree first (a victim is full, so
+		 * none of its own comes after). */
+		rc = smr_rmap_sync(c, SMR_TREE_RMAP);
+		if (rc)
+			break;
 		pthread_rwlock_rdlock(&c->lock);
 		while (n < CLEAN_BATCH && pos < ze) {
 			struct smr_nkey from, found;

@@ -388,6 +388,9 @@ int smr_bt_lookup(struct smr_cow *c, uint32_t tree, const struct smr_key *key,
 	int rc;
 
 	to_nkey(key, &k);
+	rc = smr_rmap_sync(c, tree);
+	if (rc)
+		return rc;
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_bt_lookup_locked(c, tree, &k, val, len ? len : &dummy);
 	pthread_rwlock_unlock(&c->lock);
@@ -402,6 +405,9 @@ static int bt_step(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 	int rc;
 
 	to_nkey(from, &k);
+	rc = smr_rmap_sync(c, tree);
+	if (rc)
+		return rc;
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_bt_step_locked(c, tree, &k, fwd, &f, val, len ? len : &dummy);
 	pthread_rwlock_unlock(&c->lock);
@@ -483,6 +489,9 @@ int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 
 	to_nkey(from, &f);
 	to_nkey(to, &l);
+	rc = smr_rmap_sync(c, tree);
+	if (rc)
+		return rc;
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_bt_iterate_locked(c, tree, &f, &l, fn, arg);
 	pthread_rwlock_unlock(&c->lock);

@@ -273,6 +273,21 @@ struct smr_cow {
 				       * atomics */
 	pthread_t gc_thread;
 	pthread_cond_t gc_cond;       /* with txn_lock: wake the thread */
+
+	/*
+	 * Reverse-map entries of data written since the last commit that are
+	 * not in the tree yet (clean.c, "Pending entries"): a random
+	 * overwrite frees most of what the writes before it put, and an
+	 * entry freed before the commit never costs a tree change. Disjoint
+	 * from the tree's entries (they describe space the allocator just
+	 * handed out). Put in the tree by the commit and before anything
+	 * reads the tree. lock exclusive; rp_count read with atomics.
+	 */
+	struct smr_rmap_pend *rp;     /* entries; unused ones have len 0 */
+	uint32_t *rp_hash;            /* chain heads by 64 KiB chunk */
+	uint32_t rp_n, rp_cap;        /* entries used at least once, room */
+	uint32_t rp_free;             /* chain of unused entries */
+	uint32_t rp_count;            /* entries in use */
 };
 
 struct smr_txn {
@@ -403,6 +418,15 @@ void smr_cow_gc_kick(struct smr_cow *c, uint64_t len);
 /* clean.c: a reverse-map entry for [@off, @off + @len) (log replay). */
 int smr_rmap_put_locked(struct smr_cow *c, uint64_t off, uint64_t len,
 			const struct smr_key *owner);
+/* clean.c: put the pending reverse-map entries in the tree (exclusive
+ * lock held): the commit does before it writes the nodes. A failure turns
+ * the engine read-only (the map would miss live data). */
+int smr_rmap_flush_locked(struct smr_cow *c);
+/* The same for a reader of the reverse-map tree (@tree; any other tree
+ * returns at once), no lock held. */
+int smr_rmap_sync(struct smr_cow *c, uint32_t tree);
+/* clean.c: free the pending entries (teardown). */
+void smr_rmap_pend_fini(struct smr_cow *c);
 
 /* store_dev.c: smr_cow_data_write without telling the fsync log. */
 int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,

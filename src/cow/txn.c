@@ -64,6 +64,10 @@ static int commit_locked(struct smr_cow *c)
 		c->log_durable = c->log_change;
 		return 0;
 	}
+	/* The reverse-map entries still in memory belong in this one. */
+	rc = smr_rmap_flush_locked(c);
+	if (rc)
+		return rc;
 	ck = calloc(1, sizeof(*ck));
 	if (!ck)
 		return -ENOMEM;
@@ -440,6 +444,7 @@ void smr_cow_teardown(struct smr_cow *c)
 	smr_cache_fini(c);
 	free(c->free_cur.x);
 	free(c->free_prev.x);
+	smr_rmap_pend_fini(c);
 	smr_log_fini(c);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->cache_lock);
