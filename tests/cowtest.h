@@ -10,6 +10,9 @@
 #define SMR_TESTS_COWTEST_H
 
 #include "cow/cow.h"
+#include "dev/dev.h"
+#include "format/sb.h"
+#include "testutil.h"
 
 static inline int smr_test_register_fs(struct smr_cow *c)
 {
@@ -42,6 +45,26 @@ static inline int smr_test_cow_open(struct smr_dev *dev,
 				    struct smr_cow **cp)
 {
 	return smr_test_typed(smr_cow_open(dev, o, cp), cp);
+}
+
+/* Change both superblock copies of the regular file @path with @change. */
+static inline void smr_test_rewrite_sb(const char *path,
+				       void (*change)(struct smr_sb *))
+{
+	uint8_t *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
+	struct smr_dev *dev;
+	struct smr_sb sb;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_dev_read(dev, buf, SMR_SB_SIZE, 0));
+	SMR_ASSERT_OK(smr_sb_from_disk(buf, 0, &sb));
+	change(&sb);
+	for (uint64_t at = 0; at <= SMR_SB_SIZE; at += SMR_SB_SIZE) {
+		SMR_ASSERT_OK(smr_sb_to_disk(&sb, buf, at));
+		SMR_ASSERT_OK(smr_dev_write(dev, buf, SMR_SB_SIZE, at));
+	}
+	smr_dev_close(dev);
+	smr_dev_buf_free(buf);
 }
 
 #endif /* SMR_TESTS_COWTEST_H */

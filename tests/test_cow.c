@@ -874,23 +874,6 @@ static void test_misplaced_node_file(void) { misplaced_node(K_FILE); }
 static void test_misplaced_node_zloop(void) { misplaced_node(K_ZLOOP_SEQ); }
 
 /* Superblock copies, features, geometry, not-smrfs. */
-static void rewrite_sb(const char *path, void (*change)(struct smr_sb *))
-{
-	uint8_t *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
-	struct smr_dev *dev;
-	struct smr_sb sb;
-
-	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-	SMR_ASSERT_OK(smr_dev_read(dev, buf, SMR_SB_SIZE, 0));
-	SMR_ASSERT_OK(smr_sb_from_disk(buf, 0, &sb));
-	change(&sb);
-	for (uint64_t at = 0; at <= SMR_SB_SIZE; at += SMR_SB_SIZE) {
-		SMR_ASSERT_OK(smr_sb_to_disk(&sb, buf, at));
-		SMR_ASSERT_OK(smr_dev_write(dev, buf, SMR_SB_SIZE, at));
-	}
-	smr_dev_close(dev);
-	smr_dev_buf_free(buf);
-}
 
 static void set_incompat(struct smr_sb *sb) { sb->features_incompat = 1ULL << 40; }
 static void set_ro_compat(struct smr_sb *sb) { sb->features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT; sb->features_ro_compat = 1ULL << 3; }
@@ -924,26 +907,26 @@ static void test_superblock(void)
 	if (c)
 		close_fs(dev, c);
 
-	rewrite_sb(path, set_incompat);
+	smr_test_rewrite_sb(path, set_incompat);
 	SMR_ASSERT_RC(open_fs(path, &ro, &dev, &c), -EOPNOTSUPP);
-	rewrite_sb(path, set_ro_compat);
+	smr_test_rewrite_sb(path, set_ro_compat);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EROFS);
 	SMR_ASSERT_OK(open_fs(path, &ro, &dev, &c));
 	if (c) {
 		CU_ASSERT_TRUE(smr_cow_is_read_only(c));
 		close_fs(dev, c);
 	}
-	rewrite_sb(path, set_compat);
+	smr_test_rewrite_sb(path, set_compat);
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
 	if (c)
 		close_fs(dev, c);
-	rewrite_sb(path, set_major);
+	smr_test_rewrite_sb(path, set_major);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EOPNOTSUPP);
 	/* An smrfs of another device is not "not smrfs". */
-	rewrite_sb(path, set_capacity);
+	smr_test_rewrite_sb(path, set_capacity);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EMEDIUMTYPE);
 	/* The recorded allocator refuses the device, unless overridden. */
-	rewrite_sb(path, set_alloc);
+	smr_test_rewrite_sb(path, set_alloc);
 	SMR_ASSERT_RC(open_fs(path, &o, &dev, &c), -EINVAL);
 	o.alloc = "flash";
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));

@@ -180,6 +180,15 @@ static const struct smr_cow_opts log_opts = {
 	.commit_secs = 3600, .gc_off = true, .fsync_log = true,
 };
 
+/* Format without LOG_FREES, as builds before it did: every record then
+ * carries every free since the checkpoint (regular files only). */
+static bool old_frees;
+
+static void clear_log_frees(struct smr_sb *sb)
+{
+	sb->features_incompat &= ~SMR_FEAT_INCOMPAT_LOG_FREES;
+}
+
 /* A device in a state after @rounds fsync'd rounds and a power cut;
  * models[r] is the state after round r (0: the commit before). */
 static const char *run_and_cut(enum kind k, const char *alloc,
@@ -198,8 +207,15 @@ static const char *run_and_cut(enum kind k, const char *alloc,
 
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_cow_format(lower, &fo, NULL));
+	if (old_frees) {
+		smr_dev_close(lower);
+		smr_test_rewrite_sb(path, clear_log_frees);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	}
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
 	SMR_ASSERT_OK(smr_test_cow_open(dev, &log_opts, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(c->log_frees_delta, !old_frees);
 	memset(&models[0], 0, sizeof(models[0]));
 	/* The first fsync after open commits: the log follows only a
 	 * checkpoint this engine wrote. */
@@ -265,6 +281,14 @@ static void test_replay_file_flash(void) { replay(K_FILE, "flash"); }
 static void test_replay_zloop_cnv(void) { replay(K_ZLOOP_CNV, NULL); }
 static void test_replay_zloop(void) { replay(K_ZLOOP_SEQ, NULL); }
 static void test_replay_zloop_cap(void) { replay(K_ZLOOP_CAP, NULL); }
+
+/* A filesystem made before LOG_FREES: the last record's frees are all. */
+static void test_replay_old_frees(void)
+{
+	old_frees = true;
+	replay(K_FILE, "flash");
+	old_frees = false;
+}
 
 /* Records after a commit in the middle: only those after it replay. */
 static void test_commit_between(void)
@@ -530,6 +554,7 @@ static const struct smr_test log_tests[] = {
 	{ "replay_zloop_cnv", test_replay_zloop_cnv },
 	{ "replay_zloop", test_replay_zloop },
 	{ "replay_zloop_cap", test_replay_zloop_cap },
+	{ "replay_old_frees", test_replay_old_frees },
 	{ "commit_between", test_commit_between },
 	{ "ring_full", test_ring_full },
 	{ "read_only", test_read_only },

@@ -149,6 +149,8 @@ static int cow_open_log(struct smr_cow *c)
 	c->log_on = c->opts.fsync_log && !c->opts.read_only && c->alloc &&
 		    c->sops->log_write &&
 		    (c->sb.features_incompat & SMR_FEAT_INCOMPAT_LOG);
+	c->log_frees_delta = c->sb.features_incompat &
+			     SMR_FEAT_INCOMPAT_LOG_FREES;
 	if (c->opts.fsync_log && !c->opts.read_only && c->alloc &&
 	    !(c->sb.features_incompat & SMR_FEAT_INCOMPAT_LOG))
 		smr_info("filesystem made without the fsync log: fsync commits");

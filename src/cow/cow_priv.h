@@ -242,7 +242,10 @@ struct smr_cow {
 	size_t log_nops, log_capops;
 	uint8_t *log_vals;       /* their values */
 	size_t log_nvals, log_capvals;
-	struct smr_xlist log_frees;  /* data freed since the checkpoint */
+	struct smr_xlist log_frees;  /* data freed since the checkpoint, or
+				      * with log_frees_delta since the last
+				      * record */
+	bool log_frees_delta;    /* the format's LOG_FREES; set at open */
 	pthread_mutex_t log_lock;    /* log_w; taken after lock */
 	struct smr_log_w *log_w;     /* data written, not yet recorded */
 	size_t log_nw, log_capw;

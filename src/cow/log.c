@@ -11,8 +11,9 @@
  *     delete (the items as they are now, or deleted), c->log_ops;
  *   - every data extent written (with an XXH3 of its bytes and its
  *     reverse-map owner) until it is settled and recorded, c->log_w;
- *   - every data extent freed that the replayed state will hold (cumulative
- *     since the checkpoint), c->log_frees.
+ *   - every data extent freed that the replayed state will hold, since the
+ *     last record (format feature LOG_FREES) or, on older filesystems,
+ *     since the checkpoint, c->log_frees.
  *
  * A record holds the items, the claims (data settled since the last
  * record, with their checksums) and the frees. It is written after the
@@ -498,9 +499,14 @@ int smr_log_record_locked(struct smr_cow *c)
 	c->log_seq++;
 	c->log_durable = c->log_change;
 	__atomic_fetch_add(&c->stats.log_records, 1, __ATOMIC_RELAXED);
-	/* The claims are in a durable record now. */
+	/* The claims are in a durable record now, and so are the frees: the
+	 * next record carries only what comes after (LOG_FREES). Without
+	 * the feature every record carries all since the checkpoint, so a
+	 * record grows with every write until fsync must commit. */
 	log_w_drop_settled(c);
 	log_drop_ops(c);
+	if (c->log_frees_delta)
+		smr_xlist_clear(&c->log_frees);
 	return 0;
 }
 
@@ -794,17 +800,23 @@ int smr_log_replay(struct smr_cow *c, uint8_t **recs, const size_t *lens,
 		if (!rc)
 			rc = rec_apply_items(c, &r[i]);
 	}
-	/* The frees are cumulative: the last record's hold them all. */
-	for (uint32_t k = 0; k < r[good - 1].nf && !rc; k++) {
-		struct smr_dextent d;
-		uint64_t off, len;
+	/* Each record's frees are those since the record before it
+	 * (LOG_FREES); else they are cumulative: the last record's hold them
+	 * all. */
+	for (uint32_t i = c->log_frees_delta ? 0 : good - 1; i < good && !rc;
+	     i++) {
+		for (uint32_t k = 0; k < r[i].nf && !rc; k++) {
+			struct smr_dextent d;
+			uint64_t off, len;
 
-		memcpy(&d, r[good - 1].frees + (size_t)k * sizeof(d), sizeof(d));
-		off = le64toh(d.off);
-		len = le64toh(d.len);
-		rc = smr_xlist_add(&c->free_cur, off, len);
-		if (!rc)
-			rc = smr_rmap_trim_locked(c, off, len);
+			memcpy(&d, r[i].frees + (size_t)k * sizeof(d),
+			       sizeof(d));
+			off = le64toh(d.off);
+			len = le64toh(d.len);
+			rc = smr_xlist_add(&c->free_cur, off, len);
+			if (!rc)
+				rc = smr_rmap_trim_locked(c, off, len);
+		}
 	}
 	c->types[SMR_TREE_FS] = saved;
 	c->changed = true;

@@ -1314,7 +1314,8 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	c->sb.format_major = SMR_FORMAT_MAJOR;
 	c->sb.format_minor = SMR_FORMAT_MINOR;
 	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
-				  SMR_FEAT_INCOMPAT_LOG;
+				  SMR_FEAT_INCOMPAT_LOG |
+				  SMR_FEAT_INCOMPAT_LOG_FREES;
 	c->sb.node_size = SMR_NODE_MIN_SIZE;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);

@@ -106,11 +106,20 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
  * does not replay them would lose what they made durable.
  */
 #define SMR_FEAT_INCOMPAT_LOG (1ULL << 1)
+/*
+ * LOG_FREES: a log record's frees are the data freed since the record
+ * before it (or the base), and a replay releases those of every record it
+ * applies; without the bit they are all since the base, and the last
+ * record's list is the whole of it. A reader that took only the last
+ * record's would count the earlier ones' space used for good.
+ */
+#define SMR_FEAT_INCOMPAT_LOG_FREES (1ULL << 2)
 
 #define SMR_FEAT_COMPAT_SUPP 0ULL
 #define SMR_FEAT_RO_COMPAT_SUPP 0ULL
 #define SMR_FEAT_INCOMPAT_SUPP \
-	(SMR_FEAT_INCOMPAT_PREV_CKPT | SMR_FEAT_INCOMPAT_LOG)
+	(SMR_FEAT_INCOMPAT_PREV_CKPT | SMR_FEAT_INCOMPAT_LOG | \
+	 SMR_FEAT_INCOMPAT_LOG_FREES)
 
 /* Where the checkpoints are (sb_ckpt_scheme). */
 #define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */
