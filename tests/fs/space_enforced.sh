@@ -17,7 +17,7 @@ check_dev() {
 	"$MKFS" $mkfs_args "$dev" >/dev/null || fail "mkfs $dev"
 	mount_fs "$dev" "$M"
 	timeout 300 python3 - "$M" "$CTL" <<'EOF' || fail "$dev: the size is not enforced"
-import errno, json, os, random, subprocess, sys
+import errno, json, os, random, subprocess, sys, time
 m, ctl = sys.argv[1], sys.argv[2]
 BLK = 64 << 10
 
@@ -26,16 +26,22 @@ def avail():
     return v.f_bavail * v.f_frsize, v.f_blocks * v.f_frsize
 
 def agree(what):
-    a, size = avail()
-    st = json.loads(subprocess.check_output([ctl, "stat", "--json", m]))
-    if st["size_bytes"] != size or st["available_bytes"] != a:
-        # Another commit may land between the two calls: ask once more.
+    # A commit may land between the two calls, and a cleaning pass, which
+    # a full filesystem starts, makes three in a row: ask again a few
+    # times before calling a difference a disagreement.
+    for tries in range(5):
+        if tries:
+            time.sleep(0.2)
         a, size = avail()
-        if st["size_bytes"] != size or st["available_bytes"] != a:
-            sys.exit("%s: statfs says size %d, available %d; smrfsctl "
-                     "stat %d, %d" % (what, size, a, st["size_bytes"],
-                                      st["available_bytes"]))
-    return a
+        st = json.loads(subprocess.check_output([ctl, "stat", "--json", m]))
+        if st["size_bytes"] == size and st["available_bytes"] == a:
+            return a
+        a, size = avail()
+        if st["size_bytes"] == size and st["available_bytes"] == a:
+            return a
+    sys.exit("%s: statfs says size %d, available %d; smrfsctl "
+             "stat %d, %d" % (what, size, a, st["size_bytes"],
+                              st["available_bytes"]))
 
 # fill NAME: write 64 KiB blocks until ENOSPC; returns the bytes written.
 def fill(name):
