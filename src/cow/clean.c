@@ -41,10 +41,18 @@
  * little it wins (foreground cleaning, which a writer waits for, takes what
  * there is). */
 #define GC_MIN_WIN_PART 4
-/* What the default high watermark adds to the low one, in bytes: a pass
- * then wins enough to be worth its three commits also on small zones
- * (docs/design/cleaner.md). At least a zone, at most a GC_SPAN_PART-th of
- * them: on a small device free zones held back are dearer than commits. */
+/* The default low watermark: clean once no zone is free to data beyond
+ * the reserve, which already holds the room a pass needs; every free zone
+ * kept ahead of need is space the cleaner cannot let zones die in
+ * (docs/design/cleaner.md). */
+#define GC_LOW_ZONES 1
+/* What the default high watermark adds to the low one plus a zone, in
+ * bytes: a pass then wins enough to be worth its three commits also on
+ * small zones (docs/design/cleaner.md). At least a zone, at most a
+ * GC_SPAN_PART-th of them: on a small device free zones held back are
+ * dearer than commits. The zone more keeps the high watermark where it
+ * was when the low one was two: starting later and stopping there makes
+ * fewer, larger passes. */
 #define GC_SPAN_BYTES (16 * SMR_MIB)
 #define GC_SPAN_PART 64
 /* Zone bytes read per step of the node scan. */
@@ -1213,7 +1221,7 @@ static unsigned int gc_low(const struct smr_cow *c)
 {
 	if (c->opts.gc_need_only)
 		return 1;
-	return c->opts.gc_low ? c->opts.gc_low : 2;
+	return c->opts.gc_low ? c->opts.gc_low : GC_LOW_ZONES;
 }
 
 static unsigned int gc_high(const struct smr_cow *c)
@@ -1223,7 +1231,7 @@ static unsigned int gc_high(const struct smr_cow *c)
 	if (c->opts.gc_need_only)
 		return 1;
 	if (!c->opts.gc_high && zl)
-		return gc_low(c) +
+		return gc_low(c) + 1 +
 		       (unsigned int)SMR_MAX(1, SMR_MIN(GC_SPAN_BYTES / zl,
 						      c->info->nr_zones /
 						      GC_SPAN_PART));

@@ -192,10 +192,10 @@ struct smr_cow_opts {
 				* gc_policy, gc_low, gc_high are ignored */
 	int gc_policy;         /* background policy, enum smr_cow_gc_policy;
 				* 0 = cost-benefit */
-	unsigned gc_low;       /* start below this many free zones; 0 = 2 */
+	unsigned gc_low;       /* start below this many free zones; 0 = 1 */
 	unsigned gc_high;      /* stop above this many; 0 = gc_low plus
-				* 16 MiB of zones, at least one, at most
-				* a 64th of the zones */
+				* one plus 16 MiB of zones, at least one,
+				* at most a 64th of the zones */
 	/* smr_cow_fsync writes an fsync log record where it can instead of
 	 * committing (a filesystem made with the log, read-write). */
 	bool fsync_log;
