@@ -231,6 +231,74 @@ static void test_extent_index(void)
 	CU_ASSERT_EQUAL(x.nr, 0);
 }
 
+/*
+ * The test links with --wrap=calloc: while calloc_fails is set, the
+ * allocator's own calls of calloc (the extent index's nodes) fail.
+ */
+static bool calloc_fails;
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return calloc_fails ? NULL : __real_calloc(n, size);
+}
+
+/* Every other block free, in an index of its own. */
+static void xidx_every_other(struct smr_xidx *x, uint64_t first, uint64_t n)
+{
+	smr_xidx_init(x);
+	for (uint64_t i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_xidx_insert(x, first + 2 * i, 1));
+}
+
+/* Extents just taken out go back without memory, and a move never needs
+ * any: an ENOMEM there would lose them or hold them twice. */
+static void test_extent_index_nomem(void)
+{
+	struct smr_xidx x, y;
+	uint64_t bytes, nr;
+
+	xidx_every_other(&x, 0, 100);
+	SMR_ASSERT_OK(smr_xidx_insert(&x, 1000, 50));
+	bytes = x.bytes;
+	nr = x.nr;
+	/* Whole extents, a head, a tail and a middle (which splits). */
+	for (uint64_t i = 0; i < 20; i++)
+		SMR_ASSERT_OK(smr_xidx_remove(&x, 4 * i, 1));
+	SMR_ASSERT_OK(smr_xidx_remove(&x, 1000, 5));
+	SMR_ASSERT_OK(smr_xidx_remove(&x, 1045, 5));
+	SMR_ASSERT_OK(smr_xidx_remove(&x, 1020, 5));
+	calloc_fails = true;
+	SMR_ASSERT_OK(smr_xidx_insert(&x, 1020, 5));
+	for (uint64_t i = 0; i < 20; i++)
+		SMR_ASSERT_OK(smr_xidx_insert(&x, 4 * i, 1));
+	SMR_ASSERT_OK(smr_xidx_insert(&x, 1045, 5));
+	SMR_ASSERT_OK(smr_xidx_insert(&x, 1000, 5));
+	CU_ASSERT_EQUAL(x.bytes, bytes);
+	CU_ASSERT_EQUAL(x.nr, nr);
+	/* Into an index that holds the blocks between (all merge), and
+	 * into one that holds none of their neighbours. */
+	calloc_fails = false;
+	xidx_every_other(&y, 1, 99);
+	calloc_fails = true;
+	SMR_ASSERT_OK(smr_xidx_move(&y, &x));
+	CU_ASSERT_EQUAL(x.nr, 0);
+	CU_ASSERT_EQUAL(y.bytes, bytes + 99);
+	CU_ASSERT_EQUAL(y.nr, 2);
+	SMR_ASSERT_OK(smr_xidx_move(&x, &y));
+	CU_ASSERT_EQUAL(x.bytes, bytes + 99);
+	CU_ASSERT_EQUAL(y.nr, 0);
+	calloc_fails = false;
+	xidx_every_other(&y, 3000, 10);
+	SMR_ASSERT_RC(smr_xidx_move(&x, &y), 0);
+	CU_ASSERT_EQUAL(x.nr, 12);
+	SMR_ASSERT_OK(smr_xidx_insert(&y, 0, 1));
+	SMR_ASSERT_RC(smr_xidx_move(&x, &y), -EEXIST);
+	CU_ASSERT_EQUAL(y.nr, 1); /* what overlaps stays where it was */
+	smr_xidx_destroy(&x);
+	smr_xidx_destroy(&y);
+}
+
 /* ------------------------------------------------------------------------
  * The reference model: extents the allocator handed out and the test still
  * holds (live), freed since the last commit (pending), freed before it
@@ -1157,7 +1225,7 @@ static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
 	struct smr_alloc_ref ref;
 	struct smr_extent e[16];
 	struct smr_alloc_stats st;
-	struct smr_space sp0, sp1;
+	struct smr_space sp0, sp1, sp2;
 	uint64_t *blk, nb = 0, got = 0;
 	int n;
 
@@ -1175,6 +1243,30 @@ static void xmod_meta_unit(const struct smr_alloc_ops *ops, const char *tag)
 	for (uint64_t g = 1; g <= 2; g++) {
 		SMR_ASSERT_OK(smr_alloc_commit(a, g, &ref));
 		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	/* Metadata that the module placed in holes goes back and takes whole
+	 * nodes instead. With no memory to put the holes back, nothing may be
+	 * lost: the free space goes down by what was handed out, and not by
+	 * more. (Flash takes what follows its cursor: the free tail is taken
+	 * and given back, so that the cursor wraps to the holes.) */
+	n = smr_alloc_extent(a, 8 * SMR_MIB, NULL, SMR_STREAM_META, e, 1);
+	CU_ASSERT_EQUAL(n, 1);
+	if (n == 1)
+		SMR_ASSERT_OK(smr_alloc_free(a, e[0].off, e[0].len));
+	for (uint64_t g = 3; g <= 4; g++) {
+		SMR_ASSERT_OK(smr_alloc_commit(a, g, &ref));
+		SMR_ASSERT_OK(smr_alloc_committed(a));
+	}
+	smr_alloc_space(a, &sp1);
+	calloc_fails = true;
+	n = smr_alloc_extent(a, unit, &meta, SMR_STREAM_META, e, 16);
+	calloc_fails = false;
+	CU_ASSERT_EQUAL(n, 1);
+	if (n == 1) {
+		CU_ASSERT_EQUAL(e[0].len, unit);
+		smr_alloc_space(a, &sp2);
+		CU_ASSERT_EQUAL(sp1.free + sp1.reserved,
+				sp2.free + sp2.reserved + unit);
 	}
 	/* Data may have more, but not the reserve's whole nodes. */
 	while (smr_alloc_extent(a, 2 * BS, NULL, SMR_STREAM_HOT, e, 4) > 0)
@@ -1907,6 +1999,7 @@ static const struct smr_test select_tests[] = {
 	{ "select", test_select },
 	{ "select_real", test_select_real },
 	{ "extent_index", test_extent_index },
+	{ "extent_index_nomem", test_extent_index_nomem },
 	{ NULL, NULL },
 };
 

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct smr_xnode {
 	uint64_t off;
@@ -171,13 +172,37 @@ static uint32_t next_prio(struct smr_xidx *x)
 	return (uint32_t)((s * 0x2545f4914f6cdd1dULL) >> 32);
 }
 
+/*
+ * Nodes that removals and merges free are kept (up to SMR_XIDX_SPARE) for
+ * the next inserts: extents just taken out can always be put back without
+ * memory, so an allocator that gives back a pick does not lose them to an
+ * ENOMEM (they would be neither free nor used until fsck).
+ */
 static struct smr_xnode *node_new(struct smr_xidx *x)
 {
-	struct smr_xnode *n = calloc(1, sizeof(*n));
+	struct smr_xnode *n = x->spare;
 
+	if (n) {
+		x->spare = n->l[0];
+		x->nr_spare--;
+		memset(n, 0, sizeof(*n));
+	} else {
+		n = calloc(1, sizeof(*n));
+	}
 	if (n)
 		n->prio = next_prio(x);
 	return n;
+}
+
+static void node_put(struct smr_xidx *x, struct smr_xnode *n)
+{
+	if (x->nr_spare >= SMR_XIDX_SPARE) {
+		free(n);
+		return;
+	}
+	n->l[0] = x->spare;
+	x->spare = n;
+	x->nr_spare++;
 }
 
 void smr_xidx_init(struct smr_xidx *x)
@@ -188,6 +213,8 @@ void smr_xidx_init(struct smr_xidx *x)
 	x->unit = 0;
 	x->ubytes = 0;
 	x->seed = 0x9e3779b97f4a7c15ULL;
+	x->spare = NULL;
+	x->nr_spare = 0;
 }
 
 static void free_tree(struct smr_xnode *t)
@@ -209,6 +236,13 @@ void smr_xidx_destroy(struct smr_xidx *x)
 	x->nr = 0;
 	x->bytes = 0;
 	x->ubytes = 0;
+	while (x->spare) {
+		struct smr_xnode *n = x->spare;
+
+		x->spare = n->l[0];
+		free(n);
+	}
+	x->nr_spare = 0;
 }
 
 static struct smr_xnode *node_at_or_before(const struct smr_xidx *x,
@@ -249,6 +283,27 @@ void smr_xidx_set_unit(struct smr_xidx *x, uint64_t unit)
 	}
 }
 
+/* Link @m, which overlaps nothing in @x, merging it with the extents it
+ * touches (a node merged away is kept as a spare). */
+static void node_insert(struct smr_xidx *x, struct smr_xnode *m)
+{
+	struct smr_xnode *p = node_at_or_before(x, m->off);
+	struct smr_xnode *n = node_after(x, m->off);
+
+	if (p && p->off + p->len == m->off) {
+		node_unlink(x, p);
+		p->len += m->len;
+		node_put(x, m);
+		m = p;
+	}
+	if (n && n->off == m->off + m->len) {
+		node_unlink(x, n);
+		m->len += n->len;
+		node_put(x, n);
+	}
+	node_link(x, m);
+}
+
 int smr_xidx_insert(struct smr_xidx *x, uint64_t off, uint64_t len)
 {
 	struct smr_xnode *p, *n, *m;
@@ -259,23 +314,38 @@ int smr_xidx_insert(struct smr_xidx *x, uint64_t off, uint64_t len)
 		return -EEXIST;
 	p = node_at_or_before(x, off);
 	n = node_after(x, off);
+	/* An extent that touches one needs no node of its own. */
 	if (p && p->off + p->len == off) {
-		node_unlink(x, p);
-		p->len += len;
 		m = p;
+	} else if (n && n->off == off + len) {
+		m = n;
 	} else {
 		m = node_new(x);
 		if (!m)
 			return -ENOMEM;
 		m->off = off;
 		m->len = len;
+		node_insert(x, m);
+		return 0;
 	}
-	if (n && n->off == m->off + m->len) {
-		node_unlink(x, n);
-		m->len += n->len;
-		free(n);
+	node_unlink(x, m);
+	if (m == n)
+		m->off = off;
+	m->len += len;
+	node_insert(x, m);
+	return 0;
+}
+
+int smr_xidx_move(struct smr_xidx *to, struct smr_xidx *from)
+{
+	struct smr_xnode *n;
+
+	while ((n = from->root[0])) {
+		if (smr_xidx_overlaps(to, n->off, n->len))
+			return -EEXIST;
+		node_unlink(from, n);
+		node_insert(to, n);
 	}
-	node_link(x, m);
 	return 0;
 }
 
@@ -306,7 +376,7 @@ int smr_xidx_remove(struct smr_xidx *x, uint64_t off, uint64_t len)
 		c->len = cend - end;
 		node_link(x, c);
 	} else {
-		free(c);
+		node_put(x, c);
 	}
 	return 0;
 }

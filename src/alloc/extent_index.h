@@ -26,7 +26,13 @@ struct smr_xidx {
 				    * of each length rounded down to a
 				    * multiple of unit (bytes if unit is 0) */
 	uint64_t seed;             /* treap priorities */
+	struct smr_xnode *spare;   /* freed nodes kept for inserts */
+	unsigned int nr_spare;
 };
+
+/* Freed nodes an index keeps, so that putting back up to this many
+ * extents just taken out (smr_xidx_remove) needs no memory. */
+#define SMR_XIDX_SPARE 64
 
 void smr_xidx_init(struct smr_xidx *x);
 /* Free every node; the index is empty afterwards. */
@@ -44,6 +50,13 @@ void smr_xidx_set_unit(struct smr_xidx *x, uint64_t unit);
  * changed), -EINVAL for len 0, -ENOMEM.
  */
 int smr_xidx_insert(struct smr_xidx *x, uint64_t off, uint64_t len);
+
+/*
+ * Move every extent of @from into @to, merging as insert does, without
+ * allocating: it cannot fail for memory. -EEXIST if one overlaps @to (the
+ * ones before it have moved, the rest stay in @from).
+ */
+int smr_xidx_move(struct smr_xidx *to, struct smr_xidx *from);
 
 /*
  * Take [off, off + len) out; it must lie inside one extent, which is

@@ -288,7 +288,10 @@ static bool xmod_fits(const struct smr_xmod *m, uint64_t want,
 }
 
 /* Give back the @n extents the module picked (and its cursor) and take
- * whole units instead. */
+ * whole units instead. Putting back what the pick just took out needs no
+ * memory (the index keeps the nodes it freed, up to SMR_XIDX_SPARE, more
+ * than a pick's extents): an ENOMEM here would leave them neither free nor
+ * handed out, lost until fsck. */
 static int xmod_repick(struct smr_xmod *m, uint64_t want,
 		       const struct smr_alloc_hint *hint,
 		       struct smr_extent *ext, int n, unsigned int max_ext,
@@ -436,10 +439,6 @@ void smr_xmod_meta_unit(struct smr_alloc *a, uint32_t unit)
 /* Move every extent of @from into @to; @from ends empty. */
 static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
 {
-	struct smr_extent e;
-	uint64_t at = 0;
-	int rc;
-
 	if (!to->nr) {
 		struct smr_xidx t = *to;
 		uint64_t fu = from->unit;
@@ -453,14 +452,9 @@ static int xidx_move(struct smr_xidx *to, struct smr_xidx *from)
 			smr_xidx_set_unit(from, fu);
 		return 0;
 	}
-	while (!smr_xidx_next(from, at, &e)) {
-		rc = smr_xidx_insert(to, e.off, e.len);
-		if (rc)
-			return rc;
-		at = e.off + e.len;
-	}
-	smr_xidx_destroy(from);
-	return 0;
+	/* Node by node, without memory: an ENOMEM half-way would leave some
+	 * extents in both (and hand them out twice once free). */
+	return smr_xidx_move(to, from);
 }
 
 static int xidx_add_all(struct smr_xidx *to, const struct smr_xidx *from)

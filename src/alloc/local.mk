@@ -21,6 +21,8 @@ check_PROGRAMS += tests/test_alloc
 tests_test_alloc_SOURCES = tests/test_alloc.c
 tests_test_alloc_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_alloc_LDADD = $(SMR_TEST_LIBS) $(SMR_ALLOC_TEST_LIBS)
+# Lets a test make the allocator's calloc fail (test_extent_index_nomem).
+tests_test_alloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=calloc
 TESTS += tests/test_alloc
 
 noinst_PROGRAMS += bench/bench_alloc
