@@ -288,6 +288,16 @@ static int mc_fail_change(struct smr_cow *c)
 	return 0;
 }
 
+uint64_t smr_cow_fs_changes(struct smr_cow *c)
+{
+	uint64_t n;
+
+	pthread_rwlock_rdlock(&c->lock);
+	n = c->changes;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
 void memcow_fail_change(struct smr_cow *c, uint64_t n, int err)
 {
 	pthread_rwlock_wrlock(&c->lock);

@@ -1801,6 +1801,47 @@ static void test_check(void)
 	engine_close();
 }
 
+/* The namespace keeps the inodes it read and wrote last; a change of an
+ * inode item made past it (as fsck's repairs make them) must show at
+ * once, and a failed call's undo as well. */
+static void test_inode_cache(void)
+{
+	struct smr_key k;
+	struct smr_ns_inode_d d;
+	struct smr_ns_attr a;
+	struct smr_txn *t;
+	size_t len = sizeof(d);
+	uint64_t f;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "abc", 3), 3);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 3);
+	CU_ASSERT_EQUAL(a.nlink, 1);
+
+	k.objid = f;
+	k.type = SMR_NS_T_INODE;
+	k.offset = 0;
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &k, &d, &len));
+	d.nlink = htole32(7);
+	d.size = htole64(4096);
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 4096);
+	CU_ASSERT_EQUAL(a.nlink, 7);
+	/* A write after it starts from the item as it is now. */
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 8192, "x", 1), 1);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 8193);
+	CU_ASSERT_EQUAL(a.nlink, 7);
+	smr_ns_close(ns);
+	ns = NULL;
+	engine_close();
+}
+
 /* Threads writing whole blocks over one another in one file: every block
  * ends up as one writer wrote it, and no space is freed twice. */
 static uint64_t shared_ino;
@@ -2329,6 +2370,7 @@ static const struct smr_test ns_tests[] = {
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
 	{ "check", test_check },
+	{ "inode_cache", test_inode_cache },
 	{ "extent_walk", test_extent_walk },
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },

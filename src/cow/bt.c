@@ -1175,6 +1175,8 @@ int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
 		return -E2BIG;
 	if (item_unfit(tt, key, val, len))
 		return -EINVAL;
+	if (tree == SMR_TREE_FS)
+		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
 	if (!t->addr) {
 		struct smr_node *root;
 
@@ -1238,6 +1240,8 @@ int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
 
 	if (!t || !tree_type(c, tree, "change"))
 		return -EINVAL;
+	if (tree == SMR_TREE_FS)
+		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
 	rc = bt_search(c, t, key, &p);
 	if (rc <= 0) {
 		path_release(c, &p);
@@ -2407,6 +2411,8 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 		return -EINVAL;
 	if (!t->addr)
 		return 0;
+	if (tree == SMR_TREE_FS)
+		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
 	s.tt = tree_type(c, tree, "salvage");
 	if (!s.tt)
 		return -EINVAL;

@@ -321,6 +321,14 @@ int smr_bt_put(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
 int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key);
 
 /*
+ * How many changes of the FS tree's items have been tried since open, by
+ * anyone (failed ones count too): a count unchanged since an item was
+ * read means the item still holds what was read, so a cache above may
+ * answer for it. No lock needed.
+ */
+uint64_t smr_cow_fs_changes(struct smr_cow *c);
+
+/*
  * Call @fn for each item with @from <= key <= @to, in key order, under the
  * shared lock (so @fn must not change the tree). @fn returns 0 to go on,
  * 1 to stop early, or a negative errno that is returned. @val points into

@@ -191,6 +191,8 @@ struct smr_cow {
 				  * it, even after a fallback; lock */
 	uint64_t nr_nodes;       /* nodes written since mkfs; lock */
 	bool changed;            /* something to commit; lock */
+	uint64_t fs_changes;     /* smr_cow_fs_changes; atomics, under lock
+				  * exclusive */
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
 	struct smr_xlist free_prev; /* released by the newest checkpoint,
 				     * not yet given to the allocator; lock */

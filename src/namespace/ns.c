@@ -134,15 +134,37 @@ static void ns_inode_to_disk(const struct ns_inode *ip,
 	d->parent = htole64(ip->parent);
 }
 
+static struct ns_icache *ns_icache_slot(struct smr_ns *ns, uint64_t ino)
+{
+	return &ns->icache[(ino * 0x9e3779b97f4a7c15ULL) >>
+			   (64 - NS_ICACHE_BITS)];
+}
+
+/* @ip is what the tree holds as of @stamp. */
+static void ns_icache_set(struct smr_ns *ns, const struct ns_inode *ip,
+			  uint64_t stamp)
+{
+	struct ns_icache *s = ns_icache_slot(ns, ip->ino);
+
+	s->in = *ip;
+	s->stamp = stamp;
+}
+
 int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
 {
 	struct smr_key k = ns_key(ino, SMR_NS_T_INODE, 0);
+	struct ns_icache *s = ns_icache_slot(ns, ino);
+	uint64_t stamp = smr_cow_fs_changes(ns->cow);
 	struct smr_ns_inode_d d;
 	size_t len = sizeof(d);
 	int rc;
 
-	if (ino == SMR_NS_META_OBJID)
+	if (ino == SMR_NS_META_OBJID || ino == 0)
 		return -ENOENT;
+	if (s->in.ino == ino && s->stamp == stamp) {
+		*ip = s->in;
+		return 0;
+	}
 	rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, &d, &len);
 	if (rc)
 		return rc;
@@ -156,6 +178,7 @@ int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
 		return smr_corrupt(UINT64_MAX, "inode item without a file type");
 	}
 	ns_inode_from_disk(ip, ino, &d);
+	ns_icache_set(ns, ip, stamp);
 	return 0;
 }
 
@@ -164,9 +187,13 @@ int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
 {
 	struct smr_key k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
 	struct smr_ns_inode_d d;
+	int rc;
 
 	ns_inode_to_disk(ip, &d);
-	return ns_bt_put(ns, t, &k, &d, sizeof(d));
+	rc = ns_bt_put(ns, t, &k, &d, sizeof(d));
+	if (!rc)
+		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow));
+	return rc;
 }
 
 int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
@@ -174,10 +201,14 @@ int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
 {
 	struct smr_key k = ns_key(ip->ino, SMR_NS_T_INODE, 0);
 	struct smr_ns_inode_d d, old;
+	int rc;
 
 	ns_inode_to_disk(ip, &d);
 	ns_inode_to_disk(was, &old);
-	return ns_bt_put_was(ns, t, &k, &d, sizeof(d), &old, sizeof(old));
+	rc = ns_bt_put_was(ns, t, &k, &d, sizeof(d), &old, sizeof(old));
+	if (!rc)
+		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow));
+	return rc;
 }
 
 void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,

@@ -75,6 +75,18 @@ struct ns_heat {
 #define NS_NOCAPS_BITS 12
 #define NS_NOCAPS_SLOTS (1U << NS_NOCAPS_BITS)
 
+/* Inodes last read or written, direct-mapped by inode number (ns.c,
+ * ns_inode_get): a write reads its inode twice and puts it once, each a
+ * search of the FS tree. A slot answers only while the FS tree has taken
+ * no change since (smr_cow_fs_changes), whoever made it. */
+#define NS_ICACHE_BITS 4
+#define NS_ICACHE_SLOTS (1U << NS_ICACHE_BITS)
+
+struct ns_icache {
+	struct ns_inode in;  /* in.ino 0: empty */
+	uint64_t stamp;      /* smr_cow_fs_changes when it was read or put */
+};
+
 struct smr_ns {
 	struct smr_cow *cow;
 	struct smr_ns_opts opts;
@@ -90,6 +102,7 @@ struct smr_ns {
 	uint64_t heat_window;         /* rewritten within this: hot */
 	struct ns_heat heat[NS_HEAT_SLOTS]; /* by inode number */
 	uint64_t nocaps[NS_NOCAPS_SLOTS];   /* inode numbers, 0: empty */
+	struct ns_icache icache[NS_ICACHE_SLOTS];
 };
 
 static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
