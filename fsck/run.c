@@ -1874,7 +1874,7 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 }
 
 static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
-		     bool lost_commit, bool rebuild_alloc,
+		     bool lost_commit, bool rebuild_alloc, bool log_move,
 		     struct smr_fsck_result *r)
 {
 	/* No timer commit and no cleaning in the middle of the repairs. */
@@ -1943,9 +1943,14 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		r->fixed = fixed;
 		return -ECANCELED;
 	}
-	/* One commit for all; a damaged newer checkpoint is superseded. */
-	rc = lost_commit || sc.fixed ? smr_cow_commit_forced(cow) :
-				       smr_cow_commit(cow);
+	/* One commit for all; a damaged newer checkpoint is superseded. A
+	 * damaged superblock copy of the checkpoint log takes a second one:
+	 * the first moves the log to the other zone, the second back (each
+	 * move resets the zone and writes the copy first). */
+	rc = lost_commit || sc.fixed || log_move ? smr_cow_commit_forced(cow) :
+						   smr_cow_commit(cow);
+	if (!rc && log_move)
+		rc = smr_cow_commit_forced(cow);
 	if (rc)
 		smr_err("committing the repairs failed: %s", strerror(-rc));
 out:
@@ -2066,7 +2071,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (fk_cancelled(o))
 		goto out_cancel;
 	rc = fk_repair(dev, o, sup.lost_commit || f.lost_commit,
-		       f.rebuild_alloc, r);
+		       f.rebuild_alloc, sup.log_move, r);
 	if (rc == -ECANCELED)
 		goto out_cancel;
 	if (rc)

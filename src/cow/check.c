@@ -134,12 +134,19 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		r->sb_bad++;
 		r->problems++;
 		smr_err("superblock copy at byte %" PRIu64 " is damaged%s", where[i],
-			!ring ? " (cannot be rewritten in a sequential zone: it is "
-				"replaced when the checkpoint log next moves there)" :
+			!ring ? (repair ? " (rewritten by moving the checkpoint "
+					  "log to its zone)" :
+				 " (would rewrite it by moving the checkpoint "
+				 "log to its zone)") :
 			repair ? " (rewritten from the good copy)" :
 				 " (would rewrite it from the good copy)");
 		if (!ring) {
-			r->unfixable++;
+			/* A sequential zone is rewritten only after a reset:
+			 * the repair's commits move the log there
+			 * (store_dev.c, sd_put_ckpt). */
+			r->log_move = true;
+			if (repair)
+				r->fixed++;
 		} else if (repair) {
 			rc = smr_sb_to_disk(&sb, buf, where[i]);
 			if (!rc)

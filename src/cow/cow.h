@@ -457,6 +457,10 @@ struct smr_cow_super_check {
 	uint64_t newest_gen;  /* of the newest valid checkpoint, 0 if none */
 	uint64_t newest_addr;
 	bool no_sb;           /* neither superblock copy verifies */
+	bool log_move;        /* a copy in a checkpoint log zone is damaged:
+			       * rewritten by the next commits of a
+			       * read-write open (at most two, forced with
+			       * smr_cow_commit_forced) */
 	bool lost_commit;     /* a damaged record is newer than the newest
 			       * valid one: a commit (smr_cow_commit_forced)
 			       * supersedes it */
@@ -467,7 +471,9 @@ struct smr_cow_super_check {
  * as open does, and report (log) each damaged one. Damaged records of the
  * ring and damaged superblock copies outside sequential zones are problems
  * and, with @repair, are rewritten (a superblock from the good copy) or
- * cleared (a checkpoint slot); a damaged record in the zone log older than
+ * cleared (a checkpoint slot); a damaged copy in a zone of the checkpoint
+ * log is a problem that sets r->log_move (and, with @repair, counts as
+ * fixed): the caller's two forced commits rewrite it; a damaged record in the zone log older than
  * the newest valid one is only a warning (never read, dropped when the log
  * wraps). The device must be open read-write for @repair and no engine
  * may be open on it. Fills *@r; returns 0 (problems or not), -ENOMEM, or

@@ -41,6 +41,9 @@ struct sd_state {
 	uint32_t ck_slot;          /* AREA/CNV: the newest checkpoint's */
 	uint32_t prev_slot;        /* AREA/CNV: its predecessor's, if known */
 	uint32_t log_zone;         /* ZONELOG: 0 or 1, the active log zone */
+	uint32_t sb_heal;          /* ZONELOG: bit z set while zone z's
+				    * superblock copy does not verify: the
+				    * next commits move the log there */
 	bool meta_locked;          /* we hold the META stream */
 	struct smr_io fill[SD_MAX_FILL]; /* zone tails to pad in this commit */
 	uint32_t nr_fill;
@@ -413,6 +416,32 @@ static int sd_check_roots(struct smr_cow *c, const struct smr_ckpt *ck)
 	return rc;
 }
 
+/*
+ * ZONELOG: the log zones whose superblock copy does not verify, as a mask
+ * (bit z for zone z). A zone that is empty does not count: the log was
+ * moving there, and the move writes the copy.
+ */
+static uint32_t sd_sb_damaged(struct smr_dev *dev)
+{
+	void *buf = smr_dev_buf_alloc(SMR_SB_SIZE);
+	uint32_t mask = 0;
+	struct smr_sb sb;
+
+	if (!buf)
+		return 0; /* not known: the copies stay as they are */
+	for (uint32_t z = 0; z < 2; z++) {
+		uint64_t start = smr_dev_zone_start(dev, z);
+
+		if (smr_dev_zone_wp(dev, z) == start)
+			continue;
+		if (smr_dev_read(dev, buf, SMR_SB_SIZE, start) ||
+		    smr_sb_from_disk(buf, start, &sb))
+			mask |= 1u << z;
+	}
+	smr_dev_buf_free(buf);
+	return mask;
+}
+
 /* Continue the ring or the log after the checkpoint @cand that open took. */
 static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
 {
@@ -421,12 +450,18 @@ static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
 		struct smr_zone z;
 
 		sd(c)->log_zone = cand->slot;
+		if (c->opts.read_only || c->info->read_only)
+			return;
 		/* A cut between moving the log and finishing the old
 		 * zone leaves it active: finish it now. */
-		if (!c->opts.read_only && !c->info->read_only &&
-		    !smr_dev_zone(c->dev, other, &z) &&
+		if (!smr_dev_zone(c->dev, other, &z) &&
 		    smr_zone_is_active(&z))
 			smr_dev_zone_finish(c->dev, other);
+		sd(c)->sb_heal = sd_sb_damaged(c->dev);
+		if (sd(c)->sb_heal)
+			smr_warn("a superblock copy of the checkpoint log does "
+				 "not verify: the next commits move the log to "
+				 "rewrite it");
 	} else {
 		/* Continue after the newest slot. */
 		sd(c)->next_slot = (cand->slot + 1) % c->sb.ckpt_nr_slots;
@@ -963,8 +998,12 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 		      SMR_ROUND_UP(wp - start - SMR_SB_SIZE, SMR_CKPT_SIZE);
 	bool fresh = false;
 
+	/* A damaged superblock copy is rewritten by moving the log to its
+	 * zone: at once when it is the other zone, and when it is this one,
+	 * away now and back at the next commit. */
 	if (at + SMR_CKPT_SIZE > start + smr_dev_zone_cap(c->dev, z) ||
-	    smr_dev_zone_cond(c->dev, z) == SMR_ZONE_COND_FULL) {
+	    smr_dev_zone_cond(c->dev, z) == SMR_ZONE_COND_FULL ||
+	    s->sb_heal) {
 		/* Move to the other zone: it holds only older checkpoints.
 		 * Finish this one first: nothing more goes into it, its
 		 * checkpoints stay readable, and while it is open it would
@@ -1000,8 +1039,10 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 		rc = smr_dev_flush(c->dev);
 	if (rc)
 		return rc;
-	if (fresh)
+	if (fresh) {
 		s->log_zone = z;
+		s->sb_heal &= ~(1u << z);
+	}
 	return 0;
 }
 
