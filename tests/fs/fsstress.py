@@ -245,10 +245,12 @@ class Worker:
             data = self.data(self.r.randrange(1, 65536))
             fd = os.open(p, os.O_WRONLY)
             try:
-                os.pwrite(fd, data, off)
+                # A nearly full filesystem may write only a part (a short
+                # write, as POSIX allows): the model takes what was written.
+                data = data[:os.pwrite(fd, data, off)]
             finally:
                 os.close(fd)
-            if off > len(m):
+            if data and off > len(m):
                 m.extend(bytes(off - len(m)))
             m[off:off + len(data)] = data
         elif what == 1:
