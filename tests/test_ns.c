@@ -793,6 +793,26 @@ static void test_fallocate_lseek(void)
 	CU_ASSERT_EQUAL(smr_ns_read(ns, f, sizeof(buf), sizeof(buf), buf),
 			(ssize_t)sizeof(buf));
 	CU_ASSERT(!memcmp(buf, want + 3000, 4000)); /* zeros */
+
+	/* A range to the end of a file whose last block is partial drops
+	 * that block too: no block of zeros is written for it. */
+	sa.size = 10000;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, want, 10000), 10000);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, PUNCH_KEEP, 4096, 1ULL << 40));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 10000);
+	CU_ASSERT_EQUAL(a.blocks, 4096 / 512);
+	SMR_ASSERT_RC(smr_ns_lseek(ns, f, 4096, SEEK_DATA, &r), -ENXIO);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, f, SMR_NS_FALLOC_ZERO_RANGE, 1000,
+				       20000));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.size, 21000);
+	CU_ASSERT_EQUAL(a.blocks, 4096 / 512);
+	memset(want + 1000, 0, sizeof(want) - 1000);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT(!memcmp(buf, want, sizeof(buf)));
 	fs_teardown();
 }
 

@@ -916,6 +916,12 @@ static int ns_zero_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
 	b = SMR_ROUND_DOWN(pend, bs);
 	if (off >= pend)
 		goto out_times;
+	/* A range that reaches the end of the file and covers the start of
+	 * its last block takes that block whole: what lies past the end
+	 * reads as zeros anyway, and a hole holds no space (a block of
+	 * zeros would). */
+	if (pend == in.size && a <= b)
+		pend = b = SMR_ROUND_UP(pend, bs);
 	if (a > b) {
 		/* Inside one block. */
 		rc = ns_zero_partial(ns, t, &in, off, pend);
