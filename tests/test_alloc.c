@@ -62,6 +62,19 @@ static struct smr_dev *zloop_dev(const char *tag, uint32_t max_open,
 	return zloop_dev_p(tag, &p, path, len);
 }
 
+/* The zloop_dev shape with its first two zones conventional. */
+static struct smr_dev *cnv_dev(const char *tag, char *path, size_t len)
+{
+	struct smr_zloop_params p = {
+		.capacity = NZONES * ZSZ,
+		.zone_size = ZSZ,
+		.nr_cnv = 2,
+		.block_size = BS,
+	};
+
+	return zloop_dev_p(tag, &p, path, len);
+}
+
 static struct smr_dev *file_dev(const char *tag, uint64_t size, char *path,
 				size_t len)
 {
@@ -808,14 +821,8 @@ static void test_zoned_write_failed(void)
  * reopen finds it free, not dead until one more commit. */
 static void test_zoned_cnv_reset(void)
 {
-	struct smr_zloop_params p = {
-		.capacity = NZONES * ZSZ,
-		.zone_size = ZSZ,
-		.nr_cnv = 2,
-		.block_size = BS,
-	};
 	char path[512];
-	struct smr_dev *dev = zloop_dev_p("alloc-cr", &p, path, sizeof(path));
+	struct smr_dev *dev = cnv_dev("alloc-cr", path, sizeof(path));
 	struct smr_alloc *a = NULL;
 	struct smr_alloc_ref ref;
 	struct smr_space before, after;
@@ -857,14 +864,8 @@ static void test_zoned_cnv_reset(void)
  * the next allocation goes elsewhere and is never empty. */
 static void test_zoned_cnv_claim(void)
 {
-	struct smr_zloop_params p = {
-		.capacity = NZONES * ZSZ,
-		.zone_size = ZSZ,
-		.nr_cnv = 2,
-		.block_size = BS,
-	};
 	char path[512];
-	struct smr_dev *dev = zloop_dev_p("alloc-cc", &p, path, sizeof(path));
+	struct smr_dev *dev = cnv_dev("alloc-cc", path, sizeof(path));
 	struct smr_alloc *a = NULL;
 	struct smr_alloc_ref ref;
 	struct smr_extent e[4];

@@ -326,6 +326,24 @@ static void test_ring_full(void)
 	free(m);
 }
 
+/* Open @dev with @o and expect @pending records left, @replayed replayed,
+ * and the state of @m. */
+static void ro_open_expect(struct smr_dev *dev, const struct smr_cow_opts *o,
+			   uint32_t pending, uint32_t replayed,
+			   const struct model *m)
+{
+	struct smr_cow_info info;
+	struct smr_cow *c;
+
+	SMR_ASSERT_OK(smr_test_cow_open(dev, o, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	smr_cow_info(c, &info);
+	CU_ASSERT_EQUAL(info.log_pending, pending);
+	CU_ASSERT_EQUAL(info.log_replayed, replayed);
+	expect(c, m);
+	SMR_ASSERT_OK(smr_cow_close(c));
+}
+
 /* Read-only: the records stay; the state is the checkpoint's, or with
  * replay_ro the replayed one, in memory only. */
 static void test_read_only(void)
@@ -341,20 +359,8 @@ static void test_read_only(void)
 
 	SMR_ASSERT_OK(smr_dev_open(path, &(struct smr_dev_opts){ .read_only = true },
 				   &dev));
-	SMR_ASSERT_OK(smr_test_cow_open(dev, &ro, &c));
-	CU_ASSERT_FATAL(c != NULL);
-	smr_cow_info(c, &info);
-	CU_ASSERT_EQUAL(info.log_pending, 4);
-	CU_ASSERT_EQUAL(info.log_replayed, 0);
-	expect(c, &m[0]);
-	SMR_ASSERT_OK(smr_cow_close(c));
-	SMR_ASSERT_OK(smr_test_cow_open(dev, &ro_replay, &c));
-	CU_ASSERT_FATAL(c != NULL);
-	smr_cow_info(c, &info);
-	CU_ASSERT_EQUAL(info.log_pending, 0);
-	CU_ASSERT_EQUAL(info.log_replayed, 4);
-	expect(c, &m[4]);
-	SMR_ASSERT_OK(smr_cow_close(c));
+	ro_open_expect(dev, &ro, 4, 0, &m[0]);
+	ro_open_expect(dev, &ro_replay, 0, 4, &m[4]);
 	smr_dev_close(dev);
 	c = reopen(path, &log_opts, &dev, &info);
 	CU_ASSERT_EQUAL(info.log_replayed, 4);
