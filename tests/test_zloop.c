@@ -3,7 +3,7 @@
  * test_zloop.c - the zoned loop directory backend through the device API:
  * the zone state machine of a host-managed drive and every error it returns,
  * the directory layout, persistence across reopen, parameter checks,
- * exclusive open.
+ * exclusive open, preallocation ahead of the write pointers.
  */
 #include "testutil.h"
 
@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dev/dev.h"
@@ -769,6 +772,157 @@ static void test_fd_cache(void)
 	free(ios);
 }
 
+/* Bytes allocated to zone file @name (its blocks), -1 if it is missing. */
+static long long file_alloc(const char *dir, const char *name)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (stat(path, &st))
+		return -1;
+	return (long long)st.st_blocks * 512;
+}
+
+/* Wait up to 5 s for @name to have at least @min bytes allocated; what it
+ * has then. */
+static long long wait_alloc(const char *dir, const char *name, long long min)
+{
+	long long a = file_alloc(dir, name);
+
+	for (int i = 0; i < 500 && a < min; i++) {
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		a = file_alloc(dir, name);
+	}
+	return a;
+}
+
+static struct smr_dev *open_prealloc(const char *path, int mode)
+{
+	struct smr_dev_opts o = { .zloop_prealloc = mode };
+	struct smr_dev *dev = NULL;
+
+	SMR_ASSERT_OK(smr_dev_open(path, &o, &dev));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	return dev;
+}
+
+/* Does the file system under @dir take fallocate(FALLOC_FL_KEEP_SIZE)? */
+static bool keep_size_works(const char *dir)
+{
+	char path[4200];
+	bool ok;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/probe", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return false;
+	ok = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 65536) == 0;
+	close(fd);
+	unlink(path);
+	return ok;
+}
+
+/*
+ * Zone files get their pages ahead of the write pointer, off the writer's
+ * thread, without a change of size; never past the zone capacity; not for
+ * small writes; not when turned off; and reset gives them back.
+ */
+static void test_prealloc(void)
+{
+	const uint64_t zs = 16 * SMR_MIB, cap = 12 * SMR_MIB;
+	const long long slack = 64 * 1024; /* the file system's own blocks */
+	const size_t big = 256 * 1024;
+	struct smr_zloop_params p = {
+		.capacity = 4 * zs, .zone_size = zs, .zone_cap = cap,
+		.block_size = BS,
+	};
+	char dir[4096];
+	uint8_t *w = smr_dev_buf_alloc(big), *r = smr_dev_buf_alloc(big);
+	struct smr_dev *dev;
+	struct statfs sfs;
+	long long a;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	snprintf(dir, sizeof(dir), "%s/zl", smr_test_tmpdir("zl-prealloc"));
+	SMR_ASSERT_OK(smr_zloop_create(dir, &p));
+	if (!keep_size_works(dir)) {
+		printf("prealloc: skipped: no fallocate(FALLOC_FL_KEEP_SIZE) "
+		       "here\n");
+		goto out_free;
+	}
+	fill(w, big, 7);
+
+	/* On: 8 MiB past the write pointer, the size is the write pointer. */
+	dev = open_prealloc(dir, 1);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, big, zs));
+	a = wait_alloc(dir, "seq-000001", (long long)(big + 8 * SMR_MIB));
+	CU_ASSERT(a >= (long long)(big + 8 * SMR_MIB));
+	CU_ASSERT(a <= (long long)(big + 8 * SMR_MIB) + slack);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000001"), (long long)big);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 1), zs + big);
+	/* The data reads back. */
+	SMR_ASSERT_OK(smr_dev_read(dev, r, big, zs));
+	CU_ASSERT_EQUAL(memcmp(r, w, big), 0);
+
+	/* Near the capacity: never past it. */
+	for (uint64_t off = big; off < 10 * SMR_MIB; off += big)
+		SMR_ASSERT_OK(smr_dev_write(dev, w, big, zs + off));
+	a = wait_alloc(dir, "seq-000001", (long long)cap);
+	CU_ASSERT(a >= (long long)cap);
+	CU_ASSERT(a <= (long long)cap + slack);
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000001"), 10 * (long long)SMR_MIB);
+
+	/* Small writes start nothing. */
+	SMR_ASSERT_OK(smr_dev_write(dev, w, BS, 2 * zs));
+	nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	CU_ASSERT(file_alloc(dir, "seq-000002") <= BS + slack);
+
+	/* Reset gives it all back, and it stays given back. */
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, 1));
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000001"), 0);
+	nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	CU_ASSERT(file_alloc(dir, "seq-000001") <= slack);
+
+	/* A zone with pages past its write pointer reopens as it was
+	 * written; finish makes it zone-size long. */
+	SMR_ASSERT_OK(smr_dev_write(dev, w, big, 3 * zs));
+	a = wait_alloc(dir, "seq-000003", (long long)(big + 8 * SMR_MIB));
+	CU_ASSERT(a >= (long long)(big + 8 * SMR_MIB));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	dev = open_prealloc(dir, -1);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(dev, 3), SMR_ZONE_COND_CLOSED);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 3), 3 * zs + big);
+	SMR_ASSERT_OK(smr_dev_zone_finish(dev, 3));
+	CU_ASSERT_EQUAL(file_size(dir, "seq-000003"), (long long)zs);
+
+	/* Off: nothing past what is written. */
+	SMR_ASSERT_OK(smr_dev_write(dev, w, big, zs));
+	nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	CU_ASSERT(file_alloc(dir, "seq-000001") <= (long long)big + slack);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	/* The default: on where the directory is on tmpfs, else off. */
+	dev = open_dev(dir);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, big, zs + big));
+	SMR_ASSERT_OK(statfs(dir, &sfs));
+	if (sfs.f_type == TMPFS_MAGIC) {
+		a = wait_alloc(dir, "seq-000001",
+			       (long long)(2 * big + 8 * SMR_MIB));
+		CU_ASSERT(a >= (long long)(2 * big + 8 * SMR_MIB));
+	} else {
+		nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+		CU_ASSERT(file_alloc(dir, "seq-000001") <=
+			  (long long)(2 * big) + slack);
+	}
+	SMR_ASSERT_OK(smr_dev_close(dev));
+out_free:
+	smr_dev_buf_free(w);
+	smr_dev_buf_free(r);
+}
+
 static const struct smr_test zloop_tests[] = {
 	{ "layout_and_geometry", test_layout_and_geometry },
 	{ "seq_write_read", test_seq_write_read },
@@ -783,6 +937,7 @@ static const struct smr_test zloop_tests[] = {
 	{ "unchecked", test_unchecked },
 	{ "small_blocks", test_small_blocks },
 	{ "fd_cache", test_fd_cache },
+	{ "prealloc", test_prealloc },
 	{ NULL, NULL },
 };
 

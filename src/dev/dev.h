@@ -154,6 +154,11 @@ struct smr_dev_opts {
 	/* Zoned loop directories: when set, refuse (-EINVAL) a directory
 	 * created with other parameters (compared after defaults apply). */
 	const struct smr_zloop_params *zloop;
+	/* Zoned loop directories: allocate the pages of zone files a few MiB
+	 * ahead of the write pointers, off the writer's thread (the file
+	 * size, the write pointer, does not change). 0: where the directory
+	 * is on tmpfs; 1: always; -1: never. */
+	int zloop_prealloc;
 };
 
 /*

@@ -13,6 +13,14 @@
  * conditions are not visible in file sizes: after a reopen every zone that is
  * neither empty nor full is closed, as the kernel driver reports it.
  *
+ * On tmpfs a write into a zone file spends a good part of its time getting
+ * pages for the file (allocation, charge, page cache insertion), in the
+ * writer's thread. A thread of the handle allocates them a few MiB ahead of
+ * the write pointers of the zones last written, with
+ * fallocate(FALLOC_FL_KEEP_SIZE): the file size, which is the write pointer,
+ * does not change, and the next reset or finish (a truncate) gives back
+ * whatever of it lies past the size then.
+ *
  * The zone rules are enforced by dev.c; this file does the raw file I/O.
  */
 #include <dirent.h>
@@ -22,8 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "dev/dev_priv.h"
@@ -33,6 +43,28 @@
 /* Most zone files kept open at once (fewer under a low open file limit). */
 #define ZL_FD_MAX 1024
 #define ZL_NONE UINT32_MAX
+
+/*
+ * Preallocation: at most ZL_PA_AHEAD past the write pointer, for the
+ * ZL_PA_ZONES zones last written, in calls of ZL_PA_CHUNK (the file's lock
+ * is held across one, and a write to the file waits for it). The thread is
+ * woken when a zone has less than half of ZL_PA_AHEAD left.
+ */
+#define ZL_PA_AHEAD (8 * SMR_MIB)
+#define ZL_PA_CHUNK SMR_MIB
+#define ZL_PA_ZONES 4
+/* Shorter writes do not start preallocation in a zone: metadata and small
+ * random writes come a few KiB at a time, and would each keep ZL_PA_AHEAD
+ * of memory allocated for little gain. */
+#define ZL_PA_MIN_WRITE (128 * 1024)
+
+/* A zone being preallocated. */
+struct zl_pa_zone {
+	uint32_t zno;   /* ZL_NONE: the slot is free */
+	uint64_t wp;    /* file offset the last write ended at */
+	uint64_t end;   /* allocated (or tried) up to here */
+	uint64_t stamp; /* of the last write: the oldest slot gives way */
+};
 
 /*
  * A cached zone file descriptor. Slots form a list in order of use, most
@@ -69,6 +101,21 @@ struct zloop {
 	struct zl_fd *slots;
 	uint32_t fd_max, fd_used;
 	uint32_t mru, lru;     /* ends of the use list */
+
+	/*
+	 * Preallocation ahead of the write pointers (pa_on: a thread runs).
+	 * Lock order: pa_io_lock, then pa_lock, then fd_lock. pa_io_lock is
+	 * held across each fallocate and across each truncate, so that no
+	 * fallocate runs into a zone while it is reset or finished.
+	 */
+	bool pa_on;
+	pthread_t pa_thread;
+	pthread_mutex_t pa_io_lock;
+	pthread_mutex_t pa_lock;
+	pthread_cond_t pa_cond;  /* work or stop, under pa_lock */
+	bool pa_stop;            /* protected by pa_lock */
+	uint64_t pa_clock;       /* protected by pa_lock */
+	struct zl_pa_zone pa[ZL_PA_ZONES]; /* protected by pa_lock */
 };
 
 /* ------------------------------------------------------------------------
@@ -499,10 +546,193 @@ static int zl_fd_init(struct zloop *zl)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Preallocation ahead of the write pointers
+ * ------------------------------------------------------------------------ */
+
+/* The slot of zone @zno, or NULL (pa_lock held). */
+static struct zl_pa_zone *pa_find(struct zloop *zl, uint32_t zno)
+{
+	for (int i = 0; i < ZL_PA_ZONES; i++)
+		if (zl->pa[i].zno == zno)
+			return &zl->pa[i];
+	return NULL;
+}
+
+/* How far zone slot @z should be allocated: ZL_PA_AHEAD past its write
+ * pointer, not past the zone capacity. */
+static uint64_t pa_limit(const struct zloop *zl, const struct zl_pa_zone *z)
+{
+	return SMR_MIN(z->wp + ZL_PA_AHEAD, zl->zone_cap);
+}
+
+/*
+ * A write of @len to sequential zone @zno ended at file offset @wp: take
+ * note, and wake the thread if the zone has less than half of ZL_PA_AHEAD
+ * allocated ahead. A zone without a slot takes the one written longest ago,
+ * if the write is at least ZL_PA_MIN_WRITE (what the old zone had allocated
+ * stays until its reset or finish).
+ */
+static void zl_pa_note(struct zloop *zl, uint32_t zno, uint64_t wp,
+		       uint64_t len)
+{
+	struct zl_pa_zone *z;
+	bool wake;
+
+	if (!zl->pa_on)
+		return;
+	pthread_mutex_lock(&zl->pa_lock);
+	z = pa_find(zl, zno);
+	if (!z && len < ZL_PA_MIN_WRITE) {
+		pthread_mutex_unlock(&zl->pa_lock);
+		return;
+	}
+	if (!z) {
+		z = &zl->pa[0];
+		for (int i = 1; i < ZL_PA_ZONES; i++)
+			if (zl->pa[i].stamp < z->stamp)
+				z = &zl->pa[i];
+		z->zno = zno;
+		z->end = wp;
+	}
+	z->wp = wp;
+	z->end = SMR_MAX(z->end, wp);
+	z->stamp = ++zl->pa_clock;
+	wake = z->end < pa_limit(zl, z) && z->end - wp < ZL_PA_AHEAD / 2;
+	pthread_mutex_unlock(&zl->pa_lock);
+	if (wake)
+		pthread_cond_signal(&zl->pa_cond);
+}
+
+/* Forget zone @zno (pa_io_lock and pa_lock held). */
+static void pa_drop_locked(struct zloop *zl, uint32_t zno)
+{
+	struct zl_pa_zone *z = pa_find(zl, zno);
+
+	if (z)
+		*z = (struct zl_pa_zone){ .zno = ZL_NONE };
+}
+
+/* The next piece to allocate, 0 if none (pa_lock held). */
+static int pa_pick(struct zloop *zl, uint32_t *zno, uint64_t *from,
+		   uint64_t *len)
+{
+	struct zl_pa_zone *best = NULL;
+
+	for (int i = 0; i < ZL_PA_ZONES; i++) {
+		struct zl_pa_zone *z = &zl->pa[i];
+
+		if (z->zno == ZL_NONE || z->end >= pa_limit(zl, z))
+			continue;
+		/* The zone nearest to running out first. */
+		if (!best || z->end - z->wp < best->end - best->wp)
+			best = z;
+	}
+	if (!best)
+		return 0;
+	*zno = best->zno;
+	*from = best->end;
+	*len = SMR_MIN(pa_limit(zl, best) - best->end, (uint64_t)ZL_PA_CHUNK);
+	return 1;
+}
+
+static void *pa_main(void *arg)
+{
+	struct zloop *zl = arg;
+	uint32_t zno;
+	uint64_t from, len;
+
+	for (;;) {
+		struct zl_pa_zone *z;
+		int fd, got, rc = 0;
+		bool stop;
+
+		pthread_mutex_lock(&zl->pa_lock);
+		while (!zl->pa_stop && !pa_pick(zl, &zno, &from, &len))
+			pthread_cond_wait(&zl->pa_cond, &zl->pa_lock);
+		stop = zl->pa_stop;
+		pthread_mutex_unlock(&zl->pa_lock);
+		if (stop)
+			break;
+		/* Again under pa_io_lock: a truncate may have come between. */
+		pthread_mutex_lock(&zl->pa_io_lock);
+		pthread_mutex_lock(&zl->pa_lock);
+		got = pa_pick(zl, &zno, &from, &len);
+		pthread_mutex_unlock(&zl->pa_lock);
+		if (got) {
+			fd = zl_fd_get(zl, zno, true);
+			rc = fd < 0 ? fd : 0;
+			if (fd >= 0) {
+				if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+					      (off_t)len))
+					rc = -errno;
+				zl_fd_put(zl, zno, fd);
+			}
+			pthread_mutex_lock(&zl->pa_lock);
+			z = pa_find(zl, zno);
+			/* Failed (the backing store is full, say): not
+			 * retried before the zone is written on. */
+			if (z)
+				z->end = rc ? pa_limit(zl, z) : from + len;
+			pthread_mutex_unlock(&zl->pa_lock);
+		}
+		pthread_mutex_unlock(&zl->pa_io_lock);
+	}
+	return NULL;
+}
+
+/*
+ * Start the thread where it pays: @mode > 0 always, < 0 never, 0 when the
+ * directory is on tmpfs (on disk filesystems a buffered write gets its
+ * pages in the page cache all the same, and delayed allocation already
+ * keeps block allocation out of it). No thread is not an error.
+ */
+static void zl_pa_start(struct zloop *zl, int mode, const char *path)
+{
+	struct statfs sfs;
+	int rc;
+
+	if (zl->oflags == O_RDONLY || mode < 0)
+		return;
+	if (mode == 0 && (fstatfs(zl->dirfd, &sfs) ||
+			  sfs.f_type != TMPFS_MAGIC))
+		return;
+	for (int i = 0; i < ZL_PA_ZONES; i++)
+		zl->pa[i] = (struct zl_pa_zone){ .zno = ZL_NONE };
+	pthread_mutex_init(&zl->pa_io_lock, NULL);
+	pthread_mutex_init(&zl->pa_lock, NULL);
+	pthread_cond_init(&zl->pa_cond, NULL);
+	rc = pthread_create(&zl->pa_thread, NULL, pa_main, zl);
+	if (rc) {
+		smr_warn("%s: no preallocation thread: %s", path, strerror(rc));
+		pthread_cond_destroy(&zl->pa_cond);
+		pthread_mutex_destroy(&zl->pa_lock);
+		pthread_mutex_destroy(&zl->pa_io_lock);
+		return;
+	}
+	zl->pa_on = true;
+}
+
+static void zl_pa_stop(struct zloop *zl)
+{
+	if (!zl->pa_on)
+		return;
+	pthread_mutex_lock(&zl->pa_lock);
+	zl->pa_stop = true;
+	pthread_cond_signal(&zl->pa_cond);
+	pthread_mutex_unlock(&zl->pa_lock);
+	pthread_join(zl->pa_thread, NULL);
+	pthread_cond_destroy(&zl->pa_cond);
+	pthread_mutex_destroy(&zl->pa_lock);
+	pthread_mutex_destroy(&zl->pa_io_lock);
+	zl->pa_on = false;
+}
+
 static void zl_free(struct zloop *zl)
 {
 	if (!zl)
 		return;
+	zl_pa_stop(zl);
 	if (zl->slots) {
 		for (uint32_t i = 0; i < zl->fd_used; i++)
 			close(zl->slots[i].fd);
@@ -566,6 +796,8 @@ static int zl_write(struct smr_dev *dev, const void *buf, size_t len,
 			 smr_dev_path(dev), zno);
 out_put:
 	zl_fd_put(zl, zno, fd);
+	if (!rc && zno >= zl->nr_cnv)
+		zl_pa_note(zl, zno, foff + len, len);
 	return rc;
 }
 
@@ -659,13 +891,24 @@ static int zl_report(struct smr_dev *dev, uint32_t first, uint32_t nr,
 static int zl_truncate(struct smr_dev *dev, uint32_t zno, uint64_t size)
 {
 	struct zloop *zl = zl_of(dev);
-	int fd = zl_fd_get(zl, zno, true), rc;
+	int fd, rc;
 
-	if (fd < 0)
-		return fd;
-	zl_mark_dirty(zl, zno);
-	rc = ftruncate(fd, (off_t)size) ? -errno : 0;
-	zl_fd_put(zl, zno, fd);
+	/* No preallocation into the zone while, or after, it is cut. */
+	if (zl->pa_on) {
+		pthread_mutex_lock(&zl->pa_io_lock);
+		pthread_mutex_lock(&zl->pa_lock);
+		pa_drop_locked(zl, zno);
+		pthread_mutex_unlock(&zl->pa_lock);
+	}
+	fd = zl_fd_get(zl, zno, true);
+	rc = fd < 0 ? fd : 0;
+	if (fd >= 0) {
+		zl_mark_dirty(zl, zno);
+		rc = ftruncate(fd, (off_t)size) ? -errno : 0;
+		zl_fd_put(zl, zno, fd);
+	}
+	if (zl->pa_on)
+		pthread_mutex_unlock(&zl->pa_io_lock);
 	return rc;
 }
 
@@ -796,6 +1039,7 @@ static int zl_open(const char *path, const struct smr_dev_opts *opts,
 	info.nr_zones = zl->nr_zones;
 	info.max_open = p.max_open;
 	info.max_active = p.max_active;
+	zl_pa_start(zl, opts->zloop_prealloc, path);
 	rc = smr_dev_create(&smr_dev_zloop_ops, zl, &info, path, devp);
 	if (rc)
 		goto out_free;
