@@ -62,6 +62,10 @@ static int rmtree(const char *dir)
 	return system(cmd) == 0 ? 0 : -EIO;
 }
 
+/* What U counts against, from the first run: the managed capacity (the
+ * zones the allocator manages) and the size statfs reports. */
+static uint64_t seen_capacity, seen_size;
+
 struct result {
 	double wa;
 	uint64_t user, device, reloc, meta, zones_cleaned;
@@ -161,6 +165,8 @@ static int run(const char *base, unsigned int nzones, uint64_t zone,
 
 	r->phase = "fill";
 	smr_cow_space(c, &sp);
+	seen_capacity = sp.capacity;
+	seen_size = smr_cow_space_size(&sp);
 	nfiles = (of_size ? smr_cow_space_size(&sp) : sp.capacity) * util /
 		 100 / FILE_BYTES;
 	ino = calloc(nfiles, sizeof(*ino));
@@ -299,5 +305,13 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	if (seen_capacity)
+		printf("\nU of the %s: the device has %llu MiB, the allocator "
+		       "manages %llu MiB, statfs reports a size of %llu MiB\n",
+		       getenv("BENCH_WA_OF_SIZE") ? "size statfs reports" :
+						    "managed capacity",
+		       (unsigned long long)(nzones * zone / SMR_MIB),
+		       (unsigned long long)(seen_capacity / SMR_MIB),
+		       (unsigned long long)(seen_size / SMR_MIB));
 	return 0;
 }
