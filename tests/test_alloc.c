@@ -302,6 +302,7 @@ static void test_extent_index_nomem(void)
 	CU_ASSERT_EQUAL(x.bytes, bytes + 99);
 	CU_ASSERT_EQUAL(y.nr, 0);
 	calloc_fails = false;
+	smr_xidx_destroy(&y); /* its spare nodes */
 	xidx_every_other(&y, 3000, 10);
 	SMR_ASSERT_RC(smr_xidx_move(&x, &y), 0);
 	CU_ASSERT_EQUAL(x.nr, 12);
