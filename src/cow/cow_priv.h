@@ -177,7 +177,7 @@ struct smr_cow {
 
 	/*
 	 * Lock order: commit_lock, then txn_lock (released before lock), then
-	 * lock, then cache_lock.
+	 * lock, then cache_lock; the allocator's mutex after any of them.
 	 */
 	pthread_rwlock_t lock;   /* the trees and everything below */
 	struct smr_tree trees[SMR_COW_MAX_TREE + 1]; /* index = id */

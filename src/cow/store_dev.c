@@ -1519,11 +1519,14 @@ int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)
 	if (off < c->sb.data_start || off + len > c->sb.capacity || !len)
 		return -EINVAL;
 	/* Released through the list from now on, whether it was ever
-	 * referenced or not: never both listed and unsettled. */
-	rc = c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
-	if (rc)
-		return rc;
+	 * referenced or not: never both listed and unsettled, and never
+	 * neither to smr_cow_space, which reads both under the lock. */
 	pthread_rwlock_wrlock(&c->lock);
+	rc = c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
+	if (rc) {
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
 	rc = smr_xlist_add(&c->free_cur, off, len);
 	if (!rc)
 		rc = smr_rmap_trim_locked(c, off, len);
@@ -1551,11 +1554,12 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	if (!c->alloc)
 		return UINT64_MAX;
 	/* Released extents count as reclaimable at once, as in
-	 * smr_cow_space. */
+	 * smr_cow_space, and under the same lock as the allocator's
+	 * figures (see there). */
 	pthread_rwlock_rdlock(&c->lock);
 	freeing = c->free_cur.bytes + c->free_prev.bytes;
-	pthread_rwlock_unlock(&c->lock);
 	smr_alloc_usage(c->alloc, freeing, &used, &size);
+	pthread_rwlock_unlock(&c->lock);
 	return used < size ? size - used : 0;
 }
 
@@ -1575,7 +1579,14 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 	 * commits as often as that takes). Count them as reclaimable from the
 	 * moment they are freed: the allocator works out, zone by zone, what
 	 * a writer can then really get. Without memory for the list, they
-	 * count as used until handed over. */
+	 * count as used until handed over.
+	 *
+	 * The lists and the allocator are read under one hold of the lock:
+	 * a commit hands free_prev to the allocator with the lock held
+	 * exclusive, and one between the two reads would have those extents
+	 * subtracted twice, counting users' data as free (a write admitted
+	 * past the size, statfs over-reporting by up to all that the last
+	 * checkpoint released). Lock order: lock, then the allocator's. */
 	pthread_rwlock_rdlock(&c->lock);
 	if (c->free_cur.n + c->free_prev.n)
 		x = malloc((c->free_cur.n + c->free_prev.n) * sizeof(*x));
@@ -1587,8 +1598,8 @@ void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
 		for (size_t i = 0; i < c->free_prev.n; i++)
 			x[n++] = c->free_prev.x[i];
 	}
-	pthread_rwlock_unlock(&c->lock);
 	smr_alloc_space_freeing(c->alloc, x, n, &s);
+	pthread_rwlock_unlock(&c->lock);
 	free(x);
 	sp->capacity = s.capacity;
 	sp->used = s.used;
