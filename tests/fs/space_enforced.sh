@@ -25,23 +25,37 @@ def avail():
     v = os.statvfs(m)
     return v.f_bavail * v.f_frsize, v.f_blocks * v.f_frsize
 
+# What changes the space: commits, allocations, frees handed to the
+# allocator, zone resets and finishes, cleaning, and extents freed into
+# the running transaction (which only the available figure shows).
+QUIET = ("commits", "allocations", "bytes_freed", "zones_reset",
+         "zones_finished", "cleaner_runs", "relocated_bytes",
+         "size_bytes", "available_bytes")
+
+def stat():
+    return json.loads(subprocess.check_output([ctl, "stat", "--json", m]))
+
 def agree(what):
-    # A commit may land between the two calls, and a cleaning pass, which
-    # a full filesystem starts, makes three in a row: ask again a few
-    # times before calling a difference a disagreement.
-    for tries in range(5):
+    # statfs between two smrfsctl stat calls that show the same figures
+    # must show them too. A commit or a cleaning pass (a full filesystem
+    # starts the cleaner) may land in between: then ask again, but only
+    # then; a difference in a quiet moment fails at once.
+    for tries in range(100):
         if tries:
-            time.sleep(0.2)
+            time.sleep(0.1)
+        s1 = stat()
         a, size = avail()
-        st = json.loads(subprocess.check_output([ctl, "stat", "--json", m]))
-        if st["size_bytes"] == size and st["available_bytes"] == a:
-            return a
-        a, size = avail()
-        if st["size_bytes"] == size and st["available_bytes"] == a:
-            return a
-    sys.exit("%s: statfs says size %d, available %d; smrfsctl "
-             "stat %d, %d" % (what, size, a, st["size_bytes"],
-                              st["available_bytes"]))
+        s2 = stat()
+        if any(s1.get(k) != s2.get(k) for k in QUIET):
+            continue
+        if s1["size_bytes"] != size or s1["available_bytes"] != a:
+            sys.exit("%s: statfs says size %d, available %d; smrfsctl "
+                     "stat %d, %d" % (what, size, a, s1["size_bytes"],
+                                      s1["available_bytes"]))
+        if tries:
+            print("--- %s: the figures settled after %d tries" % (what, tries))
+        return a
+    sys.exit("%s: the figures kept changing for 100 tries" % what)
 
 # fill NAME: write 64 KiB blocks until ENOSPC; returns the bytes written.
 def fill(name):
