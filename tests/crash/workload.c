@@ -432,7 +432,9 @@ static int cr_snap_dir(struct cr_fs *fs, uint64_t dir, const char *path,
 	rc = smr_ns_readdir(fs->ns, dir, 0, cr_fill, &l);
 	if (rc)
 		goto out;
-	qsort(l.d, l.n, sizeof(*l.d), cr_dent_cmp);
+	/* An empty directory has no array (qsort must not get NULL). */
+	if (l.n > 1)
+		qsort(l.d, l.n, sizeof(*l.d), cr_dent_cmp);
 	for (size_t i = 0; i < l.n && !rc; i++) {
 		struct smr_ns_attr a;
 		char sub[4096];
