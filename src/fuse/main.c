@@ -50,7 +50,7 @@ struct mount_opts {
 	bool ro;
 	bool foreground;
 	bool debug;
-	const char *alloc;
+	char *alloc;       /* owned */
 	unsigned int commit_secs;
 	int fsync_log;     /* -1 = the default */
 	uint64_t cache_bytes;
@@ -154,7 +154,11 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 				fprintf(stderr, PROG ": alloc= needs a name\n");
 				rc = -EINVAL;
 			}
-			mo->alloc = arg + (o - copy) + 6;
+			/* A copy: in @arg the options after it follow. */
+			free(mo->alloc);
+			mo->alloc = strdup(o + 6);
+			if (!mo->alloc)
+				rc = -ENOMEM;
 		} else if (!strncmp(o, "commit=", 7)) {
 			char *end;
 			unsigned long v = strtoul(o + 7, &end, 10);
@@ -704,6 +708,7 @@ out_session:
 	if (se)
 		fuse_session_destroy(se);
 out_opts:
+	free(mo.alloc);
 	free(mo.fsname);
 	free(mo.subtype);
 	free(mo.fuse_opts);

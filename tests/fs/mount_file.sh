@@ -88,7 +88,8 @@ else
 fi
 
 note "alloc= switches between rotational and flash, both ways"
-mount_fs "$IMG" "$M" alloc=rotational
+# Followed by other options, as in an fstab line.
+mount_fs "$IMG" "$M" alloc=rotational,commit=5
 cmp "$T/rnd1" "$M/par1" || fail "a file read with alloc=rotational"
 cp "$T/rnd3" "$M/rot" || fail "cp with alloc=rotational"
 umount_fs "$M"
