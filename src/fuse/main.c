@@ -222,9 +222,13 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 		} else if (!strncmp(o, "fsname=", 7)) {
 			free(mo->fsname);
 			mo->fsname = strdup(o + 7);
+			if (!mo->fsname)
+				rc = -ENOMEM;
 		} else if (!strncmp(o, "subtype=", 8)) {
 			free(mo->subtype);
 			mo->subtype = strdup(o + 8);
+			if (!mo->subtype)
+				rc = -ENOMEM;
 		} else if (!is_ignored_mount_opt(o)) {
 			rc = add_fuse_opt(mo, o);
 		}
@@ -629,8 +633,11 @@ int main(int argc, char **argv)
 	int status_fd = -1, rc, ret = 1;
 
 	rc = parse_args(argc, argv, &mo);
-	if (rc)
-		return rc == 1 ? 0 : 1;
+	if (rc) {
+		/* What the options took so far (fsname=, subtype=, FUSE's). */
+		ret = rc == 1 ? 0 : 1;
+		goto out_opts;
+	}
 	if (mo.debug)
 		smr_log_set_level(SMR_LOG_DEBUG);
 	if (smr_failpoint_init())
