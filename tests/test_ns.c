@@ -1499,6 +1499,17 @@ static int ab_write_aligned(void)
 	return n < 0 ? (int)n : 0;
 }
 
+/* An overwrite of one block that is one extent: the extent's item is
+ * taken in place. */
+static int ab_write_block(void)
+{
+	ssize_t n;
+
+	fill_pattern(ab_buf, 4096, 79);
+	n = smr_ns_write(ns, &root_cr, ab_f, 5 * 4096, ab_buf, 4096);
+	return n < 0 ? (int)n : 0;
+}
+
 static int ab_truncate(void)
 {
 	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE, .size = 5000 };
@@ -1579,6 +1590,7 @@ static void test_abort(void)
 		{ "rmdir", ab_rmdir },
 		{ "write", ab_write },
 		{ "aligned write", ab_write_aligned },
+		{ "overwrite of a one-block extent", ab_write_block },
 		{ "truncate", ab_truncate },
 		{ "punch hole", ab_punch },
 		{ "setxattr", ab_setxattr },
@@ -1774,6 +1786,98 @@ static void test_extent_walk(void)
 	CU_ASSERT(x.n >= 2);
 	CU_ASSERT(x.ordered);
 	CU_ASSERT_EQUAL(x.bytes, (a.blocks + b.blocks) * 512);
+	fs_teardown();
+}
+
+/* The extents of one file: count, bytes, and whether they tile
+ * [0, x->end) without a hole. */
+struct file_exts {
+	uint64_t ino, n, bytes, end;
+	bool tiled;
+};
+
+static int file_exts_fn(void *arg, uint64_t ino, uint64_t file_off,
+			uint64_t dev_off, uint64_t len)
+{
+	struct file_exts *x = arg;
+
+	(void)dev_off;
+	if (ino != x->ino)
+		return 0;
+	x->tiled = x->tiled && file_off == x->end;
+	x->end = file_off + len;
+	x->n++;
+	x->bytes += len;
+	return 0;
+}
+
+static struct file_exts file_exts(uint64_t ino)
+{
+	struct file_exts x = { .ino = ino, .tiled = true };
+
+	SMR_ASSERT_OK(smr_ns_for_each_extent(ns, file_exts_fn, &x));
+	return x;
+}
+
+/* Random overwrites of a file whose extents are as small as the writes
+ * take each extent's item in place: the data, the map and the space
+ * stay right, and a sequential rewrite afterwards still merges. */
+static void test_overwrite_extents(void)
+{
+	enum { NB = 64 };
+	uint8_t *model = malloc(NB * 4096), *out = malloc(NB * 4096);
+	struct smr_ns_attr a;
+	struct file_exts x;
+	uint64_t f, problems = 0, r = 12345;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	/* Back to front: no block merges into the one before it. */
+	for (int i = NB - 1; i >= 0; i--) {
+		fill_pattern(model + i * 4096, 4096, (uint64_t)i);
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, (uint64_t)i * 4096,
+					     model + i * 4096, 4096), 4096);
+	}
+	x = file_exts(f);
+	CU_ASSERT_EQUAL(x.n, NB);
+	for (int k = 0; k < 4 * NB; k++) {
+		uint64_t i;
+
+		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+		i = (r >> 33) % NB;
+		fill_pattern(model + i * 4096, 4096, 1000 + (uint64_t)k);
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, i * 4096,
+					     model + i * 4096, 4096), 4096);
+	}
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, NB * 4096, out), NB * 4096);
+	CU_ASSERT(!memcmp(out, model, NB * 4096));
+	x = file_exts(f);
+	CU_ASSERT(x.tiled);
+	CU_ASSERT_EQUAL(x.end, NB * 4096);
+	CU_ASSERT_EQUAL(x.bytes, NB * 4096);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.blocks * 512, NB * 4096);
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+
+	/* Front to back, one block at a time: each new block follows the
+	 * one before it on the device and merges into its extent (a zone
+	 * boundary may split the run once). */
+	for (int i = 0; i < NB; i++) {
+		fill_pattern(model + i * 4096, 4096, 5000 + (uint64_t)i);
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, (uint64_t)i * 4096,
+					     model + i * 4096, 4096), 4096);
+	}
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, NB * 4096, out), NB * 4096);
+	CU_ASSERT(!memcmp(out, model, NB * 4096));
+	x = file_exts(f);
+	CU_ASSERT(x.tiled);
+	CU_ASSERT_EQUAL(x.bytes, NB * 4096);
+	CU_ASSERT(x.n <= 2);
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+	free(model);
+	free(out);
 	fs_teardown();
 }
 
@@ -2392,6 +2496,7 @@ static const struct smr_test ns_tests[] = {
 	{ "check", test_check },
 	{ "inode_cache", test_inode_cache },
 	{ "extent_walk", test_extent_walk },
+	{ "overwrite_extents", test_overwrite_extents },
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },

@@ -166,13 +166,19 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
  * the extent the map keeps just before @a when the cut shortened one
  * (left->n == 0 otherwise), which saves the caller a lookup.
  *
+ * If @repl is not NULL (an extent of exactly [@a, @b)) and the map holds
+ * one extent of exactly [@a, @b), @repl takes its item in place, which
+ * moves no other item of the leaf, and *@replaced is set; otherwise the
+ * caller puts @repl afterwards.
+ *
  * The items changed here were just read, so the undo log is given what
  * they held; a key at @b inside an extent holds nothing (extents do not
  * overlap).
  */
 static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t a, uint64_t b,
-			   struct ns_ext *left)
+			   struct ns_ext *left, const struct ns_ext *repl,
+			   bool *replaced)
 {
 	/* A few KiB on the stack: no allocation for every write. */
 	struct ns_ext ebuf, piecebuf, *e = &ebuf, *piece = &piecebuf;
@@ -182,6 +188,8 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	if (left)
 		left->n = 0;
+	if (replaced)
+		*replaced = false;
 	while (pos < b) {
 		uint64_t s, end, os, oe;
 		struct smr_key k;
@@ -227,6 +235,9 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			rc = ns_ext_put_was(ns, t, ip->ino, e, was, was_len);
 			if (!rc && left)
 				*left = *e;
+		} else if (repl && s == a && end == b) {
+			rc = ns_ext_put_was(ns, t, ip->ino, repl, was, was_len);
+			*replaced = !rc;
 		} else {
 			k = ns_key(ip->ino, SMR_NS_T_EXTENT, s);
 			rc = ns_bt_delete_was(ns, t, &k, was, was_len);
@@ -242,7 +253,8 @@ int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip)
 {
 	return ns_punch_locked(ns, t, ip, 0,
-			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize), NULL);
+			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize), NULL,
+			       NULL, NULL);
 }
 
 /* ========================================================================
@@ -359,6 +371,15 @@ out_err:
  * Writing
  * ======================================================================== */
 
+/* Would @e merge into @prev (contiguous in the file and on the device,
+ * and the result fits an item)? */
+static bool ns_ext_merges(const struct ns_ext *prev, const struct ns_ext *e)
+{
+	return prev->foff + prev->len == e->foff &&
+	       prev->dev + prev->len == e->dev && prev->gen == e->gen &&
+	       prev->n + e->n <= SMR_NS_EXTENT_MAX_BLOCKS;
+}
+
 /*
  * Put @e in the map where nothing is mapped (punched), merged into the
  * extent before it when both are contiguous on the device and the result
@@ -375,9 +396,7 @@ static int ns_ext_insert(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	if (!prev->n && (e->foff < ns->bsize ||
 			 ns_ext_find(ns, ino, e->foff - 1, prev) != 0))
 		prev->n = 0;
-	if (!prev->n || prev->foff + prev->len != e->foff ||
-	    prev->dev + prev->len != e->dev || prev->gen != e->gen ||
-	    prev->n + e->n > SMR_NS_EXTENT_MAX_BLOCKS)
+	if (!prev->n || !ns_ext_merges(prev, e))
 		return ns_ext_put_was(ns, t, ino, e, NULL, 0);
 	was = malloc(sizeof(*was));
 	if (!was)
@@ -400,12 +419,34 @@ struct ns_piece {
 	uint64_t csums[SMR_NS_EXTENT_MAX_BLOCKS];
 };
 
+/*
+ * What the map holds just before file offset @a, as seen at one moment:
+ * the extent that covers @a - 1 (in the caller's struct ns_ext), nothing,
+ * or not known. It stays true while the FS tree's change count is @chg.
+ */
+struct ns_before {
+	int what;              /* NS_BEFORE_* */
+	uint64_t chg;          /* smr_cow_fs_changes() when it was seen */
+};
+
+enum {
+	NS_BEFORE_UNKNOWN = 0,
+	NS_BEFORE_NONE,        /* no extent covers @a - 1 */
+	NS_BEFORE_EXT,         /* the extent in prev covers @a - 1 */
+};
+
 /* The device end of the extent just before file offset @a (the locality
- * hint of a write there), or 0. */
+ * hint of a write there), or 0; *@bf says what was seen, for the map. */
 static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
-			struct ns_ext *prev)
+			struct ns_ext *prev, struct ns_before *bf)
 {
-	if (a >= ns->bsize && ns_ext_find(ns, ino, a - 1, prev) == 0)
+	int rc = a >= ns->bsize ? ns_ext_find(ns, ino, a - 1, prev) : -ENOENT;
+
+	bf->chg = smr_cow_fs_changes(ns->cow);
+	bf->what = rc == 0 ? NS_BEFORE_EXT :
+		   rc == 1 || rc == -ENOENT ? NS_BEFORE_NONE :
+					      NS_BEFORE_UNKNOWN;
+	if (rc == 0)
 		return prev->dev + prev->len;
 	return 0;
 }
@@ -533,14 +574,18 @@ static void ns_piece_drop(struct smr_txn *t, const struct ns_piece *pc,
 		smr_cow_data_free(t, pc->dx[i].off, pc->dx[i].len);
 }
 
-/* Map a written piece in place of what was there. */
+/*
+ * Map a written piece in place of what was there. @e[1] holds what @bf
+ * says ns_near() saw before the piece, if @bf is not NULL.
+ */
 static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip, const struct ns_piece *pc,
-			       struct ns_ext *e)
+			       struct ns_ext *e, const struct ns_before *bf)
 {
 	struct ns_ext *prev = e + 1;
 	uint64_t bs = ns->bsize, foff = pc->a;
-	int rc, mapped = 0;
+	int rc, mapped = 0, before = NS_BEFORE_UNKNOWN;
+	bool replaced;
 
 	/* Should the call roll back, the new space goes back too. */
 	for (int i = 0; i < pc->n; i++) {
@@ -550,9 +595,38 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 			return rc;
 		}
 	}
+	/* What came before the piece is still so if no FS item changed
+	 * since; an extent across the piece's start is the punch's to cut. */
+	if (bf && bf->chg == smr_cow_fs_changes(ns->cow))
+		before = bf->what;
+	if (before == NS_BEFORE_EXT && prev->foff + prev->len != pc->a)
+		before = NS_BEFORE_UNKNOWN;
+	if (pc->n == 1 && before != NS_BEFORE_UNKNOWN) {
+		e->foff = pc->a;
+		e->dev = pc->dx[0].off;
+		e->len = pc->dx[0].len;
+		e->gen = ip->gen;
+		e->n = (uint32_t)(e->len / bs);
+		memcpy(e->csums, pc->csums, 8 * (size_t)e->n);
+		if (before == NS_BEFORE_EXT && ns_ext_merges(prev, e))
+			goto slow;
+		/* An overwrite of one whole extent (every random overwrite
+		 * once the file's extents are as small as its writes) puts
+		 * the new one in the old one's item: one search instead of
+		 * a delete, a lookup of the extent before and an insert. */
+		rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, NULL,
+				     e, &replaced);
+		if (!rc && !replaced)
+			rc = ns_ext_put_was(ns, t, ip->ino, e, NULL, 0);
+		if (!rc)
+			ip->bytes += e->len;
+		return rc;
+	}
+slow:
 	/* The extent the punch leaves before the piece, if it shortened one,
 	 * is the first insert's neighbour. */
-	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, prev);
+	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, prev, NULL,
+			     NULL);
 	for (; !rc && mapped < pc->n; mapped++) {
 		e->foff = foff;
 		e->dev = pc->dx[mapped].off;
@@ -583,18 +657,19 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	size_t mark = ns_undo_mark(ns);
 	uint64_t bytes = ip->bytes;
+	struct ns_before bf;
 	int rc;
 
 	if (!pc)
 		return -ENOMEM;
 	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
-			    ns_near(ns, ip->ino, a, e + 1),
+			    ns_near(ns, ip->ino, a, e + 1, &bf),
 			    rescue ? SMR_DATA_RESCUE :
 				     ns_temp_locked(ns, ip->ino, a, len,
 						    ip->size),
 			    pc);
 	if (!rc) {
-		rc = ns_piece_map_locked(ns, t, ip, pc, e);
+		rc = ns_piece_map_locked(ns, t, ip, pc, e, &bf);
 		/* Earlier pieces stay; nothing of this one does. */
 		if (rc && ns_undo_to(ns, t, mark))
 			ip->bytes = bytes;
@@ -732,7 +807,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		const uint8_t *wbuf = buf + *done;
 		enum smr_data_temp temp;
 		uint64_t near, gen;
-
+		struct ns_before bf;
 		int64_t fit;
 
 		pthread_mutex_lock(&ns->lock);
@@ -742,7 +817,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			rc = (int)fit;
 		else
 			len = (uint64_t)fit;
-		near = rc ? 0 : ns_near(ns, ino, a, e);
+		near = rc ? 0 : ns_near(ns, ino, a, e + 1, &bf);
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
 		gen = in.gen;
@@ -776,7 +851,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		} else {
 			struct ns_inode was = in;
 
-			rc = ns_piece_map_locked(ns, t, &in, pc, e);
+			rc = ns_piece_map_locked(ns, t, &in, pc, e, &bf);
 			if (!rc)
 				ns_wrote(cr, &in, a + len);
 			if (!rc && *done == 0)
@@ -894,7 +969,8 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 
 	if (size < ip->size) {
 		rc = ns_punch_locked(ns, t, ip, keep,
-				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs), NULL);
+				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs), NULL,
+				     NULL, NULL);
 		if (!rc && size % bs)
 			rc = ns_zero_partial(ns, t, ip, size, keep);
 		if (rc)
@@ -952,7 +1028,7 @@ static int ns_zero_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
 	} else {
 		rc = ns_zero_partial(ns, t, &in, off, a);
 		if (!rc && a < b)
-			rc = ns_punch_locked(ns, t, &in, a, b, NULL);
+			rc = ns_punch_locked(ns, t, &in, a, b, NULL, NULL, NULL);
 		if (!rc)
 			rc = ns_zero_partial(ns, t, &in, b, pend);
 	}
