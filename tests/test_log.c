@@ -326,6 +326,109 @@ static void test_ring_full(void)
 	free(m);
 }
 
+/*
+ * Many changes of the same keys between two records: only the last of
+ * each may count at replay, whatever came before it (a shorter or longer
+ * value, a delete, a put after a delete), also with more keys than the
+ * log's table of recent keys has slots.
+ */
+#define RK_KEYS 40
+
+static void rk_val(uint8_t *v, size_t len, uint64_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		v[i] = (uint8_t)(seed * 31 + i);
+}
+
+static void test_repeat_keys(void)
+{
+	static const uint8_t uuid[16] = { 0x10, 0x9, 1, 2, 3, 4 };
+	struct smr_format_opts fo = { .uuid = uuid };
+	struct smr_fault_rule cut = { .what = SMR_FAULT_DROP_WRITES };
+	const char *path = make_dev(K_ZLOOP_SEQ, "log-repeat");
+	size_t want_len[RK_KEYS] = { 0 };
+	uint64_t want_seed[RK_KEYS] = { 0 };
+	uint8_t v[64], got[64];
+	struct smr_dev *lower, *dev;
+	struct smr_cow_info info;
+	struct smr_fault *f;
+	struct smr_cow *c;
+	struct smr_txn *t;
+	uint64_t seed = 1;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+	SMR_ASSERT_OK(smr_cow_format(lower, &fo, NULL));
+	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
+	SMR_ASSERT_OK(smr_test_cow_open(dev, &log_opts, &c));
+	CU_ASSERT_FATAL(c != NULL);
+	/* The first fsync (of a change) commits; the second writes a
+	 * record. */
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	rk_val(v, 8, 0);
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS,
+				 &(struct smr_key){ 999, T_INODE, 0 }, v, 8));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_fsync(c));
+	for (int round = 0; round < 6; round++) {
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		for (int i = 0; i < RK_KEYS; i++) {
+			struct smr_key k = { 1000 + (uint64_t)i, T_INODE, 0 };
+			/* The first four keys change six times a round,
+			 * as a file's inode does with every write. */
+			int reps = i < 4 ? 6 : 1;
+
+			for (int rep = 0; rep < reps; rep++) {
+				/* Lengths go up and down, the last of a
+				 * round no longer than the one before; some
+				 * changes are deletes, put again later. */
+				size_t len = rep == 5 ? 8 :
+					     8 + (size_t)((i + round + rep * 3) %
+							  7) * 8;
+
+				if ((i + round + rep) % 3 == 0 &&
+				    (round + rep) % 2) {
+					if (want_len[i])
+						SMR_ASSERT_OK(smr_bt_delete(t,
+							SMR_TREE_FS, &k));
+					want_len[i] = 0;
+					continue;
+				}
+				rk_val(v, len, ++seed);
+				SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, v,
+							 len));
+				want_len[i] = len;
+				want_seed[i] = seed;
+			}
+		}
+		smr_txn_end(t);
+	}
+	SMR_ASSERT_OK(smr_cow_fsync(c));
+	SMR_ASSERT_OK(smr_fault_arm(f, &cut));
+	smr_cow_close(c);
+	smr_dev_close(dev);
+	smr_dev_close(lower);
+	smr_fault_free(f);
+
+	c = reopen(path, &log_opts, &dev, &info);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(info.log_replayed, 1);
+	for (int i = 0; i < RK_KEYS; i++) {
+		struct smr_key k = { 1000 + (uint64_t)i, T_INODE, 0 };
+		size_t len = sizeof(got);
+		int rc = smr_bt_lookup(c, SMR_TREE_FS, &k, got, &len);
+
+		CU_ASSERT_EQUAL(rc, want_len[i] ? 0 : -ENOENT);
+		if (rc)
+			continue;
+		CU_ASSERT_EQUAL(len, want_len[i]);
+		rk_val(v, want_len[i], want_seed[i]);
+		CU_ASSERT(!memcmp(got, v, want_len[i]));
+	}
+	SMR_ASSERT_OK(smr_cow_check(c));
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_dev_close(dev);
+}
+
 /* Open @dev with @o and expect @pending records left, @replayed replayed,
  * and the state of @m. */
 static void ro_open_expect(struct smr_dev *dev, const struct smr_cow_opts *o,
@@ -563,6 +666,7 @@ static const struct smr_test log_tests[] = {
 	{ "replay_old_frees", test_replay_old_frees },
 	{ "commit_between", test_commit_between },
 	{ "ring_full", test_ring_full },
+	{ "repeat_keys", test_repeat_keys },
 	{ "read_only", test_read_only },
 	{ "bad_data_file", test_bad_data_file },
 	{ "bad_data_zloop", test_bad_data_zloop },

@@ -144,6 +144,9 @@ struct smr_cow_stats {
 				  * of its slabs too; cache_lock */
 };
 
+/* Slots of smr_cow.log_recent (a power of two). */
+#define SMR_LOG_RECENT 16
+
 /* Data written while the fsync log gathers (log.c). */
 struct smr_log_w {
 	uint64_t off, len;
@@ -244,6 +247,11 @@ struct smr_cow {
 	size_t log_nops, log_capops;
 	uint8_t *log_vals;       /* their values */
 	size_t log_nvals, log_capvals;
+	size_t log_order;        /* order of the next change in log_ops */
+	/* By a hash of the key: 1 + the index in log_ops of a key changed
+	 * lately, 0 for none. A change of that key again takes its entry
+	 * (each write puts its inode), so that a record sorts fewer. */
+	uint32_t log_recent[SMR_LOG_RECENT];
 	struct smr_xlist log_frees;  /* data freed since the checkpoint, or
 				      * with log_frees_delta since the last
 				      * record */

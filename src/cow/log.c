@@ -123,6 +123,16 @@ static void log_drop_ops(struct smr_cow *c)
 	c->log_vals = NULL;
 	c->log_nops = c->log_capops = 0;
 	c->log_nvals = c->log_capvals = 0;
+	c->log_order = 0;
+	memset(c->log_recent, 0, sizeof(c->log_recent));
+}
+
+static uint32_t log_recent_slot(const struct smr_nkey *key)
+{
+	uint64_t h = (key->objid * 0x9e3779b97f4a7c15ULL) ^
+		     (key->offset * 0xc2b2ae3d27d4eb4fULL) ^ key->type;
+
+	return (uint32_t)(h >> 32) & (SMR_LOG_RECENT - 1);
 }
 
 void smr_log_break(struct smr_cow *c, const char *why)
@@ -138,12 +148,30 @@ void smr_log_change_locked(struct smr_cow *c, uint32_t tree,
 			   size_t len, bool del)
 {
 	struct smr_log_op *o;
+	uint32_t slot, at;
 
 	c->log_change++;
 	if (!log_gathering(c))
 		return;
 	if (tree != SMR_TREE_FS) {
 		smr_log_break(c, "a change outside the FS tree");
+		return;
+	}
+	/* A key changed lately again: only its last change counts, so it
+	 * takes that entry (its value's room if it fits) with a new order.
+	 * Should the slot point at an older entry of the key (or, after a
+	 * sort, at another of its entries), the new order still wins. */
+	slot = log_recent_slot(key);
+	at = c->log_recent[slot];
+	if (at && at <= c->log_nops &&
+	    !smr_nkey_cmp(&c->log_ops[at - 1].key, key) &&
+	    (del || len <= c->log_ops[at - 1].len)) {
+		o = &c->log_ops[at - 1];
+		o->op = del ? SMR_LOG_OP_DELETE : SMR_LOG_OP_PUT;
+		o->len = del ? 0 : (uint16_t)len;
+		o->order = c->log_order++;
+		if (!del && len)
+			memcpy(c->log_vals + o->val, val, len);
 		return;
 	}
 	if (c->log_nvals + len + sizeof(struct smr_dlog_item) * (c->log_nops + 1) >
@@ -175,7 +203,8 @@ void smr_log_change_locked(struct smr_cow *c, uint32_t tree,
 	o->op = del ? SMR_LOG_OP_DELETE : SMR_LOG_OP_PUT;
 	o->len = del ? 0 : (uint16_t)len;
 	o->val = c->log_nvals;
-	o->order = c->log_nops++;
+	o->order = c->log_order++;
+	c->log_recent[slot] = (uint32_t)++c->log_nops;
 	if (!del && len) {
 		memcpy(c->log_vals + c->log_nvals, val, len);
 		c->log_nvals += len;
