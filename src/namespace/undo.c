@@ -46,12 +46,19 @@ enum ns_undo_kind {
 struct ns_undo_rec {
 	enum ns_undo_kind kind;
 	bool absent;          /* ITEM: the key was not there */
+	bool pooled;          /* has NS_UNDO_POOL_VAL bytes of val: reusable */
 	struct smr_key key;   /* ITEM */
 	uint64_t off, len;    /* RELEASE, NEW: device range; ITEM: value size */
 	uint8_t val[];        /* ITEM: the old value */
 };
 
 #define NS_UNDO_MAX_BYTES (32u << 20)
+
+/* Records with room for a value this long are kept for the next call
+ * rather than freed (a write takes four: its extent, its inode, the
+ * space it maps and the space it releases). */
+#define NS_UNDO_POOL_VAL 256
+#define NS_UNDO_POOL 16
 
 struct ns_undo {
 	struct ns_undo_rec **rec;
@@ -61,7 +68,35 @@ struct ns_undo {
 	unsigned int depth;        /* nested ns_txn_begin calls */
 	bool replaying;            /* rolling back: record nothing */
 	uint64_t next_ino, next_gen, nr_inodes; /* at the outermost begin */
+	struct ns_undo_rec *pool[NS_UNDO_POOL];  /* free pooled records */
+	unsigned int npool;
 };
+
+/* A record with room for @len bytes of value; its header is zeroed. */
+static struct ns_undo_rec *ns_undo_rec_get(struct ns_undo *u, size_t len)
+{
+	struct ns_undo_rec *r;
+
+	if (len > NS_UNDO_POOL_VAL)
+		r = malloc(sizeof(*r) + len);
+	else if (u->npool)
+		r = u->pool[--u->npool];
+	else
+		r = malloc(sizeof(*r) + NS_UNDO_POOL_VAL);
+	if (r) {
+		memset(r, 0, sizeof(*r));
+		r->pooled = len <= NS_UNDO_POOL_VAL;
+	}
+	return r;
+}
+
+static void ns_undo_rec_put(struct ns_undo *u, struct ns_undo_rec *r)
+{
+	if (r->pooled && u->npool < NS_UNDO_POOL)
+		u->pool[u->npool++] = r;
+	else
+		free(r);
+}
 
 static struct ns_undo *ns_undo(struct smr_ns *ns)
 {
@@ -78,6 +113,8 @@ void ns_undo_free(struct smr_ns *ns)
 		return;
 	for (size_t i = 0; i < u->n; i++)
 		free(u->rec[i]);
+	for (unsigned int i = 0; i < u->npool; i++)
+		free(u->pool[i]);
 	free(u->rec);
 	free(u);
 	ns->undo = NULL;
@@ -121,7 +158,7 @@ static int ns_undo_keep(struct ns_undo *u, const struct smr_key *key,
 
 	if (!val)
 		len = 0;
-	r = malloc(sizeof(*r) + len);
+	r = ns_undo_rec_get(u, len);
 	if (!r)
 		return -ENOMEM;
 	r->kind = NS_UNDO_ITEM;
@@ -132,7 +169,7 @@ static int ns_undo_keep(struct ns_undo *u, const struct smr_key *key,
 		memcpy(r->val, val, len);
 	rc = ns_undo_push(u, r);
 	if (rc)
-		free(r);
+		ns_undo_rec_put(u, r);
 	return rc;
 }
 
@@ -165,7 +202,7 @@ static int ns_undo_keep_range(struct smr_ns *ns, enum ns_undo_kind kind,
 
 	if (!u)
 		return -ENOENT;
-	r = calloc(1, sizeof(*r));
+	r = ns_undo_rec_get(u, 0);
 	if (!r)
 		return -ENOMEM;
 	r->kind = kind;
@@ -173,7 +210,7 @@ static int ns_undo_keep_range(struct smr_ns *ns, enum ns_undo_kind kind,
 	r->len = len;
 	rc = ns_undo_push(u, r);
 	if (rc)
-		free(r);
+		ns_undo_rec_put(u, r);
 	return rc;
 }
 
@@ -191,7 +228,7 @@ int ns_bt_insert(struct smr_ns *ns, struct smr_txn *t,
 	if (!u || u->overflow)
 		return smr_bt_insert(t, SMR_TREE_FS, key, val, len);
 	/* The key must be absent for an insert to change anything. */
-	r = calloc(1, sizeof(*r));
+	r = ns_undo_rec_get(u, 0);
 	if (!r)
 		return -ENOMEM;
 	r->kind = NS_UNDO_ITEM;
@@ -199,14 +236,14 @@ int ns_bt_insert(struct smr_ns *ns, struct smr_txn *t,
 	r->absent = true;
 	rc = ns_undo_push(u, r);
 	if (rc) {
-		free(r);
+		ns_undo_rec_put(u, r);
 		return rc;
 	}
 	rc = smr_bt_insert(t, SMR_TREE_FS, key, val, len);
 	if (rc == -EEXIST || rc == -E2BIG) {
 		/* Refused before any change: nothing to undo. */
 		u->n--;
-		free(r);
+		ns_undo_rec_put(u, r);
 	}
 	return rc;
 }
@@ -332,7 +369,7 @@ bool ns_undo_to(struct smr_ns *ns, struct smr_txn *t, size_t mark)
 		}
 		if (rc)
 			failed++;
-		free(r);
+		ns_undo_rec_put(u, r);
 	}
 	u->replaying = false;
 	if (failed)
@@ -374,7 +411,7 @@ int ns_txn_end(struct smr_ns *ns, struct smr_txn *t, int rc)
 		}
 	}
 	for (size_t i = 0; i < u->n; i++)
-		free(u->rec[i]);
+		ns_undo_rec_put(u, u->rec[i]);
 	u->n = 0;
 	u->bytes = 0;
 	u->overflow = false;
