@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_util.c - size parsing and formatting; failpoints; the helper
- * thread for side work; the block checksum helpers. */
+/* test_util.c - size parsing and formatting; failpoints; the block
+ * checksum helpers. */
 #include "testutil.h"
 
 #include <endian.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "format/blk.h"
 #include "format/ondisk.h"
 #include "format/sb.h"
-#include "util/par.h"
 #include "util/smr.h"
 
 static void test_parse_size(void)
@@ -264,121 +262,10 @@ static void test_failpoint(void)
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
-/* A job of the helper tests: counts its runs, notes its thread, and may
- * wait for a gate to open. */
-struct par_t {
-	int runs;
-	pthread_t by;
-	pthread_mutex_t *lock;
-	pthread_cond_t *cond;
-	bool *gate, *started;
-};
-
-static void par_t_run(void *arg)
-{
-	struct par_t *t = arg;
-
-	if (t->gate) {
-		pthread_mutex_lock(t->lock);
-		*t->started = true;
-		pthread_cond_broadcast(t->cond);
-		while (!*t->gate)
-			pthread_cond_wait(t->cond, t->lock);
-		pthread_mutex_unlock(t->lock);
-	}
-	__atomic_fetch_add(&t->runs, 1, __ATOMIC_RELAXED);
-	t->by = pthread_self();
-}
-
-struct par_thread {
-	struct smr_par *p;
-	int bad;
-};
-
-/* Many jobs from one of several threads: each runs once, joined. */
-static void *par_thread_main(void *arg)
-{
-	struct par_thread *pt = arg;
-	struct par_t t[64];
-	struct smr_par_job j[64];
-
-	for (int round = 0; round < 50; round++) {
-		memset(t, 0, sizeof(t));
-		for (int i = 0; i < 64; i++)
-			smr_par_submit(pt->p, &j[i], par_t_run, &t[i]);
-		for (int i = 63; i >= 0; i--) {
-			smr_par_join(pt->p, &j[i]);
-			if (t[i].runs != 1)
-				pt->bad++;
-		}
-	}
-	return NULL;
-}
-
-static void test_par(void)
-{
-	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-	bool gate = false, started = false;
-	struct par_t a = { .lock = &lock, .cond = &cond, .gate = &gate,
-			   .started = &started };
-	struct par_t b = { 0 }, c = { 0 };
-	struct smr_par_job ja, jb, jc;
-	struct par_thread pt[3];
-	pthread_t th[3];
-	struct smr_par *p;
-
-	/* No helper: the job runs in the joining thread. */
-	smr_par_submit(NULL, &jc, par_t_run, &c);
-	CU_ASSERT_EQUAL(c.runs, 0);
-	smr_par_join(NULL, &jc);
-	CU_ASSERT_EQUAL(c.runs, 1);
-	CU_ASSERT(pthread_equal(c.by, pthread_self()));
-
-	SMR_ASSERT_OK(smr_par_create(&p));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	/* The helper runs a job by itself. */
-	smr_par_submit(p, &ja, par_t_run, &a);
-	pthread_mutex_lock(&lock);
-	while (!started)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
-	/* While it is busy, a job joined is taken back and run here... */
-	smr_par_submit(p, &jb, par_t_run, &b);
-	smr_par_submit(p, &jc, par_t_run, &c);
-	smr_par_join(p, &jc);
-	CU_ASSERT_EQUAL(c.runs, 2);
-	CU_ASSERT(pthread_equal(c.by, pthread_self()));
-	/* ... and the one before it still runs once. */
-	pthread_mutex_lock(&lock);
-	gate = true;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	smr_par_join(p, &ja);
-	CU_ASSERT_EQUAL(a.runs, 1);
-	CU_ASSERT(!pthread_equal(a.by, pthread_self()));
-	smr_par_join(p, &jb);
-	CU_ASSERT_EQUAL(b.runs, 1);
-
-	/* Several threads at once. */
-	for (int i = 0; i < 3; i++) {
-		pt[i] = (struct par_thread){ .p = p };
-		SMR_ASSERT_OK(pthread_create(&th[i], NULL, par_thread_main,
-					     &pt[i]));
-	}
-	for (int i = 0; i < 3; i++) {
-		pthread_join(th[i], NULL);
-		CU_ASSERT_EQUAL(pt[i].bad, 0);
-	}
-	smr_par_destroy(p);
-	smr_par_destroy(NULL);
-}
-
 static const struct smr_test util_tests[] = {
 	{ "failpoint", test_failpoint },
 	{ "parse_size", test_parse_size },
 	{ "format_size", test_format_size },
-	{ "par", test_par },
 	{ NULL, NULL },
 };
 

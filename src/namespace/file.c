@@ -31,9 +31,6 @@
 #define NS_MAX_FILE_END ((uint64_t)INT64_MAX)
 /* Extents one data write may come back as. */
 #define NS_WRITE_EXTS 16
-/* Pieces this long get their checksums from the helper thread (a hand-off
- * costs a few microseconds: a 4 KiB block's checksum less than one). */
-#define NS_PAR_MIN (64 * 1024)
 
 struct ns_ext {
 	uint64_t foff;
@@ -519,51 +516,30 @@ static int64_t ns_admit_locked(struct smr_ns *ns, uint64_t ino, uint64_t a,
 	return (int64_t)len;
 }
 
-/* The checksums of a piece's blocks. */
-struct ns_csum_job {
-	struct smr_ns *ns;
-	const uint8_t *wbuf;
-	uint64_t ino, gen, a, len;
-	uint64_t *csums;
-};
-
-static void ns_csum_run(void *arg)
-{
-	struct ns_csum_job *cj = arg;
-	uint64_t bs = cj->ns->bsize;
-
-	for (uint64_t j = 0; j < cj->len / bs; j++)
-		cj->csums[j] = ns_block_csum(cj->ns, cj->wbuf + j * bs, cj->ino,
-					     cj->a + j * bs, cj->gen);
-}
-
 /*
  * Write [@a, @a + @len) of whole blocks from @wbuf to new space of
  * temperature @temp and checksum it. Needs no namespace lock:
  * nothing references the new space until ns_piece_map_locked() maps it.
- * The checksums depend on the data, the file offset and the generation,
- * not on where the data lands: for a piece of NS_PAR_MIN bytes or more
- * the helper thread takes them while this one writes (each pass over the
- * data costs about as much as the other, and the writer of a sequential
- * stream has a core to spare while the FUSE request waits for it).
  */
 static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 			  uint64_t a, const uint8_t *wbuf, uint64_t len,
 			  uint64_t near, enum smr_data_temp temp,
 			  struct ns_piece *pc)
 {
+	uint64_t bs = ns->bsize;
+
 	struct smr_key owner = ns_key(ino, SMR_NS_T_EXTENT, a);
-	struct ns_csum_job cj = { ns, wbuf, ino, gen, a, len, pc->csums };
-	struct smr_par *par = len >= NS_PAR_MIN ? ns->par : NULL;
-	struct smr_par_job pj;
 
 	pc->a = a;
 	pc->len = len;
-	smr_par_submit(par, &pj, ns_csum_run, &cj);
 	pc->n = smr_cow_data_write_owned(ns->cow, temp, near, &owner,
 					 wbuf, len, pc->dx, NS_WRITE_EXTS);
-	smr_par_join(par, &pj);
-	return pc->n < 0 ? pc->n : 0;
+	if (pc->n < 0)
+		return pc->n;
+	for (uint64_t j = 0; j < len / bs; j++)
+		pc->csums[j] = ns_block_csum(ns, wbuf + j * bs, ino, a + j * bs,
+					     gen);
+	return 0;
 }
 
 /* Give back the space of a piece that will not be mapped. */

@@ -743,9 +743,6 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 		if (rc)
 			goto out_free;
 	}
-	/* Without the helper writes take their checksums themselves. */
-	if (!smr_cow_is_read_only(cow) && smr_par_create(&ns->par))
-		smr_warn("no checksum thread: writes checksum their data");
 	smr_cow_set_relocate_hook(cow, ns_relocate_hook, ns);
 	*nsp = ns;
 	return 0;
@@ -759,7 +756,6 @@ void smr_ns_close(struct smr_ns *ns)
 	if (!ns)
 		return;
 	smr_cow_set_relocate_hook(ns->cow, NULL, NULL);
-	smr_par_destroy(ns->par);
 	ns_undo_free(ns);
 	for (unsigned int i = 0; i < NS_REF_SHARDS; i++)
 		free(ns->refs[i].refs);

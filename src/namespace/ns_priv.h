@@ -14,7 +14,6 @@
 #include "cow/cow.h"
 #include "format/ondisk.h"
 #include "namespace/ns.h"
-#include "util/par.h"
 
 struct ns_undo;
 
@@ -104,9 +103,6 @@ struct smr_ns {
 	struct ns_heat heat[NS_HEAT_SLOTS]; /* by inode number */
 	uint64_t nocaps[NS_NOCAPS_SLOTS];   /* inode numbers, 0: empty */
 	struct ns_icache icache[NS_ICACHE_SLOTS];
-	/* Takes the checksums of a large write while it is written (NULL:
-	 * the writer takes them; read-only, or no thread). */
-	struct smr_par *par;
 };
 
 static inline struct smr_key ns_key(uint64_t objid, uint8_t type,
