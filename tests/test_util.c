@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* test_util.c - size parsing and formatting; failpoints; the block
- * checksum helpers. */
+/* test_util.c - size parsing and formatting; failpoints; the log from
+ * several threads; the block checksum helpers. */
 #include "testutil.h"
 
 #include <endian.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,10 +263,63 @@ static void test_failpoint(void)
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
+/*
+ * The log sink and level change while other threads log (the daemon swaps
+ * sinks with the commit timer and the cleaner running): every message goes
+ * to one sink or the other, none is lost, and under ThreadSanitizer no
+ * access to the settings races.
+ */
+static unsigned long log_seen[2];
+
+static void log_sink_a(enum smr_log_level level, const char *msg)
+{
+	(void)level;
+	(void)msg;
+	__atomic_fetch_add(&log_seen[0], 1, __ATOMIC_RELAXED);
+}
+
+static void log_sink_b(enum smr_log_level level, const char *msg)
+{
+	(void)level;
+	(void)msg;
+	__atomic_fetch_add(&log_seen[1], 1, __ATOMIC_RELAXED);
+}
+
+enum { LOG_MSGS = 20000 };
+
+static void *log_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < LOG_MSGS; i++)
+		smr_err("message %d", i);
+	return NULL;
+}
+
+static void test_log_sink_threads(void)
+{
+	pthread_t th[2];
+
+	log_seen[0] = log_seen[1] = 0;
+	smr_log_set_sink(log_sink_a);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(
+			pthread_create(&th[i], NULL, log_thread, NULL), 0);
+	for (int i = 0; i < 2000; i++) {
+		smr_log_set_sink(i & 1 ? log_sink_a : log_sink_b);
+		smr_log_set_level(i & 1 ? SMR_LOG_INFO : SMR_LOG_ERR);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	smr_log_set_sink(NULL);
+	smr_log_set_level(SMR_LOG_ERR + 0);
+	CU_ASSERT_EQUAL(log_seen[0] + log_seen[1], 2 * LOG_MSGS);
+}
+
 static const struct smr_test util_tests[] = {
 	{ "failpoint", test_failpoint },
 	{ "parse_size", test_parse_size },
 	{ "format_size", test_format_size },
+	{ "log_sink_threads", test_log_sink_threads },
 	{ NULL, NULL },
 };
 

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,30 +412,50 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 
 #define HELD_MAX 8
 
+/* Threads the library starts while it opens (the commit timer, the
+ * cleaner, the device's own) log through the sink too, so the held log
+ * has a lock; once replayed it is closed, and a message that still comes
+ * through hold_sink (its thread read the sink before the switch) is shown
+ * at once, after the replayed ones. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	unsigned int n;
+	bool closed;
 	enum smr_log_level level[HELD_MAX];
 	char msg[HELD_MAX][256];
 	char last_err[256];
-} held;
+} held; /* protected by held_lock */
 
 static void hold_sink(enum smr_log_level level, const char *msg)
 {
-	if (level <= SMR_LOG_ERR)
-		snprintf(held.last_err, sizeof(held.last_err), "%s", msg);
-	if (held.n < HELD_MAX) {
-		held.level[held.n] = level;
-		snprintf(held.msg[held.n], sizeof(held.msg[0]), "%s", msg);
-		held.n++;
+	pthread_mutex_lock(&held_lock);
+	if (held.closed) {
+		smr_log(level, "%s", msg);
+	} else {
+		if (level <= SMR_LOG_ERR)
+			snprintf(held.last_err, sizeof(held.last_err), "%s",
+				 msg);
+		if (held.n < HELD_MAX) {
+			held.level[held.n] = level;
+			snprintf(held.msg[held.n], sizeof(held.msg[0]), "%s",
+				 msg);
+			held.n++;
+		}
 	}
+	pthread_mutex_unlock(&held_lock);
 }
 
+/* After smr_log_set_sink() took hold_sink away: show what it held (the
+ * sink now is another, so smr_log() does not come back here). */
 static void held_replay(void)
 {
+	pthread_mutex_lock(&held_lock);
 	for (unsigned int i = 0; i < held.n; i++)
 		smr_log(held.level[i], "%s", held.msg[i]);
 	held.n = 0;
 	held.last_err[0] = 0;
+	held.closed = true;
+	pthread_mutex_unlock(&held_lock);
 }
 
 
@@ -471,11 +492,13 @@ static int close_fs(struct fs *fs)
 /* "mount.smrfs: DEVICE: WHAT (the library's reason)" */
 static void open_failed(const struct mount_opts *mo, const char *what)
 {
+	pthread_mutex_lock(&held_lock);
 	if (held.last_err[0])
 		fprintf(stderr, PROG ": %s: %s (%s)\n", mo->dev, what,
 			held.last_err);
 	else
 		fprintf(stderr, PROG ": %s: %s\n", mo->dev, what);
+	pthread_mutex_unlock(&held_lock);
 }
 
 static int open_fs(struct mount_opts *mo, struct fs *fs)

@@ -4,6 +4,10 @@
  *
  * The sink and threshold are process-wide settings of the program (like
  * openlog(3)), not filesystem state, so they live here rather than in a handle.
+ * A program changes them while its threads log (the daemon swaps sinks while
+ * the commit timer, the cleaner and the device's threads run), so both are
+ * read and written atomically: a message goes to the old sink or to the new
+ * one, and a sink set with its data ready finds that data (release/acquire).
  */
 #include "util/smr.h"
 
@@ -16,23 +20,25 @@ static smr_log_sink_fn smr_log_sink;
 
 void smr_log_set_level(enum smr_log_level level)
 {
-	smr_log_threshold = level;
+	__atomic_store_n(&smr_log_threshold, level, __ATOMIC_RELAXED);
 }
 
 void smr_log_set_sink(smr_log_sink_fn sink)
 {
-	smr_log_sink = sink;
+	__atomic_store_n(&smr_log_sink, sink, __ATOMIC_RELEASE);
 }
 
 void smr_vlog(enum smr_log_level level, const char *fmt, va_list ap)
 {
+	smr_log_sink_fn sink;
 	char msg[1024];
 
-	if (level > smr_log_threshold)
+	if (level > __atomic_load_n(&smr_log_threshold, __ATOMIC_RELAXED))
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (smr_log_sink) {
-		smr_log_sink(level, msg);
+	sink = __atomic_load_n(&smr_log_sink, __ATOMIC_ACQUIRE);
+	if (sink) {
+		sink(level, msg);
 		return;
 	}
 	fprintf(stderr, "smrfs: %s%s\n",
