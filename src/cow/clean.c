@@ -562,7 +562,7 @@ int smr_cow_rmap_rebuild(struct smr_txn *t, const struct smr_cow_rmap_entry *e,
 			return -EINVAL;
 	}
 	pthread_rwlock_wrlock(&c->lock);
-	if (c->read_only) {
+	if (cow_read_only(c)) {
 		rc = -EROFS;
 		goto out;
 	}
@@ -615,7 +615,7 @@ int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 				      .owner = *owner };
 
 		e.owner.offset += done;
-		if (c->read_only)
+		if (cow_read_only(c))
 			rc = -EROFS;
 		else if (rp_add(c, &e))
 			rc = rmap_put_locked(c, &e);
@@ -712,7 +712,7 @@ static int move_chunk(struct smr_cow *c, const struct rmap_ent *e,
 	/* Record the copies before anyone references them, so that a commit
 	 * between here and the hook never leaves referenced data unmapped. */
 	pthread_rwlock_wrlock(&c->lock);
-	rc = c->read_only ? -EROFS : 0;
+	rc = cow_read_only(c) ? -EROFS : 0;
 	for (int i = 0; i < n && !rc; i++) {
 		struct rmap_ent ne = { .off = x[i].off, .len = x[i].len,
 				       .owner = e->owner };
@@ -887,7 +887,7 @@ static int clean_node(void *arg, uint64_t addr, const void *node,
 	else
 		smr_leaf_key(node, 0, &first);
 	pthread_rwlock_wrlock(&c->lock);
-	rc = c->read_only ? -EROFS :
+	rc = cow_read_only(c) ? -EROFS :
 		smr_bt_relocate_node_locked(c, tree, level, &first, addr);
 	pthread_rwlock_unlock(&c->lock);
 	if (rc == 1) {
@@ -1298,7 +1298,7 @@ static void *gc_main(void *arg)
 	struct smr_cow *c = arg;
 
 	pthread_mutex_lock(&c->txn_lock);
-	while (!c->gc_stop && !c->read_only) {
+	while (!c->gc_stop && !cow_read_only(c)) {
 		int rc;
 
 		c->gc_wake = false;

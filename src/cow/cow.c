@@ -216,13 +216,13 @@ static int cow_open_common(struct smr_cow *c)
 	if (rc)
 		goto out;
 	smr_rmap_guard(c);
-	c->read_only = c->opts.read_only;
+	cow_set_read_only(c, c->opts.read_only);
 	rc = cow_open_log(c);
 	if (rc)
 		goto out;
-	if (!c->read_only)
+	if (!cow_read_only(c))
 		rc = smr_cow_start_timer(c);
-	if (!rc && !c->read_only)
+	if (!rc && !cow_read_only(c))
 		rc = smr_cow_gc_start(c);
 out:
 	free(ck);
@@ -293,8 +293,10 @@ int smr_cow_close(struct smr_cow *c)
 			rc = smr_cow_commit_now(c);
 	} else {
 		/* Turned read-only by a failed commit: what was not
-		 * committed is lost, say so. */
+		 * committed is lost, say so. (The timer still runs.) */
+		pthread_mutex_lock(&c->txn_lock);
 		rc = c->error;
+		pthread_mutex_unlock(&c->txn_lock);
 	}
 	smr_cow_teardown(c);
 	if (c->sops->close)
@@ -310,7 +312,7 @@ void smr_cow_close_discard(struct smr_cow *c)
 	/* Read-only from here: neither the cleaner nor close commits. */
 	smr_cow_gc_stop(c);
 	pthread_mutex_lock(&c->txn_lock);
-	c->read_only = true;
+	cow_set_read_only(c, true);
 	pthread_mutex_unlock(&c->txn_lock);
 	smr_cow_close(c);
 }
@@ -346,7 +348,7 @@ bool smr_cow_is_read_only(struct smr_cow *c)
 	bool ro;
 
 	pthread_mutex_lock(&c->txn_lock);
-	ro = c->read_only;
+	ro = cow_read_only(c);
 	pthread_mutex_unlock(&c->txn_lock);
 	return ro;
 }
@@ -442,7 +444,7 @@ static int bt_modify(struct smr_txn *t, uint32_t tree,
 		return -E2BIG;
 	to_nkey(key, &k);
 	pthread_rwlock_wrlock(&c->lock);
-	rc = c->read_only ? -EROFS :
+	rc = cow_read_only(c) ? -EROFS :
 			    smr_bt_modify_locked(c, tree, &k, val, len, mode);
 	if (!rc)
 		smr_log_change_locked(c, tree, &k, val, len, false);
@@ -476,7 +478,7 @@ int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
 
 	to_nkey(key, &k);
 	pthread_rwlock_wrlock(&c->lock);
-	rc = c->read_only ? -EROFS : smr_bt_delete_locked(c, tree, &k);
+	rc = cow_read_only(c) ? -EROFS : smr_bt_delete_locked(c, tree, &k);
 	if (!rc)
 		smr_log_change_locked(c, tree, &k, NULL, 0, true);
 	pthread_rwlock_unlock(&c->lock);

@@ -217,7 +217,8 @@ struct smr_cow {
 	pthread_cond_t txn_cond;
 	unsigned int nr_handles; /* txn_lock */
 	bool committing;         /* txn_lock */
-	bool read_only;          /* txn_lock to change; read anywhere */
+	bool read_only;          /* txn_lock to change (atomic store); read
+				  * anywhere with cow_read_only() */
 	int error;               /* the failed commit's error; txn_lock */
 
 	pthread_mutex_t commit_lock; /* one commit at a time */
@@ -393,6 +394,20 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 #define SMR_BT_PUT 2
 
 /* The type of @tree, or NULL (engine lock held). */
+/* Is the engine read-only? Threads test it under the tree lock, which a
+ * failing commit or cleaner does not hold when it sets it (under txn_lock):
+ * an atomic load, paired with the release store of cow_set_read_only(). */
+static inline bool cow_read_only(struct smr_cow *c)
+{
+	return __atomic_load_n(&c->read_only, __ATOMIC_ACQUIRE);
+}
+
+/* With txn_lock held (or before any other thread runs). */
+static inline void cow_set_read_only(struct smr_cow *c, bool ro)
+{
+	__atomic_store_n(&c->read_only, ro, __ATOMIC_RELEASE);
+}
+
 static inline const struct smr_tree_type *smr_tree_type_of(struct smr_cow *c,
 							    uint32_t tree)
 {

@@ -30,13 +30,14 @@
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 {
 	pthread_mutex_lock(&c->txn_lock);
-	if (!c->read_only || !c->error) {
+	if (!cow_read_only(c) || !c->error) {
 		smr_err("%s failed (%s): the filesystem is now read-only; the "
 			"checkpoint of generation %" PRIu64 " stays the newest",
-			what, strerror(-rc), c->gen);
+			what, strerror(-rc),
+			__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE));
 		c->error = rc;
 	}
-	c->read_only = true;
+	cow_set_read_only(c, true);
 	pthread_mutex_unlock(&c->txn_lock);
 }
 
@@ -179,7 +180,7 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 
 	pthread_mutex_lock(&c->commit_lock);
 	pthread_mutex_lock(&c->txn_lock);
-	if (c->read_only) {
+	if (cow_read_only(c)) {
 		rc = c->error ? c->error : (c->opts.read_only ? 0 : -EROFS);
 		pthread_mutex_unlock(&c->txn_lock);
 		pthread_mutex_unlock(&c->commit_lock);
@@ -219,7 +220,7 @@ int smr_cow_fsync(struct smr_cow *c)
 	pthread_rwlock_unlock(&c->lock);
 	pthread_mutex_lock(&c->commit_lock);
 	pthread_mutex_lock(&c->txn_lock);
-	if (c->read_only) {
+	if (cow_read_only(c)) {
 		rc = c->error ? c->error : -EROFS;
 		pthread_mutex_unlock(&c->txn_lock);
 		pthread_mutex_unlock(&c->commit_lock);
@@ -323,7 +324,7 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	 * for this thread's outer handle, so it has not frozen the trees. */
 	while (c->committing && !txn_nested(c))
 		pthread_cond_wait(&c->txn_cond, &c->txn_lock);
-	if (c->read_only) {
+	if (cow_read_only(c)) {
 		pthread_mutex_unlock(&c->txn_lock);
 		free(t);
 		return -EROFS;
@@ -377,7 +378,7 @@ static void *timer_main(void *arg)
 					       &ts);
 		}
 		c->commit_asked = false;
-		if (c->timer_stop || c->read_only)
+		if (c->timer_stop || cow_read_only(c))
 			continue;
 		pthread_mutex_unlock(&c->txn_lock);
 		smr_cow_commit_now(c);
