@@ -1325,7 +1325,7 @@ void smr_cow_gc_kick(struct smr_cow *c, uint64_t len)
 	uint64_t step, before;
 
 	/* First: an engine without the thread may have no device. */
-	if (!c->gc_running || !len)
+	if (!__atomic_load_n(&c->gc_running, __ATOMIC_ACQUIRE) || !len)
 		return;
 	step = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1) / 4;
 	if (!step)
@@ -1351,7 +1351,7 @@ int smr_cow_gc_start(struct smr_cow *c)
 	rc = pthread_create(&c->gc_thread, NULL, gc_main, c);
 	if (rc)
 		return -rc;
-	c->gc_running = true;
+	__atomic_store_n(&c->gc_running, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -1364,5 +1364,5 @@ void smr_cow_gc_stop(struct smr_cow *c)
 	pthread_cond_broadcast(&c->gc_cond);
 	pthread_mutex_unlock(&c->txn_lock);
 	pthread_join(c->gc_thread, NULL);
-	c->gc_running = false;
+	__atomic_store_n(&c->gc_running, false, __ATOMIC_RELEASE);
 }

@@ -279,7 +279,9 @@ struct smr_cow {
 				       * checkpoint; commit_lock */
 	bool gc_active;               /* clean_lock: below gc_low, and not
 				       * yet above gc_high since */
-	bool gc_running;              /* the background thread exists */
+	bool gc_running;              /* the background thread exists; set
+				       * by the opening and closing thread,
+				       * read by any committer (atomic) */
 	bool gc_stop;                 /* txn_lock */
 	bool gc_wake;                 /* txn_lock: a writer saw free zones
 				       * below gc_low */
