@@ -23,8 +23,9 @@
 struct smr_fuse_data {
 	struct smr_ns *ns;   /* first (the handlers read it as a struct
 			      * smr_ns **); set before the session is mounted */
-	/* killpriv.c: the INIT request whose reply is due, and whether the
-	 * kernel took FUSE_HANDLE_KILLPRIV_V2 */
+	/* killpriv.c: the INIT request whose reply is due (init_unique is
+	 * set before init_due, which every reply's thread loads: atomic),
+	 * and whether the kernel took FUSE_HANDLE_KILLPRIV_V2 */
 	uint64_t init_unique;
 	bool init_due;
 	bool killpriv_v2;

@@ -56,7 +56,8 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 		if (out.unique == d->init_unique) {
 			uint32_t flags;
 
-			d->init_due = false;
+			__atomic_store_n(&d->init_due, false,
+					 __ATOMIC_RELAXED);
 			memcpy(&flags, (char *)iov[1].iov_base + at,
 			       sizeof(flags));
 			if (out.error == 0) {
