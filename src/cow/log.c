@@ -499,6 +499,23 @@ int smr_log_seal(struct smr_cow *c, const uint8_t *payload, size_t total,
 	return 0;
 }
 
+/*
+ * A record puts the commit off, and the nodes dirty by then must still find
+ * room: data may take all the free space meanwhile, leaving metadata only
+ * the allocator's reserve. So records stop, and fsync commits, once the
+ * dirty nodes would take more than a quarter of that reserve (on a small
+ * or nearly full filesystem, well before the ring or the log zone fills).
+ */
+static bool log_commit_due(struct smr_cow *c)
+{
+	struct smr_space sp;
+
+	if (!c->alloc)
+		return false;
+	smr_alloc_space(c->alloc, &sp);
+	return 4 * (uint64_t)smr_cache_dirty_bytes(c) > sp.reserved;
+}
+
 int smr_log_record_locked(struct smr_cow *c)
 {
 	struct log_buf b = { 0 };
@@ -507,7 +524,8 @@ int smr_log_record_locked(struct smr_cow *c)
 	int rc;
 
 	if (!c->log_on || !c->log_base_ok || !c->sops->log_write ||
-	    __atomic_load_n(&c->log_broken, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&c->log_broken, __ATOMIC_ACQUIRE) ||
+	    log_commit_due(c))
 		return 1;
 	b.cap = LOG_MAX_PAYLOAD;
 	b.p = malloc(b.cap);
