@@ -396,7 +396,8 @@ static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
 			     a += SMR_CKPT_SIZE)
 				cand[n++] = a;
 	} else {
-		uint32_t slots = k == K_FILE ? 16 : (uint32_t)((ZONE - 65536) / SMR_CKPT_SIZE);
+		uint32_t slots = (uint32_t)(((k == K_FILE ? 4 * SMR_MIB : ZONE) - 65536) /
+					  SMR_CKPT_SIZE);
 
 		for (uint32_t i = 0; i < slots; i++)
 			cand[n++] = 65536 + (uint64_t)i * SMR_CKPT_SIZE;

@@ -189,6 +189,16 @@ static void clear_log_frees(struct smr_sb *sb)
 	sb->features_incompat &= ~SMR_FEAT_INCOMPAT_LOG_FREES;
 }
 
+/* Format with the ring of 16 slots that builds before the 4 MiB ring made
+ * on regular files (0: the ring as made now). */
+static uint32_t old_slots;
+
+static void set_old_slots(struct smr_sb *sb)
+{
+	sb->ckpt_nr_slots = old_slots;
+	sb->features_incompat &= ~SMR_FEAT_INCOMPAT_BIG_RING;
+}
+
 /* A device in a state after @rounds fsync'd rounds and a power cut;
  * models[r] is the state after round r (0: the commit before). */
 static const char *run_and_cut(enum kind k, const char *alloc,
@@ -207,9 +217,12 @@ static const char *run_and_cut(enum kind k, const char *alloc,
 
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	SMR_ASSERT_OK(smr_cow_format(lower, &fo, NULL));
-	if (old_frees) {
+	if (old_frees || old_slots) {
 		smr_dev_close(lower);
-		smr_test_rewrite_sb(path, clear_log_frees);
+		if (old_frees)
+			smr_test_rewrite_sb(path, clear_log_frees);
+		if (old_slots)
+			smr_test_rewrite_sb(path, set_old_slots);
 		SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
 	}
 	SMR_ASSERT_OK(smr_fault_open(lower, &f, &dev));
@@ -308,22 +321,47 @@ static void test_commit_between(void)
 	free(m);
 }
 
-/* More fsyncs than the ring has slots: some commit, nothing is lost. */
-static void test_ring_full(void)
+/* @rounds fsyncs, cut: how many records the reopen replayed, with the
+ * state of the last round checked. */
+static unsigned int ring_run(const char *tag, unsigned int rounds)
 {
-	struct model *m = calloc(28, sizeof(*m));
+	struct model *m = calloc(rounds + 1, sizeof(*m));
 	struct smr_cow_info info;
 	struct smr_dev *dev;
 	struct smr_cow *c;
-	const char *path = run_and_cut(K_FILE, NULL, "log-full", 27, m, 0);
+	const char *path;
 
+	CU_ASSERT_FATAL(m != NULL);
+	path = run_and_cut(K_FILE, NULL, tag, rounds, m, 0);
 	c = reopen(path, &log_opts, &dev, &info);
 	CU_ASSERT_FATAL(c != NULL);
-	CU_ASSERT(info.log_replayed >= 1 && info.log_replayed < 14);
-	expect(c, &m[27]);
+	expect(c, &m[rounds]);
 	SMR_ASSERT_OK(smr_cow_close(c));
 	smr_dev_close(dev);
 	free(m);
+	return (unsigned int)info.log_replayed;
+}
+
+/* A regular file's ring holds 252 slots: 100 fsyncs are 100 records, no
+ * commit. More fsyncs than it has slots: some commit, nothing is lost. */
+static void test_ring_full(void)
+{
+	unsigned int n;
+
+	CU_ASSERT_EQUAL(ring_run("log-ring", 100), 100);
+	n = ring_run("log-full", 300);
+	CU_ASSERT(n >= 1 && n < 250);
+}
+
+/* A filesystem made with the old ring of 16 slots keeps it. */
+static void test_ring_old(void)
+{
+	unsigned int n;
+
+	old_slots = 16;
+	n = ring_run("log-old-ring", 27);
+	old_slots = 0;
+	CU_ASSERT(n >= 1 && n < 14);
 }
 
 /*
@@ -509,7 +547,7 @@ static uint64_t last_piece(enum kind k, const char *path)
 	uint64_t best = 0, best_seq = 0;
 
 	for (uint64_t a = k == K_FILE ? 65536 : 4096;
-	     a < (k == K_FILE ? 65536 + 16 * SMR_CKPT_SIZE : 2 * ZONE);
+	     a < (k == K_FILE ? 4 * SMR_MIB : 2 * ZONE);
 	     a += SMR_CKPT_SIZE) {
 		const struct smr_dlog *d = (const void *)buf;
 		char file[600];
@@ -666,6 +704,7 @@ static const struct smr_test log_tests[] = {
 	{ "replay_old_frees", test_replay_old_frees },
 	{ "commit_between", test_commit_between },
 	{ "ring_full", test_ring_full },
+	{ "ring_old", test_ring_old },
 	{ "repeat_keys", test_repeat_keys },
 	{ "read_only", test_read_only },
 	{ "bad_data_file", test_bad_data_file },

@@ -30,8 +30,14 @@
 
 #define SD_SLOTS_START (64 * SMR_KIB)
 #define SD_AREA_DATA_START (4 * SMR_MIB)
-#define SD_AREA_SLOTS 16
-#define SD_CNV_MAX_SLOTS 64
+/*
+ * The checkpoint ring fills the bytes from SD_SLOTS_START to 4 MiB: 252
+ * slots, each a checkpoint or a piece of an fsync log record, so that some
+ * 250 records fit between two commits. Open reads every slot, 4 MiB.
+ * Filesystems made with fewer slots (16 on regular files, at most 64 in a
+ * conventional zone 0, before) keep them: the superblock says how many.
+ */
+#define SD_MAX_SLOTS ((SD_AREA_DATA_START - SD_SLOTS_START) / SMR_CKPT_SIZE)
 #define SD_MAX_FILL 16
 
 struct sd_state {
@@ -81,7 +87,7 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 		sb->ckpt_scheme = SMR_CKPT_AREA;
 		sb->ckpt_start = SD_SLOTS_START;
 		sb->ckpt_len = SMR_CKPT_SIZE;
-		sb->ckpt_nr_slots = SD_AREA_SLOTS;
+		sb->ckpt_nr_slots = SD_MAX_SLOTS;
 		sb->data_start = SD_AREA_DATA_START;
 		if (di->capacity < sb->data_start + 16 * SMR_MIB) {
 			smr_err("device too small: %" PRIu64 " bytes, need at least %llu",
@@ -108,7 +114,7 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 		sb->ckpt_scheme = SMR_CKPT_CNV;
 		sb->ckpt_start = SD_SLOTS_START;
 		sb->ckpt_len = SMR_CKPT_SIZE;
-		sb->ckpt_nr_slots = (uint32_t)SMR_MIN(slots, SD_CNV_MAX_SLOTS);
+		sb->ckpt_nr_slots = (uint32_t)SMR_MIN(slots, SD_MAX_SLOTS);
 		sb->data_start = z1.start;
 		return 0;
 	}
@@ -1356,7 +1362,8 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	c->sb.format_minor = SMR_FORMAT_MINOR;
 	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
 				  SMR_FEAT_INCOMPAT_LOG |
-				  SMR_FEAT_INCOMPAT_LOG_FREES;
+				  SMR_FEAT_INCOMPAT_LOG_FREES |
+				  SMR_FEAT_INCOMPAT_BIG_RING;
 	c->sb.node_size = SMR_NODE_MIN_SIZE;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);

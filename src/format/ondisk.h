@@ -114,12 +114,20 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
  * record's would count the earlier ones' space used for good.
  */
 #define SMR_FEAT_INCOMPAT_LOG_FREES (1ULL << 2)
+/*
+ * BIG_RING: the checkpoint ring (area and cnv schemes) may hold up to 252
+ * slots, the bytes from 64 KiB to 4 MiB; builds before it made at most 16
+ * on regular files and 64 in a conventional zone 0, and would refuse the
+ * layout with a less telling message. The superblock's ckpt_nr_slots says
+ * how many there are.
+ */
+#define SMR_FEAT_INCOMPAT_BIG_RING (1ULL << 3)
 
 #define SMR_FEAT_COMPAT_SUPP 0ULL
 #define SMR_FEAT_RO_COMPAT_SUPP 0ULL
 #define SMR_FEAT_INCOMPAT_SUPP \
 	(SMR_FEAT_INCOMPAT_PREV_CKPT | SMR_FEAT_INCOMPAT_LOG | \
-	 SMR_FEAT_INCOMPAT_LOG_FREES)
+	 SMR_FEAT_INCOMPAT_LOG_FREES | SMR_FEAT_INCOMPAT_BIG_RING)
 
 /* Where the checkpoints are (sb_ckpt_scheme). */
 #define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */
