@@ -404,34 +404,16 @@ static void node_put(struct smr_cow *c, struct smr_node *n)
 }
 
 /*
- * Get the node at @addr, which the reference says is at @level of @tree and
- * was written in @gen; read and verify it on a cache miss. Pinned on return.
+ * Read and verify the node at @addr (a cache miss): a new node, pinned,
+ * in no list or hash yet. Called without cache_lock.
  */
-static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
-		    uint64_t gen, uint16_t level, struct smr_node **np)
+static int node_load(struct smr_cow *c, uint32_t tree, uint64_t addr,
+		     uint64_t gen, uint16_t level, struct smr_node **np)
 {
-	struct smr_node *n, *other;
+	struct smr_node *n;
 	struct smr_blk_expect exp = { .addr = addr, .gen = gen, .owner = tree,
 				      .uuid = c->sb.uuid };
 	int rc;
-
-	pthread_mutex_lock(&c->cache_lock);
-	n = hash_find(c, addr);
-	if (n) {
-		n->pin++;
-		if (!n->dirty) {
-			nlist_del(&c->lru, n);
-			nlist_add_tail(&c->lru, n);
-		}
-		pthread_mutex_unlock(&c->cache_lock);
-		if (n->level != level || n->tree != tree || n->gen != gen) {
-			node_put(c, n);
-			return smr_corrupt(addr, "btree node: cached node does not match its reference");
-		}
-		*np = n;
-		return 0;
-	}
-	pthread_mutex_unlock(&c->cache_lock);
 
 	if (addr & SMR_TMP_ADDR)
 		return smr_corrupt(addr, "btree: dangling reference to an unwritten node");
@@ -461,26 +443,64 @@ static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
 	n->tree = tree;
 	n->level = level;
 	n->pin = 1;
-
-	pthread_mutex_lock(&c->cache_lock);
-	other = hash_find(c, addr);
-	if (other) {
-		/* Another reader loaded it meanwhile. */
-		other->pin++;
-		node_release_locked(c, n);
-		pthread_mutex_unlock(&c->cache_lock);
-		*np = other;
-		return 0;
-	}
-	hash_add(c, n);
-	nlist_add_tail(&c->lru, n);
-	cache_shrink_locked(c);
-	pthread_mutex_unlock(&c->cache_lock);
 	*np = n;
 	return 0;
 
 out_free:
 	node_release(c, n);
+	return rc;
+}
+
+/*
+ * Get the node at @addr, which the reference says is at @level of @tree and
+ * was written in @gen; read and verify it on a cache miss. Pinned on return.
+ * Called with cache_lock held, and returns with it held; a miss drops it
+ * while it reads. A search takes the lock once for its whole descent
+ * rather than once a level: on a cache hit this is all a level costs.
+ */
+static int node_get_locked(struct smr_cow *c, uint32_t tree, uint64_t addr,
+			   uint64_t gen, uint16_t level, struct smr_node **np)
+{
+	struct smr_node *n = hash_find(c, addr), *other;
+	int rc;
+
+	if (!n) {
+		pthread_mutex_unlock(&c->cache_lock);
+		rc = node_load(c, tree, addr, gen, level, &n);
+		pthread_mutex_lock(&c->cache_lock);
+		if (rc)
+			return rc;
+		other = hash_find(c, addr);
+		if (!other) {
+			hash_add(c, n);
+			nlist_add_tail(&c->lru, n);
+			cache_shrink_locked(c);
+			*np = n;
+			return 0;
+		}
+		/* Another reader loaded it meanwhile. */
+		node_release_locked(c, n);
+		n = other;
+	}
+	if (n->level != level || n->tree != tree || n->gen != gen)
+		return smr_corrupt(addr, "btree node: cached node does not match its reference");
+	n->pin++;
+	if (!n->dirty) {
+		nlist_del(&c->lru, n);
+		nlist_add_tail(&c->lru, n);
+	}
+	*np = n;
+	return 0;
+}
+
+static int node_get(struct smr_cow *c, uint32_t tree, uint64_t addr,
+		    uint64_t gen, uint16_t level, struct smr_node **np)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->cache_lock);
+	rc = node_get_locked(c, tree, addr, gen, level, np);
+	pthread_mutex_unlock(&c->cache_lock);
 	return rc;
 }
 
@@ -834,12 +854,16 @@ static void path_init(struct smr_path *p)
 	p->top = -1;
 }
 
+/* Unpin the path's nodes, under one hold of cache_lock. */
 static void path_release(struct smr_cow *c, struct smr_path *p)
 {
+	pthread_mutex_lock(&c->cache_lock);
 	for (int l = 0; l < SMR_BT_MAX_LEVEL; l++) {
-		node_put(c, p->n[l]);
+		if (p->n[l])
+			p->n[l]->pin--;
 		p->n[l] = NULL;
 	}
+	pthread_mutex_unlock(&c->cache_lock);
 	p->top = -1;
 }
 
@@ -867,26 +891,31 @@ static int bt_search(struct smr_cow *c, struct smr_tree *t,
 	if (!addr)
 		return -ENOENT;
 	p->top = t->level;
+	pthread_mutex_lock(&c->cache_lock);
 	for (int l = t->level; l >= 0; l--) {
-		rc = node_get(c, t->id, addr, gen, (uint16_t)l, &n);
-		if (rc) {
-			path_release(c, p);
-			return rc;
-		}
+		rc = node_get_locked(c, t->id, addr, gen, (uint16_t)l, &n);
+		if (rc)
+			goto out_release;
 		p->n[l] = n;
 		if (l == 0) {
 			p->slot[0] = (int)leaf_search(n->buf, key, &exact);
 			break;
 		}
 		if (!smr_node_nritems(n->buf)) {
-			path_release(c, p);
-			return smr_corrupt(n->addr, "btree: empty internal node");
+			rc = smr_corrupt(n->addr, "btree: empty internal node");
+			goto out_release;
 		}
 		p->slot[l] = (int)int_search(n->buf, key);
 		addr = smr_int_addr(n->buf, (uint32_t)p->slot[l]);
 		gen = smr_int_gen(n->buf, (uint32_t)p->slot[l]);
 	}
+	pthread_mutex_unlock(&c->cache_lock);
 	return exact;
+
+out_release:
+	pthread_mutex_unlock(&c->cache_lock);
+	path_release(c, p);
+	return rc;
 }
 
 /* Make every node of the path dirty, top down, fixing the pointers. */
