@@ -277,6 +277,24 @@ int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 	return rc;
 }
 
+int smr_bt_prev2(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		 struct smr_key found[2], void *val[2], size_t len[2])
+{
+	size_t i;
+	int n = 0;
+
+	pthread_rwlock_rdlock(&c->lock);
+	i = mc_lower(c, from);
+	if (i < c->n && !smr_key_cmp(&c->items[i].key, from))
+		i++;
+	for (; i > 0 && n < 2; i--, n++) {
+		found[n] = c->items[i - 1].key;
+		mc_copy_out(&c->items[i - 1], val[n], &len[n]);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return n ? n : -ENOENT;
+}
+
 /* Is this change the one to fail? (Counted under the write lock.) */
 static int mc_fail_change(struct smr_cow *c)
 {

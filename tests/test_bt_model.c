@@ -229,6 +229,7 @@ static void run_model(struct backend *be, unsigned long nops)
 	struct smr_cow_stats st;
 	uint64_t rs = 0x1234567;
 	uint8_t *val = malloc(SMR_COW_MAX_ITEM), *got = malloc(SMR_COW_MAX_ITEM);
+	uint8_t *val2 = malloc(SMR_COW_MAX_ITEM);
 	int height_max = 0;
 
 	printf("\n  model test: %lu operations (SMR_TEST_OPS to change)\n", nops);
@@ -303,6 +304,25 @@ static void run_model(struct backend *be, unsigned long nops)
 			if (!rc && (key_id(&f) != e ||
 				    !check_val(&r, (uint32_t)e, got, len)))
 				rc = -EBADMSG;
+			/* prev2: the same, and the item before it. */
+			if (dir < 0 && rc == want) {
+				int64_t e2 = e < 0 ? -1 : ref_next(&r, e - 1, -1);
+				struct smr_key f2[2];
+				void *v2[2] = { got, val2 };
+				size_t l2[2] = { SMR_COW_MAX_ITEM,
+						 SMR_COW_MAX_ITEM };
+				int n = smr_bt_prev2(c, SMR_TREE_FS, &k, f2, v2,
+						     l2);
+
+				if (n != (e < 0 ? -ENOENT : e2 < 0 ? 1 : 2) ||
+				    (n > 0 && (key_id(&f2[0]) != e ||
+					       !check_val(&r, (uint32_t)e, got,
+							  l2[0]))) ||
+				    (n > 1 && (key_id(&f2[1]) != e2 ||
+					       !check_val(&r, (uint32_t)e2,
+							  val2, l2[1]))))
+					rc = -EBADMSG;
+			}
 		} else { /* a short range */
 			uint32_t hi = SMR_MIN(id + 200, DOMAIN - 1);
 
@@ -351,6 +371,7 @@ static void run_model(struct backend *be, unsigned long nops)
 	free(r.seed);
 	free(val);
 	free(got);
+	free(val2);
 }
 
 /* Sequential then reverse inserts of many small items, then deleting all:

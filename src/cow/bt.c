@@ -1327,12 +1327,14 @@ static int path_step_leaf(struct smr_cow *c, struct smr_tree *t,
 	return 0;
 }
 
-int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
-		       const struct smr_nkey *from, bool forward,
-		       struct smr_nkey *found, void *val, size_t *len)
+int smr_bt_step_n_locked(struct smr_cow *c, uint32_t tree,
+			 const struct smr_nkey *from, bool forward,
+			 unsigned int n, struct smr_nkey *found, void **val,
+			 size_t *len)
 {
 	struct smr_tree *t = tree_get(c, tree);
 	struct smr_path p;
+	unsigned int got = 0;
 	int rc;
 
 	if (!t)
@@ -1342,21 +1344,36 @@ int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
 		return rc;
 	if (!forward && rc == 0)
 		p.slot[0]--;
-	for (;;) {
-		uint32_t n = smr_node_nritems(p.n[0]->buf);
+	for (rc = 0; got < n; got++) {
+		if (got)
+			p.slot[0] += forward ? 1 : -1;
+		for (;;) {
+			uint32_t nr = smr_node_nritems(p.n[0]->buf);
 
-		if (p.slot[0] >= 0 && (uint32_t)p.slot[0] < n)
-			break;
-		rc = path_step_leaf(c, t, &p, forward);
-		if (rc)
-			goto out;
+			if (p.slot[0] >= 0 && (uint32_t)p.slot[0] < nr)
+				break;
+			rc = path_step_leaf(c, t, &p, forward);
+			if (rc)
+				goto out;
+		}
+		smr_leaf_key(p.n[0]->buf, (uint32_t)p.slot[0], &found[got]);
+		copy_out(p.n[0], (uint32_t)p.slot[0], val[got], &len[got]);
 	}
-	smr_leaf_key(p.n[0]->buf, (uint32_t)p.slot[0], found);
-	copy_out(p.n[0], (uint32_t)p.slot[0], val, len);
-	rc = 0;
 out:
 	path_release(c, &p);
-	return rc;
+	if (rc == -ENOENT && got)
+		rc = 0;
+	return rc ? rc : (int)got;
+}
+
+int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
+		       const struct smr_nkey *from, bool forward,
+		       struct smr_nkey *found, void *val, size_t *len)
+{
+	int rc = smr_bt_step_n_locked(c, tree, from, forward, 1, found, &val,
+				      len);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* A node that does not verify (or breaks a rule of the check). */

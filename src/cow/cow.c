@@ -401,35 +401,53 @@ int smr_bt_lookup(struct smr_cow *c, uint32_t tree, const struct smr_key *key,
 	return rc;
 }
 
+/* Up to @n (at most 2) items from @from on, as smr_bt_step_n_locked():
+ * how many, or an error; @found may be NULL. */
 static int bt_step(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
-		   bool fwd, struct smr_key *found, void *val, size_t *len)
+		   bool fwd, unsigned int n, struct smr_key *found, void **val,
+		   size_t *len)
 {
-	struct smr_nkey k, f;
-	size_t dummy = 0;
+	struct smr_nkey k, f[2];
 	int rc;
 
+	if (n > SMR_ARRAY_SIZE(f))
+		return -EINVAL;
 	to_nkey(from, &k);
 	rc = smr_rmap_sync(c, tree);
 	if (rc)
 		return rc;
 	pthread_rwlock_rdlock(&c->lock);
-	rc = smr_bt_step_locked(c, tree, &k, fwd, &f, val, len ? len : &dummy);
+	rc = smr_bt_step_n_locked(c, tree, &k, fwd, n, f, val, len);
 	pthread_rwlock_unlock(&c->lock);
-	if (!rc && found)
-		from_nkey(&f, found);
+	for (int i = 0; found && i < rc; i++)
+		from_nkey(&f[i], &found[i]);
 	return rc;
 }
 
 int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 		struct smr_key *found, void *val, size_t *len)
 {
-	return bt_step(c, tree, from, true, found, val, len);
+	size_t dummy = 0;
+	int rc = bt_step(c, tree, from, true, 1, found, &val,
+			 len ? len : &dummy);
+
+	return rc < 0 ? rc : 0;
 }
 
 int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 		struct smr_key *found, void *val, size_t *len)
 {
-	return bt_step(c, tree, from, false, found, val, len);
+	size_t dummy = 0;
+	int rc = bt_step(c, tree, from, false, 1, found, &val,
+			 len ? len : &dummy);
+
+	return rc < 0 ? rc : 0;
+}
+
+int smr_bt_prev2(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		 struct smr_key found[2], void *val[2], size_t len[2])
+{
+	return bt_step(c, tree, from, false, 2, found, val, len);
 }
 
 static int bt_modify(struct smr_txn *t, uint32_t tree,

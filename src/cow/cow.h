@@ -303,6 +303,18 @@ int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 		struct smr_key *found, void *val, size_t *len);
 
 /*
+ * smr_bt_prev, and the item before the one it finds, in one search: the
+ * last item with key <= @from in found[0], val[0], len[0], the one before
+ * it in found[1], val[1], len[1] (each as for lookup; val[i] may be NULL,
+ * len[i] may not). Returns how many were found (1 or 2), -ENOENT if none.
+ * A caller that wants both the item at an offset and its neighbour before
+ * (the extent a write replaces and the one it may merge into) pays for
+ * one descent of the tree instead of two.
+ */
+int smr_bt_prev2(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		 struct smr_key found[2], void *val[2], size_t len[2]);
+
+/*
  * Changes go through the tree's type (struct smr_tree_type): -EINVAL if
  * the tree has none or its check refuses the item, -E2BIG if @len passes
  * the type's max_item.
