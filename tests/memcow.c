@@ -34,6 +34,9 @@ struct smr_cow {
 	/* Failure injection: the fail_at-th change from now fails. */
 	uint64_t changes, fail_at;
 	int fail_err;
+	/* Called once at the start of the next data write. */
+	void (*on_write)(void *);
+	void *on_write_arg;
 };
 
 struct smr_txn {
@@ -295,6 +298,12 @@ int smr_bt_prev2(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 	return n ? n : -ENOENT;
 }
 
+void memcow_on_data_write(struct smr_cow *c, void (*fn)(void *), void *arg)
+{
+	c->on_write = fn;
+	c->on_write_arg = arg;
+}
+
 /* Is this change the one to fail? (Counted under the write lock.) */
 static int mc_fail_change(struct smr_cow *c)
 {
@@ -522,6 +531,12 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	unsigned int n = 0;
 	const uint8_t *src = buf;
 
+	if (c->on_write) {
+		void (*fn)(void *) = c->on_write;
+
+		c->on_write = NULL;
+		fn(c->on_write_arg);
+	}
 	if (len % c->bs || len == 0 || max == 0)
 		return -EINVAL;
 	if (c->ro)

@@ -42,6 +42,11 @@ uint64_t memcow_nr_errors(struct smr_cow *c);
 void memcow_fail_change(struct smr_cow *c, uint64_t n, int err);
 bool memcow_fail_pending(struct smr_cow *c);
 
+/* Call @fn(@arg) once, at the start of the next data write: another
+ * writer whose changes land while a write's data goes out (the namespace
+ * holds no lock then). NULL: none. */
+void memcow_on_data_write(struct smr_cow *c, void (*fn)(void *), void *arg);
+
 /* A hash of every item and of the number of data blocks in use: equal
  * digests mean an unchanged engine. */
 uint64_t memcow_digest(struct smr_cow *c);

@@ -168,6 +168,10 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
  * moves no other item of the leaf, and *@replaced is set; otherwise the
  * caller puts @repl afterwards.
  *
+ * If @at is not NULL, it is the extent that covers @a as the map holds it
+ * now (the caller found it and knows nothing changed since), which saves
+ * the first lookup; it is scratch space afterwards.
+ *
  * The items changed here were just read, so the undo log is given what
  * they held; a key at @b inside an extent holds nothing (extents do not
  * overlap).
@@ -175,7 +179,7 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
 static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t a, uint64_t b,
 			   struct ns_ext *left, const struct ns_ext *repl,
-			   bool *replaced)
+			   bool *replaced, struct ns_ext *at)
 {
 	/* A few KiB on the stack: no allocation for every write. */
 	struct ns_ext ebuf, piecebuf, *e = &ebuf, *piece = &piecebuf;
@@ -192,7 +196,13 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 		struct smr_key k;
 		size_t was_len;
 
-		rc = ns_ext_find(ns, ip->ino, pos, e);
+		if (at && pos == a) {
+			e = at;
+			rc = 0;
+		} else {
+			e = &ebuf;
+			rc = ns_ext_find(ns, ip->ino, pos, e);
+		}
 		if (rc == -ENOENT) {
 			rc = 0;
 			break;
@@ -251,7 +261,7 @@ int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 {
 	return ns_punch_locked(ns, t, ip, 0,
 			       SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize), NULL,
-			       NULL, NULL);
+			       NULL, NULL, NULL);
 }
 
 /* ========================================================================
@@ -419,10 +429,12 @@ struct ns_piece {
 /*
  * What the map holds just before file offset @a, as seen at one moment:
  * the extent that covers @a - 1 (in the caller's struct ns_ext), nothing,
- * or not known. It stays true while the FS tree's change count is @chg.
+ * or not known; and whether the extent that covers @a was seen (in a second
+ * struct ns_ext). Both stay true while the FS tree's change count is @chg.
  */
 struct ns_before {
 	int what;              /* NS_BEFORE_* */
+	bool at;               /* the extent that covers @a was seen */
 	uint64_t chg;          /* smr_cow_fs_changes() when it was seen */
 };
 
@@ -432,20 +444,58 @@ enum {
 	NS_BEFORE_EXT,         /* the extent in prev covers @a - 1 */
 };
 
-/* The device end of the extent just before file offset @a (the locality
- * hint of a write there), or 0; *@bf says what was seen, for the map. */
-static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
-			struct ns_ext *prev, struct ns_before *bf)
+/* Is @k an extent item of @ino? */
+static bool ns_key_is_ext(const struct smr_key *k, uint64_t ino)
 {
-	int rc = a >= ns->bsize ? ns_ext_find(ns, ino, a - 1, prev) : -ENOENT;
+	return k->objid == ino && k->type == SMR_NS_T_EXTENT;
+}
+
+/*
+ * The device end of the extent just before file offset @a (the locality
+ * hint of a write there), or 0; *@bf says what was seen, for the map: the
+ * extent that covers @a - 1 in *@prev and the one that covers @a in *@at.
+ * One search finds both: the last item at or before @a and the one before
+ * it. An extent that covers @a either starts before it (and then covers
+ * @a - 1 too, as a file offset is whole blocks) or starts at @a (and the
+ * one before it is the candidate for @a - 1).
+ */
+static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
+			struct ns_ext *prev, struct ns_ext *at,
+			struct ns_before *bf)
+{
+	struct smr_key from = ns_key(ino, SMR_NS_T_EXTENT, a), found[2];
+	union ns_ext_buf v[2];
+	void *val[2] = { &v[0], &v[1] };
+	size_t len[2] = { sizeof(v[0]), sizeof(v[1]) };
+	int rc, i = 0;
 
 	bf->chg = smr_cow_fs_changes(ns->cow);
-	bf->what = rc == 0 ? NS_BEFORE_EXT :
-		   rc == 1 || rc == -ENOENT ? NS_BEFORE_NONE :
-					      NS_BEFORE_UNKNOWN;
-	if (rc == 0)
-		return prev->dev + prev->len;
-	return 0;
+	bf->what = NS_BEFORE_UNKNOWN;
+	bf->at = false;
+	rc = smr_bt_prev2(ns->cow, SMR_TREE_FS, &from, found, val, len);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc < 0)
+		return 0;
+	if (rc > 0 && ns_key_is_ext(&found[0], ino)) {
+		if (ns_ext_decode(ns, &found[0], &v[0], len[0], at))
+			return 0;
+		bf->at = at->foff + at->len > a;
+		/* It starts at @a: the extent before @a is the next one. */
+		if (at->foff == a)
+			i = 1;
+	}
+	bf->what = NS_BEFORE_NONE;
+	if (a < ns->bsize || rc <= i || !ns_key_is_ext(&found[i], ino))
+		return 0;
+	if (ns_ext_decode(ns, &found[i], &v[i], len[i], prev)) {
+		bf->what = NS_BEFORE_UNKNOWN;
+		return 0;
+	}
+	if (prev->foff + prev->len <= a - 1)
+		return 0;
+	bf->what = NS_BEFORE_EXT;
+	return prev->dev + prev->len;
 }
 
 /*
@@ -551,14 +601,15 @@ static void ns_piece_drop(struct smr_txn *t, const struct ns_piece *pc,
 }
 
 /*
- * Map a written piece in place of what was there. @e[1] holds what @bf
- * says ns_near() saw before the piece, if @bf is not NULL.
+ * Map a written piece in place of what was there. @e[1] and @e[2] hold
+ * what @bf says ns_near() saw before the piece and at its start, if @bf is
+ * not NULL; @e[0] is scratch space.
  */
 static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip, const struct ns_piece *pc,
 			       struct ns_ext *e, const struct ns_before *bf)
 {
-	struct ns_ext *prev = e + 1;
+	struct ns_ext *prev = e + 1, *at = NULL;
 	uint64_t bs = ns->bsize, foff = pc->a;
 	int rc, mapped = 0, before = NS_BEFORE_UNKNOWN;
 	bool replaced;
@@ -571,10 +622,14 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 			return rc;
 		}
 	}
-	/* What came before the piece is still so if no FS item changed
-	 * since; an extent across the piece's start is the punch's to cut. */
-	if (bf && bf->chg == smr_cow_fs_changes(ns->cow))
+	/* What came before the piece, and the extent at its start, are
+	 * still so if no FS item changed since; an extent across the piece's
+	 * start is the punch's to cut. */
+	if (bf && bf->chg == smr_cow_fs_changes(ns->cow)) {
 		before = bf->what;
+		if (bf->at)
+			at = e + 2;
+	}
 	if (before == NS_BEFORE_EXT && prev->foff + prev->len != pc->a)
 		before = NS_BEFORE_UNKNOWN;
 	if (pc->n == 1 && before != NS_BEFORE_UNKNOWN) {
@@ -589,9 +644,10 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 		/* An overwrite of one whole extent (every random overwrite
 		 * once the file's extents are as small as its writes) puts
 		 * the new one in the old one's item: one search instead of
-		 * a delete, a lookup of the extent before and an insert. */
+		 * a delete, a lookup of the extent before and an insert;
+		 * none if ns_near() found the old one. */
 		rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, NULL,
-				     e, &replaced);
+				     e, &replaced, at);
 		if (!rc && !replaced)
 			rc = ns_ext_put_was(ns, t, ip->ino, e, NULL, 0);
 		if (!rc)
@@ -602,7 +658,7 @@ slow:
 	/* The extent the punch leaves before the piece, if it shortened one,
 	 * is the first insert's neighbour. */
 	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, prev, NULL,
-			     NULL);
+			     NULL, at);
 	for (; !rc && mapped < pc->n; mapped++) {
 		e->foff = foff;
 		e->dev = pc->dx[mapped].off;
@@ -639,7 +695,7 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 	if (!pc)
 		return -ENOMEM;
 	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
-			    ns_near(ns, ip->ino, a, e + 1, &bf),
+			    ns_near(ns, ip->ino, a, e + 1, e + 2, &bf),
 			    rescue ? SMR_DATA_RESCUE :
 				     ns_temp_locked(ns, ip->ino, a, len,
 						    ip->size),
@@ -672,7 +728,7 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 	int rc = 0;
 
 	*done = 0;
-	e = malloc(2 * sizeof(*e));
+	e = malloc(3 * sizeof(*e));
 	/* No piece is longer than the write's blocks: a small write must not
 	 * allocate and zero a whole piece's buffer. */
 	wbuf = smr_cow_buf_alloc(SMR_MIN(maxp, SMR_ROUND_UP(end, bs) -
@@ -769,7 +825,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
 	/* A few KiB on the stack: no allocation for every write. */
 	struct ns_piece pcbuf, *pc = &pcbuf;
-	struct ns_ext ebuf[2], *e = ebuf;
+	struct ns_ext ebuf[3], *e = ebuf;
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc = 0, rc2;
@@ -793,7 +849,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			rc = (int)fit;
 		else
 			len = (uint64_t)fit;
-		near = rc ? 0 : ns_near(ns, ino, a, e + 1, &bf);
+		near = rc ? 0 : ns_near(ns, ino, a, e + 1, e + 2, &bf);
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
 		gen = in.gen;
@@ -946,7 +1002,7 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 	if (size < ip->size) {
 		rc = ns_punch_locked(ns, t, ip, keep,
 				     SMR_ROUND_DOWN(NS_MAX_FILE_END, bs), NULL,
-				     NULL, NULL);
+				     NULL, NULL, NULL);
 		if (!rc && size % bs)
 			rc = ns_zero_partial(ns, t, ip, size, keep);
 		if (rc)
@@ -1004,7 +1060,8 @@ static int ns_zero_once(struct smr_ns *ns, uint64_t ino, uint64_t off,
 	} else {
 		rc = ns_zero_partial(ns, t, &in, off, a);
 		if (!rc && a < b)
-			rc = ns_punch_locked(ns, t, &in, a, b, NULL, NULL, NULL);
+			rc = ns_punch_locked(ns, t, &in, a, b, NULL, NULL, NULL,
+					     NULL);
 		if (!rc)
 			rc = ns_zero_partial(ns, t, &in, b, pend);
 	}
