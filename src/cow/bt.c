@@ -89,7 +89,8 @@ static void nlist_del(struct smr_nlist *l, struct smr_node *n)
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
 	n->prev = n->next = NULL;
-	l->n--;
+	/* Changed under cache_lock; read without it (smr_cache_dirty_bytes). */
+	__atomic_store_n(&l->n, l->n - 1, __ATOMIC_RELAXED);
 }
 
 static void nlist_add_tail(struct smr_nlist *l, struct smr_node *n)
@@ -98,7 +99,7 @@ static void nlist_add_tail(struct smr_nlist *l, struct smr_node *n)
 	n->next = &l->head;
 	l->head.prev->next = n;
 	l->head.prev = n;
-	l->n++;
+	__atomic_store_n(&l->n, l->n + 1, __ATOMIC_RELAXED);
 }
 
 static size_t hash_of(struct smr_cow *c, uint64_t addr)
@@ -384,14 +385,11 @@ void smr_cow_drop_cache(struct smr_cow *c)
 	pthread_mutex_unlock(&c->cache_lock);
 }
 
+/* A count alone: no lock (every transaction asks, to bound the dirty
+ * nodes; a count a moment old bounds them as well). */
 size_t smr_cache_dirty_bytes(struct smr_cow *c)
 {
-	size_t n;
-
-	pthread_mutex_lock(&c->cache_lock);
-	n = c->dirty.n;
-	pthread_mutex_unlock(&c->cache_lock);
-	return n * c->ns;
+	return __atomic_load_n(&c->dirty.n, __ATOMIC_RELAXED) * c->ns;
 }
 
 static void node_put(struct smr_cow *c, struct smr_node *n)

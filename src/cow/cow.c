@@ -343,14 +343,10 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	pthread_rwlock_unlock(&c->lock);
 }
 
+/* A flag alone: no lock (every write and transaction asks). */
 bool smr_cow_is_read_only(struct smr_cow *c)
 {
-	bool ro;
-
-	pthread_mutex_lock(&c->txn_lock);
-	ro = cow_read_only(c);
-	pthread_mutex_unlock(&c->txn_lock);
-	return ro;
+	return cow_read_only(c);
 }
 
 int smr_cow_check(struct smr_cow *c)

@@ -131,7 +131,8 @@ struct smr_xlist {
 
 struct smr_nlist {
 	struct smr_node head;    /* sentinel: head.next is the oldest */
-	size_t n;
+	size_t n;                /* cache_lock to change; atomics to read
+				  * without it */
 };
 
 struct smr_cow_stats {
