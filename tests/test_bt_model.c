@@ -421,6 +421,80 @@ static void test_grow_shrink(void)
 	smr_memstore_free(ms);
 }
 
+/*
+ * A search remembers the leaf it found (bt.c, "Fingers") and the next one
+ * for a key of that leaf starts there. A split moves keys out of the leaf:
+ * a search must then find them in their new leaf, and one that trusted the
+ * leaf found before the split would miss them. Likewise for the leaves a
+ * merge empties, and for keys put at a leaf's low end.
+ */
+static void test_fingers(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	uint8_t val[200] = { 0 };
+	const uint64_t n = 2000, step = 100;
+	size_t len;
+
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (uint64_t i = 0; i < n; i++) {
+		struct smr_key k = { .objid = i * step, .type = 1 };
+
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val, sizeof(val)));
+	}
+	smr_txn_end(t);
+	CU_ASSERT(smr_bt_height(c, SMR_TREE_FS) >= 2);
+	/* Each round: a search lands in the leaf of key base, then keys
+	 * around it go in (splitting that leaf) and out again (merging
+	 * leaves), each found right after its change. */
+	for (uint64_t base = step; base < n * step; base += 97 * step) {
+		struct smr_key k = { .objid = base, .type = 1 };
+
+		len = sizeof(val);
+		SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, val, &len));
+		SMR_ASSERT_OK(smr_txn_begin(c, &t));
+		for (uint64_t j = 1; j < step; j++) {
+			k.objid = base + j;
+			SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val,
+						    sizeof(val)));
+			len = sizeof(val);
+			SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, val,
+						    &len));
+			k.objid = base - step + j;
+			len = sizeof(val);
+			SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, val,
+						    &len), -ENOENT);
+		}
+		for (uint64_t j = 1; j < step; j++) {
+			k.objid = base + j;
+			SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+			len = sizeof(val);
+			SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_FS, &k, val,
+						    &len), -ENOENT);
+			k.objid = base + step;
+			len = sizeof(val);
+			if (base + step < n * step)
+				SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k,
+							    val, &len));
+		}
+		smr_txn_end(t);
+	}
+	/* Every key of the first set is where a full search finds it. */
+	for (uint64_t i = 0; i < n; i++) {
+		struct smr_key k = { .objid = i * step, .type = 1 };
+
+		len = sizeof(val);
+		SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, val, &len));
+	}
+	SMR_ASSERT_OK(smr_cow_close(c));
+	smr_memstore_free(ms);
+}
+
 /* A failed write turns the engine read-only and keeps the last commit. */
 static void test_write_failure(void)
 {
@@ -958,6 +1032,7 @@ static const struct smr_test model_tests[] = {
 	{ "limits", test_limits },
 	{ "write_failure", test_write_failure },
 	{ "grow_shrink", test_grow_shrink },
+	{ "fingers", test_fingers },
 	{ "dirty_bound", test_dirty_bound },
 	{ "dirty_bound_writers", test_dirty_bound_writers },
 	{ "node_memory", test_node_memory },

@@ -122,7 +122,14 @@ int smr_cache_init(struct smr_cow *c)
 	if (!c->scratch[0] || !c->scratch[1])
 		return -ENOMEM;
 	c->next_tmp = 1;
+	c->bt_shape = 1; /* a zeroed finger stands for nothing */
 	return 0;
+}
+
+/* The trees' shape changed: every finger is void (see "Fingers"). */
+static void bt_reshaped(struct smr_cow *c)
+{
+	__atomic_fetch_add(&c->bt_shape, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -322,6 +329,7 @@ static void hash_add(struct smr_cow *c, struct smr_node *n)
 	n->hnext = c->hash[b];
 	c->hash[b] = n;
 	c->nr_cached++;
+	bt_reshaped(c);
 }
 
 static void hash_del(struct smr_cow *c, struct smr_node *n)
@@ -335,6 +343,7 @@ static void hash_del(struct smr_cow *c, struct smr_node *n)
 		c->nr_cached--;
 	}
 	n->hnext = NULL;
+	bt_reshaped(c);
 }
 
 static struct smr_node *hash_find(struct smr_cow *c, uint64_t addr)
@@ -779,6 +788,8 @@ static int redistribute(struct smr_cow *c, struct smr_node *a,
 	struct vent *v = malloc(sizeof(*v) * (size_t)(n ? n : 1));
 	uint32_t *sz = malloc(sizeof(*sz) * (size_t)(n ? n : 1));
 	uint8_t *out[2] = { c->scratch[0], c->scratch[1] };
+
+	bt_reshaped(c);
 	struct smr_node *dst[2] = { a, b };
 
 	if (!v || !sz) {
@@ -872,6 +883,88 @@ static struct smr_tree *tree_get(struct smr_cow *c, uint32_t id)
 	return &c->trees[id];
 }
 
+/* ========================================================================
+ * Fingers
+ *
+ * A search remembers the leaf it found and the path to it (struct
+ * smr_finger, a tree keeps SMR_BT_FINGERS), and the next search for a key
+ * that leaf holds takes the path from there instead of walking down: the
+ * searches of one write mostly land in a leaf searched just before (the
+ * extent it replaces, found with the locality hint; its inode). Which leaf
+ * holds a key is decided by the internal nodes alone: at each level the
+ * child is the last entry whose key is <= the key, so the leaf holds keys
+ * from the entry key of the lowest ancestor entered at a slot above 0 (no
+ * bound if none) up to, not including, the next entry's key of the lowest
+ * ancestor entered below its last slot (no bound if none).
+ *
+ * A finger is trusted only while c->bt_shape has not moved since it was
+ * taken. Everything that changes which node is where moves it: a node
+ * added to or taken out of the cache or given another address (hash_add,
+ * hash_del: new nodes, copies, drops, evictions, the commit), the entries
+ * of an internal node (insert_ptr, rebalance, fixup_low_keys,
+ * redistribute), the roots (load, salvage). An item put, replaced or
+ * deleted inside a leaf does not: the leaf slot is searched each time.
+ * The finger's nodes are not pinned: one can only be freed once evicted
+ * or dropped, and both move the shape first.
+ * ======================================================================== */
+
+/* A search for @key in @t from a finger: the path, pinned, in *@p (leaf
+ * slot not set). cache_lock held. */
+static bool finger_take(struct smr_cow *c, struct smr_tree *t,
+			const struct smr_nkey *key, struct smr_path *p)
+{
+	uint64_t shape = __atomic_load_n(&c->bt_shape, __ATOMIC_RELAXED);
+
+	for (int i = 0; i < SMR_BT_FINGERS; i++) {
+		const struct smr_finger *f = &t->finger[i];
+
+		if (f->shape != shape || f->path.top != t->level ||
+		    f->path.n[f->path.top]->addr != t->addr)
+			continue;
+		if ((!f->lo_inf && smr_nkey_cmp(key, &f->lo) < 0) ||
+		    (!f->hi_inf && smr_nkey_cmp(key, &f->hi) >= 0))
+			continue;
+		*p = f->path;
+		/* The one not used longest goes next. */
+		t->finger_next = (unsigned int)i + 1;
+		for (int l = 0; l <= p->top; l++) {
+			struct smr_node *n = p->n[l];
+
+			n->pin++;
+			if (!n->dirty) {
+				nlist_del(&c->lru, n);
+				nlist_add_tail(&c->lru, n);
+			}
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Remember the path @p a descent just took. cache_lock held. */
+static void finger_keep(struct smr_cow *c, struct smr_tree *t,
+			const struct smr_path *p)
+{
+	struct smr_finger *f = &t->finger[t->finger_next++ % SMR_BT_FINGERS];
+
+	f->path = *p;
+	f->lo_inf = f->hi_inf = true;
+	for (int l = 1; l <= p->top; l++) {
+		const uint8_t *b = p->n[l]->buf;
+		uint32_t s = (uint32_t)p->slot[l];
+
+		if (f->lo_inf && s > 0) {
+			smr_int_key(b, s, &f->lo);
+			f->lo_inf = false;
+		}
+		if (f->hi_inf && s + 1 < smr_node_nritems(b)) {
+			smr_int_key(b, s + 1, &f->hi);
+			f->hi_inf = false;
+		}
+	}
+	f->shape = __atomic_load_n(&c->bt_shape, __ATOMIC_RELAXED);
+}
+
 /*
  * Walk from the root to the leaf where @key is or would be. Leaf slot = first
  * key >= @key. Returns 1 if found exactly, 0 if not, -ENOENT for an empty
@@ -888,8 +981,13 @@ static int bt_search(struct smr_cow *c, struct smr_tree *t,
 	path_init(p);
 	if (!addr)
 		return -ENOENT;
-	p->top = t->level;
 	pthread_mutex_lock(&c->cache_lock);
+	if (finger_take(c, t, key, p)) {
+		p->slot[0] = (int)leaf_search(p->n[0]->buf, key, &exact);
+		pthread_mutex_unlock(&c->cache_lock);
+		return exact;
+	}
+	p->top = t->level;
 	for (int l = t->level; l >= 0; l--) {
 		rc = node_get_locked(c, t->id, addr, gen, (uint16_t)l, &n);
 		if (rc)
@@ -907,6 +1005,7 @@ static int bt_search(struct smr_cow *c, struct smr_tree *t,
 		addr = smr_int_addr(n->buf, (uint32_t)p->slot[l]);
 		gen = smr_int_gen(n->buf, (uint32_t)p->slot[l]);
 	}
+	finger_keep(c, t, p);
 	pthread_mutex_unlock(&c->cache_lock);
 	return exact;
 
@@ -944,9 +1043,10 @@ static int path_cow(struct smr_cow *c, struct smr_tree *t, struct smr_path *p)
 
 /* The leaf's first key became @k: lower the keys above it (the path is
  * dirty). */
-static void fixup_low_keys(struct smr_path *p, int from_level,
-			   const struct smr_nkey *k)
+static void fixup_low_keys(struct smr_cow *c, struct smr_path *p,
+			   int from_level, const struct smr_nkey *k)
 {
+	bt_reshaped(c);
 	for (int l = from_level; l <= p->top; l++) {
 		smr_int_set_key(p->n[l]->buf, (uint32_t)p->slot[l], k);
 		if (p->slot[l])
@@ -965,6 +1065,8 @@ static int insert_ptr(struct smr_cow *c, struct smr_tree *t,
 	struct vent e = { .key = *k, .addr = child->addr, .gen = child->gen };
 	uint32_t pos;
 	int rc;
+
+	bt_reshaped(c);
 
 	if (l > p->top) {
 		/* Grow a new root above the old one. */
@@ -1018,7 +1120,7 @@ static int leaf_insert(struct smr_cow *c, struct smr_tree *t,
 	if (leaf_free(c, leaf->buf) >= len + sizeof(struct smr_ditem)) {
 		leaf_insert_at(c, leaf->buf, (uint32_t)slot, k, val, len);
 		if (slot == 0 && p->top > 0)
-			fixup_low_keys(p, 1, k);
+			fixup_low_keys(c, p, 1, k);
 		return 0;
 	}
 	r = node_new(c, t->id, 0);
@@ -1028,7 +1130,7 @@ static int leaf_insert(struct smr_cow *c, struct smr_tree *t,
 	if (rc < 0)
 		goto out;
 	if (slot == 0 && p->top > 0)
-		fixup_low_keys(p, 1, k);
+		fixup_low_keys(c, p, 1, k);
 	node_first_key(r, &fk);
 	rc = insert_ptr(c, t, p, 1, &fk, r);
 out:
@@ -1044,6 +1146,8 @@ static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
 	struct smr_nkey fk;
 	uint32_t pn;
 	int s, sslot, aslot, rc;
+
+	bt_reshaped(c);
 
 	if (l == p->top) {
 		/* A root with one child gives way to the child. */
@@ -1283,7 +1387,7 @@ int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
 	t->nr_items--;
 	if (p.slot[0] == 0 && p.top > 0 && smr_node_nritems(leaf->buf)) {
 		smr_leaf_key(leaf->buf, 0, &fk);
-		fixup_low_keys(&p, 1, &fk);
+		fixup_low_keys(c, &p, 1, &fk);
 	}
 	rc = rebalance(c, t, &p, 0);
 out:
@@ -1504,6 +1608,7 @@ int smr_bt_iterate_locked(struct smr_cow *c, uint32_t tree,
 
 int smr_bt_load_roots(struct smr_cow *c, const struct smr_ckpt *ck)
 {
+	bt_reshaped(c);
 	memset(c->trees, 0, sizeof(c->trees));
 	for (uint32_t i = 0; i <= SMR_COW_MAX_TREE; i++)
 		c->trees[i].id = i;
@@ -2455,6 +2560,7 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 		return -EINVAL;
 	if (!t->addr)
 		return 0;
+	bt_reshaped(c);
 	if (tree == SMR_TREE_FS)
 		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
 	s.tt = tree_type(c, tree, "salvage");
@@ -2494,6 +2600,7 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 	}
 	if (rc)
 		goto out;
+	bt_reshaped(c);
 	t->addr = 0;
 	t->gen = 0;
 	t->level = 0;

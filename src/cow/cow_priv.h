@@ -114,12 +114,30 @@ struct smr_path {
 	int top;                 /* level of the root; -1 = empty tree */
 };
 
+/*
+ * A leaf a search found lately, with the path to it (not pinned) and the
+ * keys it holds: [lo, hi), lo_inf and hi_inf for no bound. It stands for a
+ * descent only while the cow's bt_shape is still @shape (bt.c, "Fingers").
+ */
+struct smr_finger {
+	uint64_t shape;          /* 0: none */
+	struct smr_path path;
+	struct smr_nkey lo, hi;
+	bool lo_inf, hi_inf;
+};
+
+/* Fingers a tree keeps: a write searches two leaves of the FS tree, its
+ * inode's and its extent's. */
+#define SMR_BT_FINGERS 2
+
 struct smr_tree {
 	uint32_t id;
 	uint64_t addr;           /* root; 0 = empty tree */
 	uint64_t gen;
 	uint16_t level;
 	uint64_t nr_items;
+	struct smr_finger finger[SMR_BT_FINGERS]; /* cache_lock */
+	unsigned int finger_next;                 /* cache_lock */
 };
 
 /* A growable list of extents (pending frees). */
@@ -213,6 +231,12 @@ struct smr_cow {
 				  * (bt.c); cache_lock */
 	struct smr_slab *empty_slab; /* the one all free kept; cache_lock */
 	uint64_t next_tmp;       /* lock excl. */
+	/* Moves with every change of the trees' shape: a node added, dropped,
+	 * copied, evicted or given its address, an internal node's entries,
+	 * a root; not with an item's change in a leaf (bt.c, "Fingers").
+	 * Changed with atomics (under lock exclusive, or cache_lock for an
+	 * eviction), read under cache_lock. */
+	uint64_t bt_shape;
 
 	pthread_mutex_t txn_lock;
 	pthread_cond_t txn_cond;
