@@ -788,10 +788,9 @@ static int redistribute(struct smr_cow *c, struct smr_node *a,
 	struct vent *v = malloc(sizeof(*v) * (size_t)(n ? n : 1));
 	uint32_t *sz = malloc(sizeof(*sz) * (size_t)(n ? n : 1));
 	uint8_t *out[2] = { c->scratch[0], c->scratch[1] };
-
-	bt_reshaped(c);
 	struct smr_node *dst[2] = { a, b };
 
+	bt_reshaped(c);
 	if (!v || !sz) {
 		free(v);
 		free(sz);

@@ -420,24 +420,28 @@ static int bt_step(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 	return rc;
 }
 
-int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
-		struct smr_key *found, void *val, size_t *len)
+/* One item, as smr_bt_next() and smr_bt_prev(): 0 or an error. */
+static int bt_step1(struct smr_cow *c, uint32_t tree,
+		    const struct smr_key *from, bool fwd,
+		    struct smr_key *found, void *val, size_t *len)
 {
 	size_t dummy = 0;
-	int rc = bt_step(c, tree, from, true, 1, found, &val,
+	int rc = bt_step(c, tree, from, fwd, 1, found, &val,
 			 len ? len : &dummy);
 
 	return rc < 0 ? rc : 0;
 }
 
+int smr_bt_next(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
+		struct smr_key *found, void *val, size_t *len)
+{
+	return bt_step1(c, tree, from, true, found, val, len);
+}
+
 int smr_bt_prev(struct smr_cow *c, uint32_t tree, const struct smr_key *from,
 		struct smr_key *found, void *val, size_t *len)
 {
-	size_t dummy = 0;
-	int rc = bt_step(c, tree, from, false, 1, found, &val,
-			 len ? len : &dummy);
-
-	return rc < 0 ? rc : 0;
+	return bt_step1(c, tree, from, false, found, val, len);
 }
 
 int smr_bt_prev2(struct smr_cow *c, uint32_t tree, const struct smr_key *from,

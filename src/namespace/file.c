@@ -577,7 +577,6 @@ static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 			  struct ns_piece *pc)
 {
 	uint64_t bs = ns->bsize;
-
 	struct smr_key owner = ns_key(ino, SMR_NS_T_EXTENT, a);
 
 	pc->a = a;
