@@ -1441,6 +1441,80 @@ static void test_flash_discard(void)
 	smr_dev_close(dev);
 }
 
+/*
+ * Writes a full zone of @stream and commits @commits times after it; the
+ * zone's number in *@zno.
+ */
+static void gc_fill_zone(struct smr_alloc *a, struct smr_dev *dev,
+			 uint8_t *buf, enum smr_stream stream,
+			 unsigned int commits, uint64_t *gen, uint32_t *zno)
+{
+	struct smr_alloc_ref ref;
+	struct smr_extent e[2];
+
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ, NULL, stream, e, 2),
+			      1);
+	*zno = smr_dev_zone_no(dev, e[0].off);
+	for (unsigned int i = 0; i < commits; i++)
+		SMR_ASSERT_OK(smr_alloc_commit(a, ++*gen, &ref));
+}
+
+/*
+ * When the data zones decay at one rate (live fraction exp(-r * age), as
+ * under uniform overwrites), a zone's age says nothing its live bytes do
+ * not, and cost-benefit picks what greedy picks: here a zone that was
+ * lucky (emptier than the oldest, though younger), which the square root
+ * of the age alone passed over for the oldest. Once zones that decay
+ * faster join them, the age counts again.
+ */
+static void test_zoned_gc_pick_one_rate(void)
+{
+	char path[512];
+	struct smr_dev *dev = zloop_dev("alloc-zr", 0, 0, path, sizeof(path));
+	struct smr_alloc *a = NULL;
+	struct smr_alloc_ref ref;
+	uint8_t *buf = smr_dev_buf_alloc(ZSZ);
+	uint64_t gen = 0, blocks = ZSZ / BS;
+	/* Blocks of 256 live: exp(-0.035 * age) at ages 24, 22, ..., 2,
+	 * but for the fifth, the lucky one (146 at its age). */
+	static const uint64_t live[12] = { 111, 119, 127, 136, 104, 157,
+					   168, 180, 193, 208, 223, 239 };
+	uint32_t zno[16], greedy = 0, cb = 0;
+	unsigned int i;
+
+	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
+	CU_ASSERT_FATAL(a != NULL);
+	/* Twelve zones two commits apart, the oldest first. */
+	for (i = 0; i < 12; i++)
+		gc_fill_zone(a, dev, buf, SMR_STREAM_COLD, 2, &gen, &zno[i]);
+	for (i = 0; i < 12; i++)
+		SMR_ASSERT_OK(smr_alloc_free(a, smr_dev_zone_start(dev, zno[i]),
+					     (blocks - live[i]) * BS));
+	SMR_ASSERT_OK(smr_alloc_commit(a, ++gen, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &greedy));
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_COST_BENEFIT, &cb));
+	CU_ASSERT_EQUAL(greedy, zno[4]);
+	CU_ASSERT_EQUAL(cb, zno[4]);
+
+	/* Four young zones, emptier than any: two rates now. Greedy takes
+	 * a young one, cost-benefit the oldest. */
+	for (i = 12; i < 16; i++)
+		gc_fill_zone(a, dev, buf, SMR_STREAM_HOT, 2, &gen, &zno[i]);
+	for (i = 12; i < 16; i++)
+		SMR_ASSERT_OK(smr_alloc_free(a, smr_dev_zone_start(dev, zno[i]),
+					     (blocks - 90) * BS));
+	SMR_ASSERT_OK(smr_alloc_commit(a, ++gen, &ref));
+	SMR_ASSERT_OK(smr_alloc_committed(a));
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_GREEDY, &greedy));
+	SMR_ASSERT_OK(smr_alloc_gc_pick(a, SMR_GC_COST_BENEFIT, &cb));
+	CU_ASSERT(greedy >= zno[12]);
+	CU_ASSERT_EQUAL(cb, zno[0]);
+	smr_alloc_close(a);
+	smr_dev_buf_free(buf);
+	smr_dev_close(dev);
+}
+
 /* Greedy takes the fewest live bytes; cost-benefit prefers an old zone to
  * a young one that is a little emptier. */
 static void test_zoned_gc_pick(void)
@@ -2017,6 +2091,7 @@ static const struct smr_test zoned_tests[] = {
 	{ "unsettled", test_unsettled },
 	{ "zoned_retire", test_zoned_retire },
 	{ "zoned_gc_pick", test_zoned_gc_pick },
+	{ "zoned_gc_pick_one_rate", test_zoned_gc_pick_one_rate },
 	{ "zoned_state_tail", test_zoned_state_tail },
 	{ "zoned_threads", test_zoned_threads },
 	{ "zoned_power_cut", test_zoned_power_cut },

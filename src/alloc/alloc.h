@@ -121,8 +121,9 @@ struct smr_alloc_stats {
 
 enum smr_gc_policy {
 	SMR_GC_GREEDY = 0,       /* fewest live bytes */
-	SMR_GC_COST_BENEFIT = 1, /* (1 - u) * sqrt(age) / (1 + u), after
-				  * Sprite LFS */
+	SMR_GC_COST_BENEFIT = 1, /* (1 - u) * age^p / (1 + u), after
+				  * Sprite LFS; p = 1/2, less for data
+				  * zones that decay at one rate */
 };
 
 /* A zone worth cleaning, as gc_pick_n names it; at most SMR_GC_PICK_MAX
