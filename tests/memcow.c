@@ -30,6 +30,8 @@ struct smr_cow {
 	uint64_t cursor;
 	bool ro;
 	uint64_t errors, commits;
+	int error; /* smr_cow_set_error()'s */
+	uint64_t changes_committed; /* changes counted at the last commit */
 	const struct smr_tree_type *type; /* of the one tree held */
 	/* Failure injection: the fail_at-th change from now fails. */
 	uint64_t changes, fail_at;
@@ -165,6 +167,19 @@ bool smr_cow_is_read_only(struct smr_cow *c)
 	return c->ro;
 }
 
+void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
+{
+	(void)what;
+	if (!c->error)
+		c->error = rc;
+	c->ro = true;
+}
+
+void memcow_clear_error(struct smr_cow *c)
+{
+	c->error = 0;
+}
+
 int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 {
 	struct smr_txn *t;
@@ -191,12 +206,15 @@ int smr_cow_commit(struct smr_cow *c)
 		if (c->state[b] == MC_FREEING)
 			c->state[b] = MC_FREE;
 	c->commits++;
+	c->changes_committed = c->changes;
 	pthread_rwlock_unlock(&c->lock);
 	return 0;
 }
 
 int smr_cow_fsync(struct smr_cow *c)
 {
+	if (c->error)
+		return c->error;
 	return smr_cow_commit(c);
 }
 
@@ -321,6 +339,16 @@ uint64_t smr_cow_fs_changes(struct smr_cow *c)
 
 	pthread_rwlock_rdlock(&c->lock);
 	n = c->changes;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+uint64_t memcow_changes_since_commit(struct smr_cow *c)
+{
+	uint64_t n;
+
+	pthread_rwlock_rdlock(&c->lock);
+	n = c->changes - c->changes_committed;
 	pthread_rwlock_unlock(&c->lock);
 	return n;
 }

@@ -25,6 +25,11 @@ void memcow_corrupt(struct smr_cow *c, uint64_t off);
 
 /* Turn the engine read-only (as after a failed commit) or back. */
 void memcow_set_read_only(struct smr_cow *c, bool ro);
+/* Forget the error smr_cow_set_error() recorded. */
+void memcow_clear_error(struct smr_cow *c);
+
+/* Tree changes (failed ones too) since the last commit. */
+uint64_t memcow_changes_since_commit(struct smr_cow *c);
 
 /* Items in the trees. */
 uint64_t memcow_nr_items(struct smr_cow *c);

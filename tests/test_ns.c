@@ -48,18 +48,23 @@ static const struct smr_ns_cred other_cr = { 1001, 1001, NULL, 0 };
  * ------------------------------------------------------------------------ */
 
 #ifdef NS_TEST_REAL
-static int engine_open(void)
+static int engine_open_opts(const struct smr_cow_opts *o)
 {
 	int rc = smr_dev_open(devpath, NULL, &dev);
 
 	if (rc)
 		return rc;
-	rc = smr_cow_open(dev, NULL, &cow);
+	rc = smr_cow_open(dev, o, &cow);
 	if (rc) {
 		smr_dev_close(dev);
 		dev = NULL;
 	}
 	return rc;
+}
+
+static int engine_open(void)
+{
+	return engine_open_opts(NULL);
 }
 
 static void engine_close(void)
@@ -2116,6 +2121,139 @@ static void test_threads_overlap(void)
 	fs_teardown();
 }
 
+/* ------------------------------------------------------------------------
+ * Writes answered before they are mapped (smr_ns_write_ack)
+ * ------------------------------------------------------------------------ */
+
+struct ack_probe {
+	uint64_t ino;
+	bool fsync;     /* the probe fsyncs, else it reads */
+	uint8_t *out;   /* what the read found */
+	ssize_t read;
+	int fsynced;    /* what the fsync returned */
+	int answers;
+	ssize_t result;
+	int fail;       /* make the mapping fail with this */
+	pthread_t th;
+	bool started;
+};
+
+static void *ack_probe_run(void *arg)
+{
+	struct ack_probe *p = arg;
+
+	if (p->fsync)
+		p->fsynced = smr_ns_fsync(ns, p->ino, false);
+	else
+		p->read = smr_ns_read(ns, p->ino, 0, 3 * 4096, p->out);
+	return NULL;
+}
+
+/* The answer: start the probe and give it time to run into whatever the
+ * write has not finished yet. */
+static void ack_probe_fn(void *arg, ssize_t result)
+{
+	struct ack_probe *p = arg;
+
+	p->answers++;
+	p->result = result;
+#ifndef NS_TEST_REAL
+	if (p->fail)
+		memcow_fail_change(cow, 1, p->fail);
+#endif
+	p->started = !pthread_create(&p->th, NULL, ack_probe_run, p);
+	usleep(20000);
+}
+
+/* Write @len bytes of @buf at @off through smr_ns_write_ack with @p
+ * probing; the write must be answered once, with @len. */
+static void ack_probe_write(struct ack_probe *p, uint64_t off,
+			    const uint8_t *buf, size_t len)
+{
+	p->answers = 0;
+	p->started = false;
+	smr_ns_write_ack(ns, &root_cr, p->ino, off, buf, len, ack_probe_fn,
+			 p);
+	CU_ASSERT_EQUAL(p->answers, 1);
+	CU_ASSERT_EQUAL(p->result, (ssize_t)len);
+	CU_ASSERT(p->started);
+	if (p->started)
+		pthread_join(p->th, NULL);
+}
+
+static void test_write_ack(void)
+{
+	uint8_t *old = malloc(3 * 4096), *new = malloc(3 * 4096);
+	struct ack_probe p = { .out = malloc(3 * 4096) };
+	uint8_t *out = malloc(3 * 4096);
+
+	fs_setup();
+#ifdef NS_TEST_REAL
+	{
+		/* fsync writes a log record: it waits for nothing it does
+		 * not know of. */
+		struct smr_cow_opts o = { .fsync_log = true };
+
+		smr_ns_close(ns);
+		engine_close();
+		SMR_ASSERT_OK(engine_open_opts(&o));
+		SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	}
+#endif
+	p.ino = mkfile(ROOT, "f", 0644);
+	fill_pattern(old, 3 * 4096, 1);
+	fill_pattern(new, 3 * 4096, 2);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, p.ino, 0, old, 3 * 4096),
+			3 * 4096);
+	SMR_ASSERT_OK(smr_ns_fsync(ns, p.ino, false));
+
+	/* A read that starts from the answer sees the write. */
+	ack_probe_write(&p, 4096, new + 4096, 4096);
+	CU_ASSERT_EQUAL(p.read, 3 * 4096);
+	CU_ASSERT(!memcmp(p.out, old, 4096));
+	CU_ASSERT(!memcmp(p.out + 4096, new + 4096, 4096));
+	CU_ASSERT(!memcmp(p.out + 8192, old + 8192, 4096));
+
+	/* An fsync that starts from the answer makes it durable. */
+	p.fsync = true;
+	ack_probe_write(&p, 8192, new + 8192, 4096);
+	CU_ASSERT_EQUAL(p.fsynced, 0);
+#ifdef NS_TEST_REAL
+	smr_ns_close(ns);
+	ns = NULL;
+	smr_cow_close_discard(cow);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	SMR_ASSERT_OK(engine_open());
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, p.ino, 0, 3 * 4096, out), 3 * 4096);
+	CU_ASSERT(!memcmp(out + 4096, new + 4096, 8192));
+#else
+	CU_ASSERT_EQUAL(memcow_changes_since_commit(cow), 0);
+
+	/* Unaligned: answered once, after the fact. */
+	p.fsync = false;
+	ack_probe_write(&p, 100, new + 100, 10);
+	CU_ASSERT(!memcmp(p.out + 100, new + 100, 10));
+
+	/* The mapping fails after the answer: the filesystem turns read-only
+	 * and the next fsync says so, as after a failed writeback. */
+	p.fail = -ENOMEM;
+	ack_probe_write(&p, 0, new, 4096);
+	CU_ASSERT_FALSE(memcow_fail_pending(cow));
+	CU_ASSERT(smr_cow_is_read_only(cow));
+	SMR_ASSERT_RC(smr_ns_fsync(ns, p.ino, false), -ENOMEM);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, p.ino, 0, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, old, 100));
+	memcow_set_read_only(cow, false);
+	memcow_clear_error(cow);
+#endif
+	free(old);
+	free(new);
+	free(out);
+	free(p.out);
+	fs_teardown();
+}
+
 #ifdef NS_TEST_REAL
 static void test_persistence(void)
 {
@@ -2581,6 +2719,7 @@ static const struct smr_test ns_tests[] = {
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },
+	{ "write_ack", test_write_ack },
 	{ NULL, NULL },
 };
 

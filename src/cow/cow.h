@@ -231,6 +231,9 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info);
 
 /* Read-only: opened so, or turned so after a failed metadata write. */
 bool smr_cow_is_read_only(struct smr_cow *c);
+/* Turn the engine read-only after a failure of @what that left it unable to
+ * keep a promise (logged once); later fsyncs and commits return @rc. */
+void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);
 
 /*
  * Check the trees (fsck, tests): every node verifies and is reachable from

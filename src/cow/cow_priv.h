@@ -548,7 +548,6 @@ int smr_cow_commit_now(struct smr_cow *c);
  */
 int smr_cow_commit_release(struct smr_cow *c);
 int smr_cow_start_timer(struct smr_cow *c);
-void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);
 
 /*
  * Open an engine over a store (store_mem.c for tests; the device store is

@@ -370,19 +370,26 @@ static void smr_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	free(buf);
 }
 
+static void write_ack(void *arg, ssize_t n)
+{
+	fuse_req_t req = arg;
+
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
 static void smr_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 			   size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct smr_ns_cred cr;
-	ssize_t n;
 
 	if (off < 0)
 		return reply_err(req, -EINVAL);
 	req_cred(req, &cr);
-	n = smr_ns_write(NS(req), &cr, ino, (uint64_t)off, buf, size);
-	if (n < 0)
-		return reply_err(req, (int)n);
-	fuse_reply_write(req, (size_t)n);
+	smr_ns_write_ack(NS(req), &cr, ino, (uint64_t)off, buf, size,
+			 write_ack, req);
 }
 
 static void smr_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -568,27 +568,31 @@ static int64_t ns_admit_locked(struct smr_ns *ns, uint64_t ino, uint64_t a,
 
 /*
  * Write [@a, @a + @len) of whole blocks from @wbuf to new space of
- * temperature @temp and checksum it. Needs no namespace lock:
- * nothing references the new space until ns_piece_map_locked() maps it.
+ * temperature @temp. Needs no namespace lock: nothing references the new
+ * space until ns_piece_map_locked() maps it.
  */
-static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t gen,
-			  uint64_t a, const uint8_t *wbuf, uint64_t len,
-			  uint64_t near, enum smr_data_temp temp,
-			  struct ns_piece *pc)
+static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t a,
+			  const uint8_t *wbuf, uint64_t len, uint64_t near,
+			  enum smr_data_temp temp, struct ns_piece *pc)
 {
-	uint64_t bs = ns->bsize;
 	struct smr_key owner = ns_key(ino, SMR_NS_T_EXTENT, a);
 
 	pc->a = a;
 	pc->len = len;
 	pc->n = smr_cow_data_write_owned(ns->cow, temp, near, &owner,
 					 wbuf, len, pc->dx, NS_WRITE_EXTS);
-	if (pc->n < 0)
-		return pc->n;
-	for (uint64_t j = 0; j < len / bs; j++)
-		pc->csums[j] = ns_block_csum(ns, wbuf + j * bs, ino, a + j * bs,
-					     gen);
-	return 0;
+	return pc->n < 0 ? pc->n : 0;
+}
+
+/* The checksums of a piece's blocks, which @wbuf holds. */
+static void ns_piece_csum(struct smr_ns *ns, uint64_t ino, uint64_t gen,
+			  const uint8_t *wbuf, struct ns_piece *pc)
+{
+	uint64_t bs = ns->bsize;
+
+	for (uint64_t j = 0; j < pc->len / bs; j++)
+		pc->csums[j] = ns_block_csum(ns, wbuf + j * bs, ino,
+					     pc->a + j * bs, gen);
 }
 
 /* Give back the space of a piece that will not be mapped. */
@@ -693,13 +697,14 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 
 	if (!pc)
 		return -ENOMEM;
-	rc = ns_piece_write(ns, ip->ino, ip->gen, a, wbuf, len,
+	rc = ns_piece_write(ns, ip->ino, a, wbuf, len,
 			    ns_near(ns, ip->ino, a, e + 1, e + 2, &bf),
 			    rescue ? SMR_DATA_RESCUE :
 				     ns_temp_locked(ns, ip->ino, a, len,
 						    ip->size),
 			    pc);
 	if (!rc) {
+		ns_piece_csum(ns, ip->ino, ip->gen, wbuf, pc);
 		rc = ns_piece_map_locked(ns, t, ip, pc, e, &bf);
 		/* Earlier pieces stay; nothing of this one does. */
 		if (rc && ns_undo_to(ns, t, mark))
@@ -809,6 +814,13 @@ static void ns_wrote(const struct smr_ns_cred *cr, struct ns_inode *ip,
 	}
 }
 
+/* How a write is answered early (smr_ns_write_ack()). */
+struct ns_ack {
+	smr_ns_ack_fn fn;
+	void *arg;
+	bool done; /* answered */
+};
+
 /*
  * A write of whole blocks needs no read-modify-write, so its data goes to
  * the device without the namespace lock, a piece at a time: the lock is
@@ -819,7 +831,7 @@ static void ns_wrote(const struct smr_ns_cred *cr, struct ns_inode *ip,
  */
 static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			    uint64_t ino, uint64_t off, const uint8_t *buf,
-			    uint64_t size, uint64_t *done)
+			    uint64_t size, uint64_t *done, struct ns_ack *ak)
 {
 	uint64_t maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * ns->bsize;
 	/* A few KiB on the stack: no allocation for every write. */
@@ -840,6 +852,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		uint64_t near, gen;
 		struct ns_before bf;
 		int64_t fit;
+		bool last;
 
 		pthread_mutex_lock(&ns->lock);
 		rc = ns_get_writable(ns, ino, &in);
@@ -856,18 +869,22 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc)
 			break;
 
-		rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near, temp,
-				    pc);
+		rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp, pc);
 		/* Out of space with dead space about: clean and retry (no
 		 * lock is held here, which cleaning needs). */
 		for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
 			if (smr_cow_clean_for_space(ns->cow))
 				break;
-			rc = ns_piece_write(ns, ino, gen, a, wbuf, len, near,
-					    temp, pc);
+			rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp,
+					    pc);
 		}
 		if (rc)
 			break;
+		/* The last piece of a write answered early is checksummed
+		 * after the answer, the rest before the lock. */
+		last = ak && *done + len == size;
+		if (!last)
+			ns_piece_csum(ns, ino, gen, wbuf, pc);
 
 		pthread_mutex_lock(&ns->lock);
 		rc = ns_txn_begin(ns, &t);
@@ -882,6 +899,15 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		} else {
 			struct ns_inode was = in;
 
+			/* The last piece's data is on the device: answer now,
+			 * and checksum and map it while the caller's next
+			 * request comes (@buf stays the caller's until the
+			 * call returns). */
+			if (last) {
+				ak->fn(ak->arg, (ssize_t)size);
+				ak->done = true;
+				ns_piece_csum(ns, ino, gen, wbuf, pc);
+			}
 			rc = ns_piece_map_locked(ns, t, &in, pc, e, &bf);
 			if (!rc)
 				ns_wrote(cr, &in, a + len);
@@ -892,6 +918,9 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 				rc = rc2;
 		}
 		rc = ns_txn_end(ns, t, rc);
+		if (rc && ak && ak->done)
+			smr_cow_set_error(ns->cow, rc,
+					  "mapping a write already answered");
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
@@ -900,8 +929,9 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	return rc;
 }
 
-ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
-		     uint64_t ino, uint64_t off, const void *buf, size_t size)
+static ssize_t ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			uint64_t ino, uint64_t off, const void *buf,
+			size_t size, struct ns_ack *ak)
 {
 	struct ns_inode in;
 	struct smr_txn *t;
@@ -911,7 +941,7 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
 		return -EFBIG;
 	if (size && off % ns->bsize == 0 && size % ns->bsize == 0) {
-		rc = ns_write_aligned(ns, cr, ino, off, buf, size, &done);
+		rc = ns_write_aligned(ns, cr, ino, off, buf, size, &done, ak);
 		goto out;
 	}
 retry:
@@ -953,6 +983,23 @@ out:
 	if (done && (rc == 0 || done < size))
 		return (ssize_t)done;
 	return rc;
+}
+
+ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		     uint64_t ino, uint64_t off, const void *buf, size_t size)
+{
+	return ns_write(ns, cr, ino, off, buf, size, NULL);
+}
+
+void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		      uint64_t ino, uint64_t off, const void *buf, size_t size,
+		      smr_ns_ack_fn ack, void *arg)
+{
+	struct ns_ack ak = { .fn = ack, .arg = arg };
+	ssize_t n = ns_write(ns, cr, ino, off, buf, size, &ak);
+
+	if (!ak.done)
+		ack(arg, n);
 }
 
 /* ========================================================================
@@ -1172,11 +1219,15 @@ out:
 
 int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync)
 {
+	(void)ino;
+	(void)datasync;
+	/* A write answered early is still mapping under the lock: the fsync
+	 * that follows it must wait for it to end. */
+	pthread_mutex_lock(&ns->lock);
+	pthread_mutex_unlock(&ns->lock);
 	/* One log record or commit makes everything durable; the namespace
 	 * lock is not held across it (it waits only for running operations
 	 * to end). */
-	(void)ino;
-	(void)datasync;
 	return smr_cow_fsync(ns->cow);
 }
 

@@ -265,6 +265,23 @@ ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
  */
 ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		     uint64_t ino, uint64_t off, const void *buf, size_t size);
+/*
+ * The answer to a write: the bytes written, or a negative errno. @arg is
+ * smr_ns_write_ack()'s.
+ */
+typedef void (*smr_ns_ack_fn)(void *arg, ssize_t result);
+/*
+ * smr_ns_write() that answers through @ack, called exactly once and before
+ * this returns. A write of whole blocks is answered as soon as its data is
+ * on the device and nothing but mapping it in memory is left; every later
+ * call of the namespace (fsync too) sees the write, since the mapping ends
+ * before the namespace lock is let go. Should that mapping fail after all
+ * (no memory, a metadata read error), the filesystem turns read-only and
+ * later fsyncs fail, as after a failed writeback of a kernel filesystem.
+ */
+void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		      uint64_t ino, uint64_t off, const void *buf, size_t size,
+		      smr_ns_ack_fn ack, void *arg);
 /* Make the file (and everything else) durable: a commit. */
 int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync);
 
