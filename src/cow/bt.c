@@ -1458,7 +1458,9 @@ int smr_bt_step_n_locked(struct smr_cow *c, uint32_t tree,
 				goto out;
 		}
 		smr_leaf_key(p.n[0]->buf, (uint32_t)p.slot[0], &found[got]);
-		copy_out(p.n[0], (uint32_t)p.slot[0], val[got], &len[got]);
+		/* A caller that wants keys only passes no arrays. */
+		copy_out(p.n[0], (uint32_t)p.slot[0], val ? val[got] : NULL,
+			 len ? &len[got] : NULL);
 	}
 out:
 	path_release(c, &p);

@@ -425,9 +425,7 @@ static int bt_step1(struct smr_cow *c, uint32_t tree,
 		    const struct smr_key *from, bool fwd,
 		    struct smr_key *found, void *val, size_t *len)
 {
-	size_t dummy = 0;
-	int rc = bt_step(c, tree, from, fwd, 1, found, &val,
-			 len ? len : &dummy);
+	int rc = bt_step(c, tree, from, fwd, 1, found, &val, len);
 
 	return rc < 0 ? rc : 0;
 }

@@ -352,7 +352,8 @@ int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
 		       struct smr_nkey *found, void *val, size_t *len);
 /* Up to @n items from the one smr_bt_step_locked() finds on, in the
  * direction of the step, into found[i], val[i] and len[i] (each as for
- * lookup): the number found (at least 1), -ENOENT for none, or an error. */
+ * lookup; @val and @len may be NULL for keys only): the number found (at
+ * least 1), -ENOENT for none, or an error. */
 int smr_bt_step_n_locked(struct smr_cow *c, uint32_t tree,
 			 const struct smr_nkey *from, bool forward,
 			 unsigned int n, struct smr_nkey *found, void **val,
