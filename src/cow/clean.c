@@ -1214,7 +1214,14 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, GC_PASS_ZONES);
 	if (rc < 0)
 		return rc == -EOPNOTSUPP ? -ENOSPC : rc;
-	return rc > 0 || free_zones(c) >= 2 ? 0 : -ENOSPC;
+	if (rc > 0)
+		return 0;
+	/* Nothing to clean, but the commits gave space back: on a device
+	 * of few zones a second free zone may never come while the data
+	 * fits, and the write may fit what came back (several writers at
+	 * once each hold back a piece they have not freed yet). */
+	smr_alloc_space(c->alloc, &sp);
+	return sp.free > before ? 0 : -ENOSPC;
 }
 
 static unsigned int gc_low(const struct smr_cow *c)
