@@ -1212,14 +1212,15 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	if (free_zones(c) >= 2)
 		return 0;
 	rc = smr_cow_clean(c, SMR_COW_GC_GREEDY, GC_PASS_ZONES);
-	if (rc < 0)
-		return rc == -EOPNOTSUPP ? -ENOSPC : rc;
 	if (rc > 0)
 		return 0;
-	/* Nothing to clean, but the commits gave space back: on a device
-	 * of few zones a second free zone may never come while the data
-	 * fits, and the write may fit what came back (several writers at
-	 * once each hold back a piece they have not freed yet). */
+	if (rc < 0 && rc != -ENOSPC)
+		return rc;
+	/* Nothing cleaned (or no room for the copies), but the commits may
+	 * have given space back: on a device of few zones a second free
+	 * zone may never come while the data fits, and the write may fit
+	 * what came back (several writers at once each hold back a piece
+	 * they have not freed yet). */
 	smr_alloc_space(c->alloc, &sp);
 	return sp.free > before ? 0 : -ENOSPC;
 }
