@@ -100,6 +100,11 @@ static void smr_fuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want &= ~FUSE_CAP_SPLICE_READ;
+	/* A write may be short (ENOSPC after some blocks). The kernel's
+	 * asynchronous direct I/O turns a short answer into EIO for the
+	 * whole O_DIRECT write; without it the kernel sends one request at a
+	 * time and returns the short count, as for a buffered write. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 static void smr_fuse_lookup(fuse_req_t req, fuse_ino_t parent,
