@@ -754,6 +754,49 @@ static void insert_random(struct smr_cow *c, uint64_t *rs, const uint8_t *val,
 	smr_txn_end(t);
 }
 
+/*
+ * Keys put in ascending order split by appending: the new right node gets
+ * the one new entry, at every level. When the root splits so, the new
+ * right internal node has one child, a leaf of one item. Deleting that
+ * item left the leaf empty under its parent, with no sibling to merge
+ * with: a tree the check (and fsck) calls corrupt.
+ */
+static void test_only_child(void)
+{
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_memstore *ms = smr_memstore_new(16384);
+	struct smr_cow *c = NULL;
+	struct smr_txn *t;
+	uint8_t val[400] = { 7 };
+	uint64_t items, i;
+	int h = 1;
+
+	SMR_ASSERT_OK(open_mem(ms, &o, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	for (i = 0; h < 3 && i < 1000000; i++) {
+		struct smr_key k = { .objid = 1000 + i, .type = 1 };
+
+		SMR_ASSERT_OK(smr_bt_insert(t, SMR_TREE_FS, &k, val,
+					    sizeof(val)));
+		h = smr_bt_height(c, SMR_TREE_FS);
+	}
+	CU_ASSERT_EQUAL(h, 3);
+	{
+		struct smr_key k = { .objid = 1000 + i - 1, .type = 1 };
+
+		SMR_ASSERT_OK(smr_bt_delete(t, SMR_TREE_FS, &k));
+	}
+	smr_txn_end(t);
+	pthread_rwlock_rdlock(&c->lock);
+	SMR_ASSERT_OK(smr_bt_check(c, SMR_TREE_FS, &items));
+	pthread_rwlock_unlock(&c->lock);
+	CU_ASSERT_EQUAL(items, i - 1);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	close_reopen_count(c, ms, &o, i - 1);
+}
+
 /* Dirty nodes pass half the cache: the next transaction commits first, and
  * clean nodes are evicted to stay within the bound. */
 static void test_dirty_bound(void)
@@ -1032,6 +1075,7 @@ static const struct smr_test model_tests[] = {
 	{ "limits", test_limits },
 	{ "write_failure", test_write_failure },
 	{ "grow_shrink", test_grow_shrink },
+	{ "only_child", test_only_child },
 	{ "fingers", test_fingers },
 	{ "dirty_bound", test_dirty_bound },
 	{ "dirty_bound_writers", test_dirty_bound_writers },

@@ -1179,8 +1179,23 @@ static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
 	par = p->n[l + 1];
 	s = p->slot[l + 1];
 	pn = smr_node_nritems(par->buf);
-	if (pn < 2)
-		return 0;
+	if (pn < 2) {
+		/* The only child of its parent (a split that appends leaves
+		 * the new right node with one entry): no sibling under the
+		 * parent to merge with. An empty node must not stay (search
+		 * and check refuse it): it goes, and its parent, empty then,
+		 * merges with a sibling of its own a level up. A root with
+		 * one child gives way to it, so the parent is not the root. */
+		if (smr_node_nritems(n->buf) || l + 1 >= p->top)
+			return 0;
+		int_delete_at(par->buf, (uint32_t)s);
+		p->n[l] = NULL;
+		node_put(c, n);
+		rc = node_drop(c, n);
+		if (rc)
+			return rc;
+		return rebalance(c, t, p, l + 1);
+	}
 	sslot = s > 0 ? s - 1 : s + 1;
 	rc = node_get(c, t->id, smr_int_addr(par->buf, (uint32_t)sslot),
 		      smr_int_gen(par->buf, (uint32_t)sslot), (uint16_t)l, &sib);
