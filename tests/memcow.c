@@ -686,6 +686,12 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	return sp.used < sp.capacity ? sp.capacity - sp.used : 0;
 }
 
+/* No reserve here: the same room as data. */
+uint64_t smr_cow_space_room_meta(struct smr_cow *c)
+{
+	return smr_cow_space_room(c);
+}
+
 /* The cleaner: nothing to clean in memory; data writes keep no owner. */
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,

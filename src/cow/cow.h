@@ -447,6 +447,16 @@ static inline uint64_t smr_cow_space_size(const struct smr_cow_space *sp)
  */
 uint64_t smr_cow_space_room(struct smr_cow *c);
 
+/*
+ * How many bytes the metadata users make without data (names, symlinks,
+ * xattrs) may still grow by: smr_cow_space_room plus an eighth of the
+ * allocator's reserve, so that a file can still be made (and a name
+ * given) on a filesystem data has filled, but thousands of them cannot
+ * take the reserve the commits need. O(zones) once a commit, else
+ * constant time; UINT64_MAX without an allocator.
+ */
+uint64_t smr_cow_space_room_meta(struct smr_cow *c);
+
 /* What users may still write of that size, as statfs reports it: free
  * and reclaimable space, but no more than the size less what is used. */
 static inline uint64_t smr_cow_space_avail(const struct smr_cow_space *sp)

@@ -190,6 +190,14 @@ struct smr_cow {
 	uint32_t ns;             /* node size */
 	struct smr_cow_opts opts;
 	size_t cache_bytes;
+	/* The dirty bytes the next commit is sure to find room for
+	 * whatever data takes: a quarter of the allocator's reserve, 0
+	 * until worked out again after a commit (txn.c, dirty_due).
+	 * __atomic loads and stores. */
+	size_t dirty_room;
+	/* An eighth of the reserve, past the size, for names and xattrs
+	 * (smr_cow_space_room_meta); 0 likewise, __atomic likewise. */
+	uint64_t meta_slack;
 
 	/* Device-backed stores only. */
 	struct smr_dev *dev;

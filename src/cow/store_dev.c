@@ -1183,6 +1183,10 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	 * follows. A zone reset that fails leaves the zone full and dead;
 	 * the allocator tries again after the next commit. */
 	rc = smr_alloc_committed(c->alloc);
+	/* The reserve may have changed: txn.c works out its bound again,
+	 * and smr_cow_space_room_meta its slack. */
+	__atomic_store_n(&c->dirty_room, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->meta_slack, 0, __ATOMIC_RELAXED);
 	if (rc)
 		smr_warn("after the checkpoint of generation %" PRIu64
 			 ": %s; the filesystem goes on", ck->gen, strerror(-rc));
@@ -1567,6 +1571,28 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	freeing = c->free_cur.bytes + c->free_prev.bytes;
 	smr_alloc_usage(c->alloc, freeing, &used, &size);
 	pthread_rwlock_unlock(&c->lock);
+	return used < size ? size - used : 0;
+}
+
+uint64_t smr_cow_space_room_meta(struct smr_cow *c)
+{
+	uint64_t freeing, used, size, slack;
+
+	if (!c->alloc)
+		return UINT64_MAX;
+	slack = __atomic_load_n(&c->meta_slack, __ATOMIC_RELAXED);
+	if (!slack) {
+		struct smr_space sp;
+
+		smr_alloc_space(c->alloc, &sp);
+		slack = SMR_MAX(sp.reserved / 8, 1);
+		__atomic_store_n(&c->meta_slack, slack, __ATOMIC_RELAXED);
+	}
+	pthread_rwlock_rdlock(&c->lock);
+	freeing = c->free_cur.bytes + c->free_prev.bytes;
+	smr_alloc_usage(c->alloc, freeing, &used, &size);
+	pthread_rwlock_unlock(&c->lock);
+	size += slack;
 	return used < size ? size - used : 0;
 }
 

@@ -262,9 +262,41 @@ int smr_cow_commit_release(struct smr_cow *c)
  * Transaction handles
  * ------------------------------------------------------------------------ */
 
-static size_t dirty_bound(struct smr_cow *c)
+/*
+ * Are there more dirty nodes than a transaction may find before the engine
+ * commits? Half the cache, and more than the next commit is sure to find
+ * room for: it writes them into free space, what the transactions freed
+ * comes back only after it, and on a nearly full filesystem only the
+ * allocator's reserve is left to metadata (names and xattrs created, or
+ * files deleted, by the thousand there dirtied more nodes than the reserve
+ * held, the commit failed and the filesystem turned read-only). So, as the
+ * fsync log does before it writes a record (log.c, log_commit_due), no
+ * more than a quarter of what is free or reserved. Data takes free space
+ * at any time, so that is asked afresh (O(zones)) once the dirty nodes
+ * pass a quarter of the reserve alone, which data cannot take and which
+ * is worked out once after each commit; on a device whose reserve is
+ * large that is never below half the cache.
+ */
+static bool dirty_due(struct smr_cow *c)
 {
-	return c->cache_bytes / 2;
+	size_t dirty = smr_cache_dirty_bytes(c), low;
+	struct smr_space sp;
+
+	if (dirty > c->cache_bytes / 2)
+		return true;
+	if (!c->alloc)
+		return false;
+	low = __atomic_load_n(&c->dirty_room, __ATOMIC_RELAXED);
+	if (low && dirty <= low)
+		return false;
+	smr_alloc_space(c->alloc, &sp);
+	if (!low) {
+		low = SMR_MAX((size_t)(sp.reserved / 4), (size_t)c->ns);
+		__atomic_store_n(&c->dirty_room, low, __ATOMIC_RELAXED);
+		if (dirty <= low)
+			return false;
+	}
+	return dirty > (sp.free + sp.reserved) / 4;
 }
 
 /*
@@ -303,7 +335,7 @@ int smr_txn_begin(struct smr_cow *c, struct smr_txn **tp)
 	 * handle of its own (a nested begin) cannot wait for that, so it
 	 * has the timer thread commit, which happens once it ends.
 	 */
-	if (smr_cache_dirty_bytes(c) > dirty_bound(c)) {
+	if (dirty_due(c)) {
 		if (!txn_nested(c)) {
 			int rc = smr_cow_commit_now(c);
 

@@ -361,6 +361,13 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	if (nw->target)
 		in.size = strlen(nw->target);
+	/* The inode, the name twice (entry and index), the target's parts. */
+	rc = ns_admit_meta_locked(ns, 3 + (unsigned int)SMR_DIV_ROUND_UP(
+					      in.size, SMR_NS_SYMLINK_PART),
+				  sizeof(struct smr_ns_inode_d) +
+					  2 * strlen(name) + in.size);
+	if (rc)
+		goto out_unref;
 
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
@@ -532,6 +539,9 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 		goto out_unlock;
 	}
 	rc = ns_get_dir_for_new(ns, newparent, newname, &dir);
+	if (rc)
+		goto out_unlock;
+	rc = ns_admit_meta_locked(ns, 2, 2 * strlen(newname));
 	if (rc)
 		goto out_unlock;
 	rc = ns_txn_begin(ns, &t);

@@ -246,6 +246,15 @@ int ns_meta_put(struct smr_ns *ns, struct smr_txn *t)
 	return ns_bt_put(ns, t, &k, &d, sizeof(d));
 }
 
+int ns_admit_meta_locked(struct smr_ns *ns, unsigned int nitems,
+			 uint64_t bytes)
+{
+	/* A node that splits leaves two half full: count twice. */
+	uint64_t need = 2 * (bytes + (uint64_t)nitems * NS_META_ITEM_COST);
+
+	return smr_cow_space_room_meta(ns->cow) >= need ? 0 : -ENOSPC;
+}
+
 int ns_delete_all(struct smr_ns *ns, struct smr_txn *t, uint64_t objid,
 		  uint8_t type)
 {

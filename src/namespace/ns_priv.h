@@ -58,6 +58,10 @@ struct ns_ref_shard {
  * tries again before it gives up. */
 #define NS_ENOSPC_RETRIES 8
 
+/* What an FS tree item costs beside its value (key, item header, slack),
+ * for ns_admit_meta_locked(). */
+#define NS_META_ITEM_COST 64
+
 /* Recently written inodes whose last write the namespace remembers, to
  * tell hot data from cold (file.c, "Temperature"). */
 #define NS_HEAT_BITS 12
@@ -127,6 +131,18 @@ int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
 void ns_inode_attr(struct smr_ns *ns, const struct ns_inode *ip,
 		   struct smr_ns_attr *attr);
 int ns_meta_put(struct smr_ns *ns, struct smr_txn *t);
+/*
+ * May a call that adds @nitems items holding @bytes of values to the FS
+ * tree (inodes, names, symlink targets, xattr values) go ahead? The nodes
+ * that hold them count as used once committed, like data, so they may not
+ * take users much past the size statfs reports either
+ * (smr_cow_space_room_meta: an eighth of the reserve past it): the room
+ * beyond it is the reserve the commits and the cleaner need, and names
+ * and xattrs that took it made a commit fail for want of nodes and the
+ * filesystem turn read-only. 0 or -ENOSPC. Namespace lock held.
+ */
+int ns_admit_meta_locked(struct smr_ns *ns, unsigned int nitems,
+			 uint64_t bytes);
 /* Free an unlinked inode and all it holds. */
 int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 			    const struct ns_inode *ip);

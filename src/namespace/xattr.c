@@ -266,6 +266,16 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = -ENODATA;
 		goto out_unlock;
 	}
+	/* A value replaced by one no larger needs no more room. */
+	if (!exists || size > xa.vlen) {
+		uint32_t parts = ns_xa_parts(strlen(name), size);
+
+		rc = ns_admit_meta_locked(ns, exists ? 0 : parts,
+					  size - (exists ? xa.vlen : 0) +
+						  (exists ? 0 : strlen(name)));
+		if (rc)
+			goto out_unlock;
+	}
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;

@@ -46,4 +46,67 @@ PY
 	"$FSCK" -n "$T/zl" >"$T/fsck.out" 2>&1 ||
 		fail "fsck.smrfs -n: $(cat "$T/fsck.out")"
 done
+
+# Names, xattrs and symlinks are metadata users make: once data has filled
+# the filesystem they get ENOSPC too, rather than take the reserve the
+# commits need (the filesystem turned read-only), and when thousands of
+# them are made or deleted at once the engine commits before their dirty
+# nodes outgrow the reserve.
+meta_fill() { # meta_fill DEVICE
+	mount_fs "$1" "$M"
+	python3 - "$M" <<'PY' || fail "$1: $(tail -3 "$T/daemon.err")"
+import errno, os, random, sys
+m, r, made = sys.argv[1], random.Random(1), []
+def full(e, what):
+    if e.errno != errno.ENOSPC:
+        sys.exit("%s: %s" % (what, e))
+try:
+    with open(m + "/data", "wb") as f:
+        while True:
+            f.write(os.urandom(1 << 20))
+            f.flush()
+except OSError as e:
+    full(e, "data")
+for rnd in range(3):
+    fails, i = 0, 0
+    while fails < 50:
+        i += 1
+        p = "%s/d%d/x%d_%d" % (m, i % 20, rnd, i)
+        try:
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            if i % 3 == 0:
+                os.symlink("y" * r.randrange(100, 4095), p)
+            else:
+                open(p, "w").close()
+                os.setxattr(p, "user.big", os.urandom(r.randrange(1000, 65536)))
+            made.append(p)
+        except OSError as e:
+            full(e, "making %s" % p)
+            fails += 1
+            if os.path.lexists(p):
+                made.append(p)
+    r.shuffle(made)
+    for p in made[:len(made) // 2]:
+        try:
+            os.unlink(p)
+        except OSError as e:
+            sys.exit("unlink %s: %s" % (p, e))
+    made = made[len(made) // 2:]
+    if rnd == 1:
+        os.truncate(m + "/data", os.path.getsize(m + "/data") // 2)
+print("--- %d names kept" % len(made))
+PY
+	umount_fs "$M"
+	"$FSCK" -n "$1" >"$T/fsck.out" 2>&1 ||
+		fail "fsck.smrfs -n $1: $(cat "$T/fsck.out")"
+}
+note "names and xattrs on a full filesystem"
+rm -rf "$T/zl"
+"$CTL" zloop create "$T/zl" --capacity 64M --zone-size 4M --conv-zones 2 \
+	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
+"$MKFS" "$T/zl" >/dev/null || fail "mkfs"
+meta_fill "$T/zl"
+truncate -s 32M "$T/img" || fail "truncate"
+"$MKFS" "$T/img" >/dev/null || fail "mkfs file"
+meta_fill "$T/img"
 exit 0
