@@ -39,6 +39,8 @@ struct smr_cow {
 	/* Called once at the start of the next data write. */
 	void (*on_write)(void *);
 	void *on_write_arg;
+	void (*on_commit)(void *);
+	void *on_commit_arg;
 };
 
 struct smr_txn {
@@ -201,6 +203,12 @@ void smr_txn_end(struct smr_txn *t)
 
 int smr_cow_commit(struct smr_cow *c)
 {
+	if (c->on_commit) {
+		void (*fn)(void *) = c->on_commit;
+
+		c->on_commit = NULL;
+		fn(c->on_commit_arg);
+	}
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint64_t b = 0; b < c->nblocks; b++)
 		if (c->state[b] == MC_FREEING)
@@ -320,6 +328,12 @@ void memcow_on_data_write(struct smr_cow *c, void (*fn)(void *), void *arg)
 {
 	c->on_write = fn;
 	c->on_write_arg = arg;
+}
+
+void memcow_on_commit(struct smr_cow *c, void (*fn)(void *), void *arg)
+{
+	c->on_commit = fn;
+	c->on_commit_arg = arg;
 }
 
 /* Is this change the one to fail? (Counted under the write lock.) */

@@ -1382,6 +1382,94 @@ static void test_enospc(void)
 }
 
 #ifndef NS_TEST_REAL
+/* What a commit during a write found in the file: 1 all as before the
+ * write, 2 all as after it, 3 anything else. */
+struct whole_probe {
+	uint64_t ino, off, len, size;
+	const uint8_t *before, *data;
+	int seen;
+};
+
+static void whole_probe_fn(void *arg)
+{
+	struct whole_probe *p = arg;
+	uint8_t *b = malloc(p->size);
+	bool whole = smr_ns_read(ns, p->ino, 0, p->size, b) ==
+		     (ssize_t)p->size;
+
+	if (whole && !memcmp(b, p->before, p->size))
+		p->seen = 1;
+	else if (whole && !memcmp(b + p->off, p->data, p->len) &&
+		 !memcmp(b, p->before, p->off) &&
+		 !memcmp(b + p->off + p->len, p->before + p->off + p->len,
+			 p->size - p->off - p->len))
+		p->seen = 2;
+	else
+		p->seen = 3;
+	free(b);
+}
+
+/*
+ * A write that runs out of space part way and gets the space by cleaning
+ * (commits) is not made durable in part: the commits must not find the
+ * first part written and the rest not (a crash there would leave a state
+ * after no whole write, and the writer was told all of it went).
+ */
+static void test_enospc_whole(void)
+{
+	enum { MIB = 1024 * 1024, FSIZE = 3 * MIB, WLEN = 2 * MIB };
+	uint8_t *before = malloc(FSIZE), *data = malloc(WLEN);
+	uint8_t *buf = malloc(FSIZE);
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE };
+	struct whole_probe p = { 0 };
+	struct smr_ns_attr a;
+	uint64_t f, g, h, off = 0;
+	ssize_t n;
+
+	fs_setup();
+	memset(buf, 7, FSIZE);
+	f = mkfile(ROOT, "f", 0644);
+	fill_pattern(before, FSIZE, 1);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, before, FSIZE), FSIZE);
+	/* 4 MiB that an unlink makes dead space, free after a commit. */
+	h = mkfile(ROOT, "h", 0644);
+	for (uint64_t o = 0; o < 4 * MIB; o += MIB)
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, h, o, buf, MIB),
+				MIB);
+	/* The rest full, then 258 blocks free: room for the write's first
+	 * piece (256 blocks), not for the rest. */
+	g = mkfile(ROOT, "g", 0644);
+	while ((n = smr_ns_write(ns, &root_cr, g, off, buf, MIB)) == MIB)
+		off += MIB;
+	while ((n = smr_ns_write(ns, &root_cr, g, off, buf, 4096)) == 4096)
+		off += 4096;
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	CU_ASSERT_FATAL(off > 258 * 4096);
+	sa.size = off - 258 * 4096;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, g, &sa, &a));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "h"));
+
+	/* 2 MiB at an offset in no block: 513 blocks. */
+	fill_pattern(data, WLEN, 2);
+	p = (struct whole_probe){ .ino = f, .off = 100, .len = WLEN,
+				  .size = FSIZE, .before = before,
+				  .data = data };
+	memcow_on_commit(cow, whole_probe_fn, &p);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 100, data, WLEN), WLEN);
+	memcow_on_commit(cow, NULL, NULL);
+	/* The write needed the commit (it cleans for the space), which
+	 * found the file whole as it was. */
+	CU_ASSERT_EQUAL(p.seen, 1);
+	whole_probe_fn(&p);
+	CU_ASSERT_EQUAL(p.seen, 2);
+	CU_ASSERT_EQUAL(memcow_nr_errors(cow), 0);
+	fs_teardown();
+	free(before);
+	free(data);
+	free(buf);
+}
+
 /* ------------------------------------------------------------------------
  * All or nothing: a call that fails half-way changes nothing
  * ------------------------------------------------------------------------ */
@@ -2709,6 +2797,9 @@ static const struct smr_test ns_tests[] = {
 	{ "many_refs", test_many_refs },
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
+#ifndef NS_TEST_REAL
+	{ "enospc_whole", test_enospc_whole },
+#endif
 	{ "check", test_check },
 	{ "inode_cache", test_inode_cache },
 	{ "extent_walk", test_extent_walk },

@@ -937,6 +937,8 @@ static ssize_t ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	struct smr_txn *t;
 	uint64_t done = 0, total = 0;
 	int rc, rc2, tries = 0;
+	bool rolled = false, undone;
+	size_t mark;
 
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
 		return -EFBIG;
@@ -946,6 +948,7 @@ static ssize_t ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 retry:
 	done = 0;
+	undone = false;
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_get_writable(ns, ino, &in);
 	if (rc || size == 0)
@@ -953,9 +956,25 @@ retry:
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
+	mark = ns_undo_mark(ns);
 	rc = ns_write_locked(ns, t, &in, off + total,
 			     (const uint8_t *)buf + total, size - total, false,
 			     &done);
+	/*
+	 * Out of space part way, the first time: roll the part back and try
+	 * the whole write again once cleaned. Kept, the part would be made
+	 * durable alone by the cleaning's commits, and a crash then would
+	 * leave a state after no whole write (docs/design/crash.md), though
+	 * the writer is told all of it went. Should the whole not fit the
+	 * second time either, what fits stays and the rest follows, as a
+	 * write whose new copy has no room until its old one is freed must.
+	 */
+	if (rc == -ENOSPC && done && !rolled && ns_undo_to(ns, t, mark)) {
+		rolled = undone = true;
+		done = 0;
+		(void)ns_txn_end(ns, t, rc);
+		goto out_unlock;
+	}
 	if (done) {
 		ns_wrote(cr, &in, off + total + done);
 		rc2 = ns_xattr_drop_caps_locked(ns, t, ino);
@@ -974,9 +993,11 @@ out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	total += done;
 	/* Out of space with dead space about: clean (without the namespace
-	 * lock and the transaction, which cleaning needs) and go on. */
+	 * lock and the transaction, which cleaning needs) and go on; what
+	 * was rolled back is written again as far as it fits even if
+	 * nothing could be cleaned. */
 	if (rc == -ENOSPC && total < size && tries++ < NS_ENOSPC_RETRIES &&
-	    !smr_cow_clean_for_space(ns->cow))
+	    (!smr_cow_clean_for_space(ns->cow) || undone))
 		goto retry;
 	done = total;
 out:
