@@ -1558,12 +1558,12 @@ int smr_cow_data_settle(struct smr_txn *t, uint64_t off, uint64_t len)
 	return c->alloc ? smr_alloc_settle(c->alloc, off, len) : 0;
 }
 
-uint64_t smr_cow_space_room(struct smr_cow *c)
+/* What users may still add: the size, and @slack past it, less the bytes
+ * in use. */
+static uint64_t space_room(struct smr_cow *c, uint64_t slack)
 {
 	uint64_t freeing, used, size;
 
-	if (!c->alloc)
-		return UINT64_MAX;
 	/* Released extents count as reclaimable at once, as in
 	 * smr_cow_space, and under the same lock as the allocator's
 	 * figures (see there). */
@@ -1571,12 +1571,18 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	freeing = c->free_cur.bytes + c->free_prev.bytes;
 	smr_alloc_usage(c->alloc, freeing, &used, &size);
 	pthread_rwlock_unlock(&c->lock);
+	size += slack;
 	return used < size ? size - used : 0;
+}
+
+uint64_t smr_cow_space_room(struct smr_cow *c)
+{
+	return c->alloc ? space_room(c, 0) : UINT64_MAX;
 }
 
 uint64_t smr_cow_space_room_meta(struct smr_cow *c)
 {
-	uint64_t freeing, used, size, slack;
+	uint64_t slack;
 
 	if (!c->alloc)
 		return UINT64_MAX;
@@ -1588,12 +1594,7 @@ uint64_t smr_cow_space_room_meta(struct smr_cow *c)
 		slack = SMR_MAX(sp.reserved / 8, 1);
 		__atomic_store_n(&c->meta_slack, slack, __ATOMIC_RELAXED);
 	}
-	pthread_rwlock_rdlock(&c->lock);
-	freeing = c->free_cur.bytes + c->free_prev.bytes;
-	smr_alloc_usage(c->alloc, freeing, &used, &size);
-	pthread_rwlock_unlock(&c->lock);
-	size += slack;
-	return used < size ? size - used : 0;
+	return space_room(c, slack);
 }
 
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)
