@@ -94,8 +94,9 @@ static void usage(FILE *f)
 		"                   picks zones: cost-benefit (default), greedy,\n"
 		"                   or off (clean only when a write needs space)\n"
 		"     gc_low=N      start cleaning below N free zones (default 1)\n"
-		"     gc_high=N     stop above N free zones (default gc_low + 1\n"
-		"                   plus 16 MiB of zones, 1 to a 64th of them)\n"
+		"     gc_high=N     stop above N free zones, more than gc_low\n"
+		"                   (default gc_low + 1 plus 16 MiB of zones,\n"
+		"                   1 to a 64th of them)\n"
 		"     allow_other   let other users see the files (FUSE option;\n"
 		"                   on by default when root mounts)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
@@ -284,6 +285,13 @@ static int parse_args(int argc, char **argv, struct mount_opts *mo)
 	if (!mo->dev || !mo->mnt) {
 		fprintf(stderr, "Usage: " PROG
 			" DEVICE MOUNTPOINT [-o OPTIONS] (see --help)\n");
+		return -EINVAL;
+	}
+	/* Cleaning stops above gc_high: at or below gc_low it would stop
+	 * where it starts. */
+	if (mo->gc_low && mo->gc_high && mo->gc_high <= mo->gc_low) {
+		fprintf(stderr, PROG ": gc_high (%u) must be above gc_low (%u)\n",
+			mo->gc_high, mo->gc_low);
 		return -EINVAL;
 	}
 	return 0;

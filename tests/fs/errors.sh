@@ -20,6 +20,9 @@ expect_fail "unknown option" "$MOUNT" "$T/x" "$M" --bogus
 expect_fail "bad commit=" "$MOUNT" "$T/x" "$M" -o commit=soon
 grep -q "commit" "$T/out" || fail "commit= message: $(cat "$T/out")"
 expect_fail "bad cache=" "$MOUNT" "$T/x" "$M" -o cache=lots
+expect_fail "gc_high not above gc_low" "$MOUNT" "$T/x" "$M" -o gc_low=8,gc_high=8
+grep -q "gc_high (8) must be above gc_low (8)" "$T/out" ||
+	fail "gc_high message: $(cat "$T/out")"
 # Options taken before the bad one are given back: one line, status 1
 # (a leak report of a configure --enable-asan build adds lines and 134).
 "$MOUNT" "$T/x" "$M" -o fsname=a,subtype=b,fsname=c,subtype=d,commit=0 \
