@@ -53,7 +53,7 @@ def block(f, b):
 want = []
 # The files' own metadata takes a little of what statfs offered: the
 # fill may end with ENOSPC a few blocks short (writes cannot go past the
-# size), but not more.
+# size, and the last may be short), but not more.
 fds, filled = [], 0
 for f, s in enumerate(sizes):
     fd = os.open(os.path.join(m, "f%04d" % f), os.O_CREAT | os.O_RDWR, 0o644)
@@ -61,15 +61,25 @@ for f, s in enumerate(sizes):
     want.append(bytearray())
     for b in range(s // BLK):
         try:
-            os.pwrite(fd, block(f, b), b * BLK)
+            k = os.pwrite(fd, block(f, b), b * BLK)
         except OSError as e:
-            if e.errno != 28 or avail - filled > max(avail // 100, 4 * BLK):
+            if e.errno != 28:
                 raise
+            k = 0
+        want[f] += block(f, b)[:k]
+        filled += k
+        if k < BLK:
+            if avail - filled > max(avail // 100, 4 * BLK):
+                sys.exit("fill ended %d bytes short of %d available"
+                         % (avail - filled, avail))
             break
-        want[f] += block(f, b)
-        filled += BLK
     if filled < sum(sizes[:f + 1]):
         break
+# Whole blocks only, which the writers below take for granted.
+keep = len(want[-1]) // BLK * BLK
+os.ftruncate(fds[-1], keep)
+filled -= len(want[-1]) - keep
+del want[-1][keep:]
 if not want[-1]:
     os.close(fds.pop())
     want.pop()
