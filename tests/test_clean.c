@@ -921,6 +921,83 @@ static void test_unaligned_full(void)
 	free(buf);
 }
 
+/* Where file @ino's block at @foff lies on the device. */
+struct ext_at {
+	uint64_t ino, foff, dev;
+};
+
+static int find_ext(void *arg, uint64_t ino, uint64_t foff, uint64_t dev,
+		    uint64_t len)
+{
+	struct ext_at *w = arg;
+
+	if (ino == w->ino && foff <= w->foff && w->foff < foff + len)
+		w->dev = dev + (w->foff - foff);
+	return 0;
+}
+
+/*
+ * A zone whose last blocks a writer has taken but not yet written is full
+ * to the allocator and still open on the device: the cleaner cannot clean
+ * it yet. When it is the best victim, the cleaner cleans the next best
+ * rather than giving up (a writer out of space would get ENOSPC while
+ * other zones were worth cleaning).
+ */
+static void test_busy_victim(void)
+{
+	uint8_t *buf = malloc(5 * ZONE), *zeros;
+	struct ext_at w = { .foff = 0 };
+	struct smr_alloc_hint hint = { .contiguous = true };
+	struct smr_extent x;
+	uint64_t zs, wp, tail, first;
+	uint32_t z, pick;
+	struct fx f;
+
+	fx_new(&f, "busy");
+	w.ino = mkfile(&f, "x");
+	pattern(buf, 5 * ZONE, 1);
+	SMR_ASSERT_OK(write_file(&f, w.ino, 0, buf, 5 * ZONE));
+	SMR_ASSERT_OK(smr_ns_for_each_extent(f.ns, find_ext, &w));
+	first = w.dev;
+	/* The same first 256 KiB three times: the open zone they go to
+	 * holds one live copy and two dead ones. */
+	for (int i = 0; i < 3; i++)
+		SMR_ASSERT_OK(write_file(&f, w.ino, 0, buf, 256 * SMR_KIB));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	SMR_ASSERT_OK(smr_ns_for_each_extent(f.ns, find_ext, &w));
+	z = smr_dev_zone_no(f.dev, w.dev);
+	zs = smr_dev_zone_start(f.dev, z);
+	wp = smr_dev_zone_wp(f.dev, z);
+	CU_ASSERT_FATAL(wp > zs && wp < zs + smr_dev_zone_cap(f.dev, z));
+	tail = zs + smr_dev_zone_cap(f.dev, z) - wp;
+
+	/* A writer takes the rest of that zone and has not written it. */
+	CU_ASSERT_FATAL(smr_alloc_extent(f.cow->alloc, tail, &hint,
+					 SMR_STREAM_HOT, &x, 1) == 1);
+	CU_ASSERT_FATAL(x.off == wp && x.len == tail);
+	SMR_ASSERT_OK(smr_alloc_gc_pick(f.cow->alloc, SMR_GC_GREEDY, &pick));
+	CU_ASSERT_EQUAL(pick, z);
+	CU_ASSERT_NOT_EQUAL(smr_dev_zone_cond(f.dev, z), SMR_ZONE_COND_FULL);
+
+	/* The next best, the zone of the file's first copy, is cleaned. */
+	CU_ASSERT_EQUAL(smr_cow_clean(f.cow, SMR_COW_GC_GREEDY, 1), 1);
+	CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, smr_dev_zone_no(f.dev, first)),
+			SMR_ZONE_COND_EMPTY);
+
+	/* The writer writes its blocks and lets them go. */
+	zeros = calloc(1, tail);
+	CU_ASSERT_FATAL(zeros != NULL);
+	SMR_ASSERT_OK(smr_dev_write(f.dev, zeros, tail, x.off));
+	SMR_ASSERT_OK(smr_alloc_free(f.cow->alloc, x.off, x.len));
+	free(zeros);
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	CU_ASSERT(file_is(&f, w.ino, 1, 5 * ZONE));
+	audit(&f);
+	fx_close(&f);
+	free(buf);
+}
+
 /*
  * On a device that needs no cleaning (a regular file: the flash module), a
  * write that meets ENOSPC right after a delete gets the space by committing,
@@ -972,6 +1049,7 @@ static const struct smr_test tests[] = {
 	{ "background", test_background },
 	{ "auto_min_win", test_auto_min_win },
 	{ "unaligned_full", test_unaligned_full },
+	{ "busy_victim", test_busy_victim },
 	{ NULL, NULL },
 };
 

@@ -1145,6 +1145,16 @@ static int clean_some_locked(struct smr_cow *c, enum smr_cow_gc_policy policy,
 		if (!n || win < min_win)
 			break;
 		rc = clean_zones_locked(c, zno, dest, n);
+		if (rc == -EBUSY) {
+			/* Every victim is still being written (a writer has
+			 * taken its last blocks but not written them yet):
+			 * the next best ones, not an error. */
+			for (unsigned int i = 0; i < n &&
+			     nstuck < SMR_GC_PICK_MAX; i++)
+				stuck[nstuck++] = zno[i];
+			rc = 0;
+			continue;
+		}
 		if (rc < 0)
 			break;
 		done += (unsigned int)rc;

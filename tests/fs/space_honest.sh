@@ -141,8 +141,9 @@ check_geometry 256M 16M 3
 check_geometry 64M 4M 4
 check_geometry 128M 4M 3
 # Several writers on a device whose users' space is a single zone: each
-# holds back what it writes until the old copy is freed. (Four writers on
-# 128 MiB of 4 MiB zones still end in ENOSPC now and then under load: not
-# yet fixed, so not here.)
+# holds back what it writes until the old copy is freed. And several on
+# small zones, where the best victim is often a zone whose last blocks a
+# writer has taken and not yet written.
 check_geometry 256M 32M 4 3
+check_geometry 128M 4M 3 4
 exit 0
