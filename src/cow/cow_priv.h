@@ -190,14 +190,10 @@ struct smr_cow {
 	uint32_t ns;             /* node size */
 	struct smr_cow_opts opts;
 	size_t cache_bytes;
-	/* The dirty bytes the next commit is sure to find room for
-	 * whatever data takes: a quarter of the allocator's reserve, 0
-	 * until worked out again after a commit (txn.c, dirty_due).
+	/* The allocator's reserve as the newest commit left it, plus one;
+	 * 0 until worked out again after a commit (cow_reserve()).
 	 * __atomic loads and stores. */
-	size_t dirty_room;
-	/* An eighth of the reserve, past the size, for names and xattrs
-	 * (smr_cow_space_room_meta); 0 likewise, __atomic likewise. */
-	uint64_t meta_slack;
+	uint64_t reserve1;
 
 	/* Device-backed stores only. */
 	struct smr_dev *dev;
@@ -498,6 +494,10 @@ int smr_rmap_flush_locked(struct smr_cow *c);
 int smr_rmap_sync(struct smr_cow *c, uint32_t tree);
 /* clean.c: free the pending entries (teardown). */
 void smr_rmap_pend_fini(struct smr_cow *c);
+
+/* store_dev.c: the allocator's reserve as the newest commit left it
+ * (cached; the engine must have an allocator). */
+uint64_t smr_cow_reserve(struct smr_cow *c);
 
 /* store_dev.c: smr_cow_data_write without telling the fsync log. */
 int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,

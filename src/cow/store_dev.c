@@ -1183,10 +1183,8 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	 * follows. A zone reset that fails leaves the zone full and dead;
 	 * the allocator tries again after the next commit. */
 	rc = smr_alloc_committed(c->alloc);
-	/* The reserve may have changed: txn.c works out its bound again,
-	 * and smr_cow_space_room_meta its slack. */
-	__atomic_store_n(&c->dirty_room, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->meta_slack, 0, __ATOMIC_RELAXED);
+	/* The reserve may have changed (smr_cow_reserve). */
+	__atomic_store_n(&c->reserve1, 0, __ATOMIC_RELAXED);
 	if (rc)
 		smr_warn("after the checkpoint of generation %" PRIu64
 			 ": %s; the filesystem goes on", ck->gen, strerror(-rc));
@@ -1580,21 +1578,26 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	return c->alloc ? space_room(c, 0) : UINT64_MAX;
 }
 
-uint64_t smr_cow_space_room_meta(struct smr_cow *c)
+uint64_t smr_cow_reserve(struct smr_cow *c)
 {
-	uint64_t slack;
+	uint64_t r = __atomic_load_n(&c->reserve1, __ATOMIC_RELAXED);
 
-	if (!c->alloc)
-		return UINT64_MAX;
-	slack = __atomic_load_n(&c->meta_slack, __ATOMIC_RELAXED);
-	if (!slack) {
+	if (!r) {
 		struct smr_space sp;
 
 		smr_alloc_space(c->alloc, &sp);
-		slack = SMR_MAX(sp.reserved / 8, 1);
-		__atomic_store_n(&c->meta_slack, slack, __ATOMIC_RELAXED);
+		r = sp.reserved + 1;
+		__atomic_store_n(&c->reserve1, r, __ATOMIC_RELAXED);
 	}
-	return space_room(c, slack);
+	return r - 1;
+}
+
+uint64_t smr_cow_space_room_meta(struct smr_cow *c)
+{
+	if (!c->alloc)
+		return UINT64_MAX;
+	/* An eighth of the reserve past the size, for names and xattrs. */
+	return space_room(c, SMR_MAX(smr_cow_reserve(c) / 8, 1));
 }
 
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)

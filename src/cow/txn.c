@@ -279,23 +279,15 @@ int smr_cow_commit_release(struct smr_cow *c)
  */
 static bool dirty_due(struct smr_cow *c)
 {
-	size_t dirty = smr_cache_dirty_bytes(c), low;
+	size_t dirty = smr_cache_dirty_bytes(c);
 	struct smr_space sp;
 
 	if (dirty > c->cache_bytes / 2)
 		return true;
-	if (!c->alloc)
-		return false;
-	low = __atomic_load_n(&c->dirty_room, __ATOMIC_RELAXED);
-	if (low && dirty <= low)
+	if (!c->alloc ||
+	    dirty <= SMR_MAX(smr_cow_reserve(c) / 4, (uint64_t)c->ns))
 		return false;
 	smr_alloc_space(c->alloc, &sp);
-	if (!low) {
-		low = SMR_MAX((size_t)(sp.reserved / 4), (size_t)c->ns);
-		__atomic_store_n(&c->dirty_room, low, __ATOMIC_RELAXED);
-		if (dirty <= low)
-			return false;
-	}
 	return dirty > (sp.free + sp.reserved) / 4;
 }
 
