@@ -96,7 +96,8 @@ static void usage(FILE *f)
 		"     gc_low=N      start cleaning below N free zones (default 1)\n"
 		"     gc_high=N     stop above N free zones, more than gc_low\n"
 		"                   (default gc_low + 1 plus 16 MiB of zones,\n"
-		"                   1 to a 64th of them)\n"
+		"                   1 to a 64th of them); both below the\n"
+		"                   device's number of zones\n"
 		"     allow_other   let other users see the files (FUSE option;\n"
 		"                   on by default when root mounts)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
@@ -530,6 +531,7 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.gc_high = mo->gc_high,
 	};
 	struct smr_ns_opts nopts = { .track_lookups = true };
+	const struct smr_dev_info *info;
 	int rc;
 
 	rc = smr_dev_open(mo->dev, &dopts, &fs->dev);
@@ -538,6 +540,23 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 			"in use (already mounted, or open in another program)" :
 			rc == -EINVAL ? "not a usable device" : strerror(-rc));
 		return rc;
+	}
+	/* The watermarks count free zones: at or past the device's zones,
+	 * cleaning would never stop. */
+	info = smr_dev_info(fs->dev);
+	if (info->zoned && (mo->gc_low >= info->nr_zones ||
+			    mo->gc_high >= info->nr_zones)) {
+		char what[128];
+
+		snprintf(what, sizeof(what),
+			 "%s=%u: the device has only %u zones",
+			 mo->gc_low >= info->nr_zones ? "gc_low" : "gc_high",
+			 mo->gc_low >= info->nr_zones ? mo->gc_low :
+							mo->gc_high,
+			 info->nr_zones);
+		open_failed(mo, what);
+		rc = -EINVAL;
+		goto out_dev;
 	}
 #ifdef SMR_FUSE_FAULT
 	rc = fault_daemon_stack(&fs->dev);

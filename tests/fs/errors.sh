@@ -23,6 +23,17 @@ expect_fail "bad cache=" "$MOUNT" "$T/x" "$M" -o cache=lots
 expect_fail "gc_high not above gc_low" "$MOUNT" "$T/x" "$M" -o gc_low=8,gc_high=8
 grep -q "gc_high (8) must be above gc_low (8)" "$T/out" ||
 	fail "gc_high message: $(cat "$T/out")"
+note "cleaning watermarks past the device's zones"
+"$CTL" zloop create "$T/zl" --capacity 64M --zone-size 4M >/dev/null ||
+	fail "zloop create"
+"$MKFS" "$T/zl" >/dev/null || fail "mkfs $T/zl"
+MOUNTS="$MOUNTS $M" # should one succeed after all
+for o in gc_low=16 gc_high=16 gc_low=2,gc_high=100; do
+	expect_fail "$o on 16 zones" "$MOUNT" "$T/zl" "$M" -o "$o"
+	grep -q "${o#*,}: the device has only 16 zones" "$T/out" ||
+		fail "$o message: $(cat "$T/out")"
+	is_mounted "$M" && fail "mounted with $o"
+done
 # Options taken before the bad one are given back: one line, status 1
 # (a leak report of a configure --enable-asan build adds lines and 134).
 "$MOUNT" "$T/x" "$M" -o fsname=a,subtype=b,fsname=c,subtype=d,commit=0 \
