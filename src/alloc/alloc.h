@@ -100,6 +100,10 @@ struct smr_alloc_hint {
  *              zones of the streams data never writes, and the dead space
  *              cleaning needs to win zones back); statfs leaves it out of
  *              the size it reports, as f2fs leaves out its overprovisioning
+ * reserve_taken: not a part of the above either: of the free zones kept in
+ *              reserve, what metadata or the cleaner has taken (zoned; 0
+ *              where there is no such reserve). Past 0, changes of metadata
+ *              alone are outrunning the cleaner.
  */
 struct smr_space {
 	uint64_t capacity;
@@ -108,6 +112,7 @@ struct smr_space {
 	uint64_t reclaimable;
 	uint64_t reserved;
 	uint64_t overhead;
+	uint64_t reserve_taken;
 };
 
 /* Counters since the filesystem was made (persisted with the state). */

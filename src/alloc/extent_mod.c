@@ -596,6 +596,7 @@ void smr_xmod_space(struct smr_alloc *a, struct smr_space *sp)
 	sp->free = m->free.bytes - sp->reserved;
 	sp->overhead = xmod_overhead(m);
 	sp->used = m->capacity - m->free.bytes - sp->reclaimable;
+	sp->reserve_taken = 0; /* nothing but data takes space here */
 }
 
 void smr_xmod_stats(struct smr_alloc *a, struct smr_alloc_stats *st)

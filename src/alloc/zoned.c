@@ -1079,6 +1079,7 @@ static void zoned_space_freeing(struct smr_alloc *a,
 		sp->reserved += tail;
 	}
 	sp->overhead = zoned_overhead(a, m, data_slot, sp->capacity);
+	sp->reserve_taken = (uint64_t)(m->reserve - reserved) * zcap;
 }
 
 static void zoned_space(struct smr_alloc *a, struct smr_space *sp)

@@ -1235,6 +1235,18 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	return sp.free > before ? 0 : -ENOSPC;
 }
 
+void smr_cow_clean_for_meta(struct smr_cow *c)
+{
+	uint64_t taken;
+
+	if (!c->alloc || !c->info->zoned || !c->reloc_fn ||
+	    smr_cow_is_read_only(c))
+		return;
+	smr_cow_reserve(c, &taken);
+	if (taken)
+		(void)smr_cow_clean(c, SMR_COW_GC_GREEDY, 1);
+}
+
 static unsigned int gc_low(const struct smr_cow *c)
 {
 	if (c->opts.gc_need_only)

@@ -683,6 +683,15 @@ int smr_cow_clean_auto(struct smr_cow *c);
  */
 int smr_cow_clean_for_space(struct smr_cow *c);
 
+/*
+ * Foreground cleaning before a change of metadata (names, inodes, xattrs):
+ * once commits' nodes have started to take the free zones kept in reserve,
+ * clean a zone first, so that such changes cannot outrun the cleaner until
+ * a commit finds no room. A cached figure otherwise, nothing more. Same
+ * calling rules as smr_cow_clean_zone.
+ */
+void smr_cow_clean_for_meta(struct smr_cow *c);
+
 /* Figures since mkfs; write_amplification = device_bytes / user_bytes. */
 struct smr_cow_gc_stats {
 	uint64_t user_bytes;    /* written by smr_cow_data_write[_owned] */

@@ -191,9 +191,10 @@ struct smr_cow {
 	struct smr_cow_opts opts;
 	size_t cache_bytes;
 	/* The allocator's reserve as the newest commit left it, plus one;
-	 * 0 until worked out again after a commit (cow_reserve()).
+	 * 0 until worked out again after a commit (smr_cow_reserve()), and
+	 * what had been taken of it (valid while reserve1 is not 0).
 	 * __atomic loads and stores. */
-	uint64_t reserve1;
+	uint64_t reserve1, reserve_taken;
 
 	/* Device-backed stores only. */
 	struct smr_dev *dev;
@@ -495,9 +496,10 @@ int smr_rmap_sync(struct smr_cow *c, uint32_t tree);
 /* clean.c: free the pending entries (teardown). */
 void smr_rmap_pend_fini(struct smr_cow *c);
 
-/* store_dev.c: the allocator's reserve as the newest commit left it
- * (cached; the engine must have an allocator). */
-uint64_t smr_cow_reserve(struct smr_cow *c);
+/* store_dev.c: the allocator's reserve as the newest commit left it, and
+ * in *@taken (if not NULL) what had been taken of it (cached; the engine
+ * must have an allocator). */
+uint64_t smr_cow_reserve(struct smr_cow *c, uint64_t *taken);
 
 /* store_dev.c: smr_cow_data_write without telling the fsync log. */
 int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,

@@ -1578,17 +1578,21 @@ uint64_t smr_cow_space_room(struct smr_cow *c)
 	return c->alloc ? space_room(c, 0) : UINT64_MAX;
 }
 
-uint64_t smr_cow_reserve(struct smr_cow *c)
+uint64_t smr_cow_reserve(struct smr_cow *c, uint64_t *taken)
 {
-	uint64_t r = __atomic_load_n(&c->reserve1, __ATOMIC_RELAXED);
+	uint64_t r = __atomic_load_n(&c->reserve1, __ATOMIC_ACQUIRE);
 
 	if (!r) {
 		struct smr_space sp;
 
 		smr_alloc_space(c->alloc, &sp);
 		r = sp.reserved + 1;
-		__atomic_store_n(&c->reserve1, r, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->reserve_taken, sp.reserve_taken,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&c->reserve1, r, __ATOMIC_RELEASE);
 	}
+	if (taken)
+		*taken = __atomic_load_n(&c->reserve_taken, __ATOMIC_RELAXED);
 	return r - 1;
 }
 
@@ -1597,7 +1601,7 @@ uint64_t smr_cow_space_room_meta(struct smr_cow *c)
 	if (!c->alloc)
 		return UINT64_MAX;
 	/* An eighth of the reserve past the size, for names and xattrs. */
-	return space_room(c, SMR_MAX(smr_cow_reserve(c) / 8, 1));
+	return space_room(c, SMR_MAX(smr_cow_reserve(c, NULL) / 8, 1));
 }
 
 void smr_cow_space(struct smr_cow *c, struct smr_cow_space *sp)

@@ -285,7 +285,7 @@ static bool dirty_due(struct smr_cow *c)
 	if (dirty > c->cache_bytes / 2)
 		return true;
 	if (!c->alloc ||
-	    dirty <= SMR_MAX(smr_cow_reserve(c) / 4, (uint64_t)c->ns))
+	    dirty <= SMR_MAX(smr_cow_reserve(c, NULL) / 4, (uint64_t)c->ns))
 		return false;
 	smr_alloc_space(c->alloc, &sp);
 	return dirty > (sp.free + sp.reserved) / 4;

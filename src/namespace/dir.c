@@ -319,6 +319,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_check_name(name);
 	if (rc)
 		return rc;
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_get_dir_for_new(ns, parent, name, &dir);
 	if (rc)
@@ -522,6 +523,7 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	rc = ns_check_name(newname);
 	if (rc)
 		return rc;
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_inode_get(ns, ino, &in);
 	if (rc)
@@ -588,6 +590,7 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		return -ENOTEMPTY;
 	if (!rmdir && ns_is_dot(name))
 		return -EISDIR;
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_inode_get(ns, parent, &dir);
 	if (rc)
@@ -870,6 +873,7 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rn = calloc(1, sizeof(*rn));
 	if (!rn)
 		return -ENOMEM;
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_rename_check(ns, cr, rn, parent, name, newparent, newname,
 			     flags);

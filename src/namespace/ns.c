@@ -944,8 +944,10 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		   uint64_t ino, const struct smr_ns_setattr *sa,
 		   struct smr_ns_attr *attr)
 {
-	int rc = ns_setattr_once(ns, cr, ino, sa, attr);
+	int rc;
 
+	smr_cow_clean_for_meta(ns->cow);
+	rc = ns_setattr_once(ns, cr, ino, sa, attr);
 	/* A truncate to within a block rewrites that block: out of space,
 	 * clean and try again, as a write does (the call was undone). */
 	for (int i = 0; rc == -ENOSPC && (sa->valid & SMR_NS_SET_SIZE) &&

@@ -250,6 +250,7 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		return -EINVAL;
 	if (size > SMR_NS_XATTR_SIZE_MAX)
 		return -E2BIG;
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_xa_begin(ns, cr, ino, name, true, &in);
 	if (rc)
@@ -436,6 +437,7 @@ int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	struct smr_txn *t;
 	int rc;
 
+	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_xa_begin(ns, cr, ino, name, true, &in);
 	if (rc)

@@ -109,4 +109,42 @@ meta_fill "$T/zl"
 truncate -s 32M "$T/img" || fail "truncate"
 "$MKFS" "$T/img" >/dev/null || fail "mkfs file"
 meta_fill "$T/img"
+
+# Names alone fill the filesystem, then every other one goes: each unlink
+# dirties leaves whose other names stay, so the commits write node after
+# node into the reserve, and the dead nodes are scattered over zones that
+# stay mostly live. The unlinks outran the cleaner until a commit found no
+# room (128 MiB of 4 MiB zones, and 512 MiB of 16 MiB): they now clean in
+# the foreground once the commits take the reserve.
+note "names alone fill the filesystem, then half of them are unlinked"
+rm -rf "$T/zl"
+"$CTL" zloop create "$T/zl" --capacity 128M --zone-size 4M >/dev/null ||
+	fail "smrfsctl zloop create"
+"$MKFS" "$T/zl" >/dev/null || fail "mkfs"
+mount_fs "$T/zl" "$M"
+python3 - "$M" <<'PY' || fail "names alone: $(tail -3 "$T/daemon.err")"
+import errno, os, sys
+m, made, k = sys.argv[1], [], 0
+for rnd in range(2):
+    try:
+        while rnd == 0 or k < len(made) + 2000:
+            p = "%s/f%07d_%s" % (m, k, "n" * 150)
+            k += 1
+            os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+            made.append(p)
+            os.setxattr(p, "user.a", b"v" * 200)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            sys.exit("round %d, name %d: %s" % (rnd, k, e))
+    for p in made[::2]:
+        try:
+            os.unlink(p)
+        except OSError as e:
+            sys.exit("round %d, unlink %s: %s" % (rnd, p, e))
+    made = made[1::2]
+print("--- %d names kept" % len(made))
+PY
+umount_fs "$M"
+"$FSCK" -n "$T/zl" >"$T/fsck.out" 2>&1 ||
+	fail "fsck.smrfs -n: $(cat "$T/fsck.out")"
 exit 0
