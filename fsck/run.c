@@ -23,7 +23,9 @@
  *     subdirectories), after the repairs above;
  *   - an extent item whose blocks are not where it points is pointed at
  *     them where the reverse map has them (before the space audit, which
- *     would otherwise take the wrong bytes for it and free its own);
+ *     would otherwise take the wrong bytes for it and free its own), and
+ *     blocks found nowhere, those past their zone's write pointer among
+ *     them (never written), become holes;
  *   - an inode's byte count is set to what its extent items hold;
  *   - inode flags are cleared (none is defined);
  *   - the namespace record's inode count is set to the inodes counted;
@@ -116,9 +118,23 @@ struct fk_stray {
 	uint64_t dev_off, len; /* EXTENT: its data */
 };
 
+/*
+ * The write pointers of the sequential zones as fsck found them, before any
+ * read-write open: such an open finishes a zone whose write pointer is
+ * behind what the checkpoint references (the allocator trusts the device),
+ * after which nothing tells the blocks never written from written ones.
+ */
+struct fk_wps {
+	struct smr_dev *dev;
+	uint64_t *wp; /* per zone; UINT64_MAX for a conventional one; NULL
+		       * on a device without zones */
+	uint32_t nz;
+};
+
 /* One walk of the FS tree. */
 struct fk_walk {
 	struct smr_cow *cow;
+	const struct fk_wps *wps; /* NULL: data past them is not looked for */
 	uint32_t bsize;
 	bool scrub;
 	struct fk_inode *in;
@@ -203,6 +219,51 @@ static struct smr_key fk_key(uint64_t objid, uint8_t type, uint64_t off)
 	return k;
 }
 
+/* Take the write pointers of @dev's zones into *@z (nothing on a device
+ * without zones). */
+static int fk_wps_take(struct smr_dev *dev, struct fk_wps *z)
+{
+	uint32_t nz = smr_dev_info(dev)->nr_zones;
+
+	free(z->wp);
+	memset(z, 0, sizeof(*z));
+	z->dev = dev;
+	if (smr_dev_zone_no(dev, 0) == UINT32_MAX || !nz)
+		return 0;
+	z->wp = malloc(nz * sizeof(*z->wp));
+	if (!z->wp)
+		return -ENOMEM;
+	z->nz = nz;
+	for (uint32_t i = 0; i < nz; i++)
+		z->wp[i] = smr_dev_zone_type(dev, i) == SMR_ZONE_TYPE_CNV ?
+				   UINT64_MAX : smr_dev_zone_wp(dev, i);
+	return 0;
+}
+
+/* Does a byte of [@off, @off + @len) lie at or past its zone's write
+ * pointer in @z (never written: a zone file cut short, a device that lost
+ * writes it had acknowledged)? */
+static bool fk_unwritten(const struct fk_wps *z, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	if (!z || !z->wp || !len)
+		return false;
+	while (off < end) {
+		uint32_t zno = smr_dev_zone_no(z->dev, off);
+		uint64_t zend;
+
+		if (zno >= z->nz)
+			return false; /* past the device: the audit says so */
+		zend = smr_dev_zone_start(z->dev, zno) +
+		       smr_dev_zone_len(z->dev, zno);
+		if (SMR_MIN(end, zend) > z->wp[zno])
+			return true;
+		off = zend;
+	}
+	return false;
+}
+
 /* (bsearch() must not be given the NULL of an empty array.) */
 static const struct fk_inode *fk_find_const(const struct fk_walk *w,
 					    uint64_t ino)
@@ -260,6 +321,9 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		uint64_t want;
 		int rc;
 
+		/* Never written: fk_check_data drops it. */
+		if (fk_unwritten(w->wps, dev_off + o, bs))
+			continue;
 		if (o >= chunk + clen) {
 			chunk = o;
 			clen = SMR_MIN(w->scrub_len,
@@ -470,7 +534,8 @@ static void fk_walk_free(struct fk_walk *w)
 
 /* Walk the FS tree and count names: fills @w. With @o, report progress. */
 static int fk_walk_progress(struct smr_cow *cow, bool scrub,
-			    const struct smr_fsck_opts *o, struct fk_walk *w)
+			    const struct smr_fsck_opts *o,
+			    const struct fk_wps *wps, struct fk_walk *w)
 {
 	struct smr_key from = { 0, 0, 0 };
 	struct smr_key to = { UINT64_MAX, UINT8_MAX, UINT64_MAX };
@@ -480,6 +545,7 @@ static int fk_walk_progress(struct smr_cow *cow, bool scrub,
 	memset(w, 0, sizeof(*w));
 	smr_cow_info(cow, &info);
 	w->cow = cow;
+	w->wps = wps;
 	w->bsize = info.block_size;
 	w->scrub = scrub;
 	w->o = o;
@@ -545,7 +611,7 @@ static int fk_walk_progress(struct smr_cow *cow, bool scrub,
 
 static int fk_walk(struct smr_cow *cow, bool scrub, struct fk_walk *w)
 {
-	return fk_walk_progress(cow, scrub, NULL, w);
+	return fk_walk_progress(cow, scrub, NULL, NULL, w);
 }
 
 static uint32_t fk_want_nlink(const struct fk_inode *fi)
@@ -764,9 +830,12 @@ static int fk_locate(struct fk_walk *w, const struct fk_rmap *m, size_t i,
 		smr_err("inode %" PRIu64 ": the extent at file offset %" PRIu64
 			" (%" PRIu64 " bytes at device byte %" PRIu64 ") does "
 			"not hold its data: %u of its blocks are where the "
-			"reverse map has them, %u are found nowhere (would "
+			"reverse map has them, %u are found nowhere%s (would "
 			"point it at the blocks found%s)", x.ino, x.foff,
 			(uint64_t)x.nblk * bs, x.dev_off, moved, lost,
+			fk_unwritten(w->wps, x.dev_off, (uint64_t)x.nblk * bs) ?
+				", it lies past its zone's write pointer "
+				"(never written)" : "",
 			lost ? " and drop the rest: the file reads zeros there" :
 			       "");
 	xk->fix = (long)w->nxf;
@@ -804,9 +873,13 @@ static int fk_check_data(struct fk_walk *w, bool report)
 			m.own[m.nown++] = &m.e[i];
 	qsort(m.own, m.nown, sizeof(*m.own), fk_own_cmp);
 	for (size_t i = 0; i < w->next && !rc; i++) {
-		if (w->xk[i].skip ||
-		    fk_rmap_names(&m, w->xk[i].ino, w->xk[i].foff,
-				  w->ext[i].off, w->ext[i].len))
+		if (w->xk[i].skip)
+			continue;
+		/* The map names it where it is: its data is there, unless
+		 * the zone's write pointer says it was never written. */
+		if (fk_rmap_names(&m, w->xk[i].ino, w->xk[i].foff,
+				  w->ext[i].off, w->ext[i].len) &&
+		    !fk_unwritten(w->wps, w->ext[i].off, w->ext[i].len))
 			continue;
 		rc = fk_locate(w, &m, i, buf, report);
 	}
@@ -1615,7 +1688,8 @@ static bool fk_ns_rebuildable(struct smr_cow *cow)
  * pass, with the engine read-only. Fills @r's counts and @f.
  */
 static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
-			   struct smr_fsck_result *r, struct fk_found *f)
+			   const struct fk_wps *wps, struct smr_fsck_result *r,
+			   struct fk_found *f)
 {
 	/* Reads go on past damaged nodes: everything else is checked. */
 	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true,
@@ -1737,7 +1811,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			 "at the checkpoint, dropped at the next read-write "
 			 "open", rm.released);
 walk:
-	rc = fk_walk_progress(cow, o->scrub, o, &w);
+	rc = fk_walk_progress(cow, o->scrub, o, wps, &w);
 	if (rc == -ECANCELED)
 		goto out_walk;
 	if (rc) {
@@ -1874,7 +1948,8 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 }
 
 static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
-		     bool lost_commit, bool rebuild_alloc, bool log_move,
+		     const struct fk_wps *wps, bool lost_commit,
+		     bool rebuild_alloc, bool log_move,
 		     struct smr_fsck_result *r)
 {
 	/* No timer commit and no cleaning in the middle of the repairs. */
@@ -1898,6 +1973,7 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	/* The allocator first, before anything allocates: after a rebuild
 	 * it holds everything free until the referenced blocks are out. */
 	rc = fk_walk(cow, false, &w);
+	w.wps = wps; /* as found: the open may have finished the zones */
 	if (!rc)
 		rc = fk_check_data(&w, false);
 	if (!rc)
@@ -1988,6 +2064,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	struct smr_dev_opts dopts = { .read_only = !o->repair };
 	struct smr_cow_super_check sup;
 	struct fk_found f = { 0 };
+	struct fk_wps wps = { 0 };
 	struct smr_dev *dev;
 	int rc;
 
@@ -2001,6 +2078,9 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			smr_err("%s: cannot open: %s", o->device, strerror(-rc));
 		return r->exit_code = SMR_FSCK_OPERROR;
 	}
+	rc = fk_wps_take(dev, &wps);
+	if (rc)
+		goto out_operr;
 	fk_progress(o, 1, "superblocks", 0, 0);
 	rc = smr_cow_check_super(dev, false, &sup);
 	if (rc)
@@ -2025,7 +2105,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (sup.no_sb || !sup.ckpt_valid) {
 		f.fatal = true;
 	} else {
-		rc = fk_check_engine(dev, o, r, &f);
+		rc = fk_check_engine(dev, o, &wps, r, &f);
 		if (rc == -ECANCELED)
 			goto out_cancel;
 		if (rc)
@@ -2070,7 +2150,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	fk_progress(o, 5, "repairs", 1, 3);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = fk_repair(dev, o, sup.lost_commit || f.lost_commit,
+	rc = fk_repair(dev, o, &wps, sup.lost_commit || f.lost_commit,
 		       f.rebuild_alloc, sup.log_move, r);
 	if (rc == -ECANCELED)
 		goto out_cancel;
@@ -2091,7 +2171,9 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		if (rc)
 			goto out_operr;
 		fk_count(&f2, sup.problems, sup.unfixable);
-		rc = fk_check_engine(dev, o, &again, &f2);
+		rc = fk_wps_take(dev, &wps);
+		if (!rc)
+			rc = fk_check_engine(dev, o, &wps, &again, &f2);
 		if (rc == -ECANCELED)
 			goto out_cancel;
 		if (rc)
@@ -2120,6 +2202,7 @@ out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
 	r->exit_code = SMR_FSCK_OPERROR;
 out:
+	free(wps.wp);
 	if (!o->dev)
 		smr_dev_close(dev);
 	return r->exit_code;

@@ -398,7 +398,11 @@ check zl "zone counter above the recount" 1 "live bytes counted, [0-9]+ referenc
 	"$ALL" leak
 check zl "zone counter below the recount" 1 "live bytes counted, [0-9]+ referenced" \
 	"$ALL" zone-low /a/big
-check zl "write pointer behind the data" 4 "past the write pointer" \
+# A zone file cut short under /a/big's data (or a device that lost writes
+# it had acknowledged): what lay past the write pointer was never written,
+# and the extents there are dropped (the files read zeros there) before
+# the allocator could write over them.
+check zl "write pointer behind the data" 1 "inode [0-9]+: the extent at file offset 0 .* found nowhere, it lies past its zone's write pointer" \
 	"a/b/small" wp /a/big
 
 echo "$ncases cases: $fails failed, $xfails expected failures"
