@@ -2342,6 +2342,88 @@ static void test_write_ack(void)
 	fs_teardown();
 }
 
+/*
+ * Writes answered while others are: an answer may then come after the
+ * mapping rather than before it (file.c, ns_write_aligned), but either way
+ * a read that starts from it sees the write. Four writers, each its own
+ * blocks of one file, each answer probed by a read of its block.
+ */
+#define ACKS_WRITERS 4
+#define ACKS_ROUNDS 40
+
+struct acks_writer {
+	uint64_t ino;
+	int id;
+	uint8_t buf[4096], out[4096];
+	struct ack_probe p;
+	int bad; /* answers wrong, reads that missed the write */
+};
+
+static void *acks_probe_run(void *arg)
+{
+	struct acks_writer *w = arg;
+
+	w->p.read = smr_ns_read(ns, w->ino, (uint64_t)w->id * 4096, 4096,
+				w->out);
+	return NULL;
+}
+
+static void acks_fn(void *arg, ssize_t result)
+{
+	struct acks_writer *w = arg;
+
+	w->p.answers++;
+	w->p.result = result;
+	w->p.started = !pthread_create(&w->p.th, NULL, acks_probe_run, w);
+	usleep(1000);
+}
+
+static void *acks_run(void *arg)
+{
+	struct acks_writer *w = arg;
+
+	for (int r = 0; r < ACKS_ROUNDS; r++) {
+		fill_pattern(w->buf, sizeof(w->buf),
+			     (uint64_t)(100 + w->id * ACKS_ROUNDS + r));
+		w->p.answers = 0;
+		w->p.started = false;
+		smr_ns_write_ack(ns, &root_cr, w->ino, (uint64_t)w->id * 4096,
+				 w->buf, sizeof(w->buf), acks_fn, w);
+		if (w->p.started)
+			pthread_join(w->p.th, NULL);
+		if (w->p.answers != 1 || w->p.result != 4096 ||
+		    !w->p.started || w->p.read != 4096 ||
+		    memcmp(w->out, w->buf, sizeof(w->buf)))
+			w->bad++;
+	}
+	return NULL;
+}
+
+static void test_write_acks(void)
+{
+	struct acks_writer *w = calloc(ACKS_WRITERS, sizeof(*w));
+	pthread_t th[ACKS_WRITERS];
+	uint8_t out[4096];
+	uint64_t ino;
+
+	fs_setup();
+	ino = mkfile(ROOT, "f", 0644);
+	for (int i = 0; i < ACKS_WRITERS; i++) {
+		w[i].ino = ino;
+		w[i].id = i;
+		SMR_ASSERT_OK(pthread_create(&th[i], NULL, acks_run, &w[i]));
+	}
+	for (int i = 0; i < ACKS_WRITERS; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(w[i].bad, 0);
+		CU_ASSERT_EQUAL(smr_ns_read(ns, ino, (uint64_t)i * 4096, 4096,
+					    out), 4096);
+		CU_ASSERT(!memcmp(out, w[i].buf, sizeof(out)));
+	}
+	free(w);
+	fs_teardown();
+}
+
 #ifdef NS_TEST_REAL
 static void test_persistence(void)
 {
@@ -2811,6 +2893,7 @@ static const struct smr_test ns_tests[] = {
 	{ "threads", test_threads },
 	{ "threads_overlap", test_threads_overlap },
 	{ "write_ack", test_write_ack },
+	{ "write_acks", test_write_acks },
 	{ NULL, NULL },
 };
 

@@ -880,9 +880,19 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		}
 		if (rc)
 			break;
-		/* The last piece of a write answered early is checksummed
-		 * after the answer, the rest before the lock. */
-		last = ak && *done + len == size;
+		/*
+		 * The last piece's data is on the device: the write is
+		 * answered now, under the lock (every later call must see
+		 * it), and checksummed and mapped while the caller's next
+		 * request comes. Only while no other write is being
+		 * answered: with several, the woken writer takes the CPU
+		 * from the thread that holds the lock, and the others queue
+		 * behind it (4 writers: a third fewer writes a second than
+		 * answered after the lock). Those are answered by the
+		 * caller once mapped.
+		 */
+		last = ak && *done + len == size &&
+		       __atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1;
 		if (!last)
 			ns_piece_csum(ns, ino, gen, wbuf, pc);
 
@@ -899,10 +909,8 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		} else {
 			struct ns_inode was = in;
 
-			/* The last piece's data is on the device: answer now,
-			 * and checksum and map it while the caller's next
-			 * request comes (@buf stays the caller's until the
-			 * call returns). */
+			/* (@buf stays the caller's until the call
+			 * returns.) */
 			if (last) {
 				ak->fn(ak->arg, (ssize_t)size);
 				ak->done = true;
@@ -1017,8 +1025,11 @@ void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      smr_ns_ack_fn ack, void *arg)
 {
 	struct ns_ack ak = { .fn = ack, .arg = arg };
-	ssize_t n = ns_write(ns, cr, ino, off, buf, size, &ak);
+	ssize_t n;
 
+	__atomic_add_fetch(&ns->acks_in, 1, __ATOMIC_RELAXED);
+	n = ns_write(ns, cr, ino, off, buf, size, &ak);
+	__atomic_sub_fetch(&ns->acks_in, 1, __ATOMIC_RELAXED);
 	if (!ak.done)
 		ack(arg, n);
 }

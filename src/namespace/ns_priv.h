@@ -96,6 +96,8 @@ struct smr_ns {
 	struct smr_ns_opts opts;
 	uint32_t bsize;               /* data block size */
 	pthread_mutex_t lock;         /* the namespace lock; see ns.h */
+	uint32_t acks_in;             /* smr_ns_write_ack() calls running
+				       * (atomic, no lock) */
 	/* protected by lock: */
 	uint64_t next_ino;
 	uint64_t next_gen;
