@@ -1186,6 +1186,64 @@ static void test_orphans(void)
 	fs_teardown();
 }
 
+#ifndef NS_TEST_REAL
+/*
+ * A file that maps much is freed a part at a time after its unlink, each
+ * part a transaction of its own (ns.c, NS_FREE_PART): a part that fails
+ * leaves the inode, unlinked, with an orphan record and what the parts
+ * before it left, for the next open to reclaim; the unlink itself stands.
+ */
+/* Create @name in the root, left open, with @mib MiB of @buf. */
+static uint64_t big_file(const char *name, const uint8_t *buf, int mib)
+{
+	struct smr_ns_attr a;
+
+	SMR_ASSERT_OK(smr_ns_create(ns, &root_cr, ROOT, name, 0644, &a));
+	for (int i = 0; i < mib; i++)
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, a.ino,
+					     (uint64_t)i * SMR_MIB, buf,
+					     SMR_MIB),
+				(ssize_t)SMR_MIB);
+	return a.ino;
+}
+
+static void test_big_unlink(void)
+{
+	enum { MIB = 40 };
+	uint8_t *buf = malloc(SMR_MIB);
+	struct smr_ns_attr a;
+	uint64_t items, f;
+
+	fs_setup();
+	fill_pattern(buf, SMR_MIB, 7);
+	items = memcow_nr_items(cow);
+	f = big_file("f", buf, MIB);
+	smr_ns_release(ns, f); /* create opened it */
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	CU_ASSERT_EQUAL(memcow_nr_items(cow), items);
+
+	/* The second part fails: the first 16 MiB are gone, the rest stays
+	 * (1 MiB extents: 17 changes a part). */
+	f = big_file("g", buf, MIB);
+	/* Unlinked while open: freed at the release. */
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "g"));
+	memcow_fail_change(cow, 20, -EIO);
+	smr_ns_release(ns, f);
+	CU_ASSERT_FALSE(memcow_fail_pending(cow));
+	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
+	CU_ASSERT_EQUAL(a.nlink, 0);
+	CU_ASSERT_EQUAL(a.blocks * 512, (uint64_t)(MIB - 16) * SMR_MIB);
+	SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, "g", &a), -ENOENT);
+	smr_ns_close(ns);
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	CU_ASSERT_EQUAL(memcow_nr_items(cow), items);
+	free(buf);
+	fs_teardown();
+}
+#endif
+
 /* Many references at once (each of the table's shards grows past its
  * first size several times, and shrinks again): each still keeps its
  * unlinked inode, and only its own, whatever order the kernel forgets them
@@ -2876,6 +2934,9 @@ static const struct smr_test ns_tests[] = {
 	{ "permissions", test_permissions },
 	{ "xattr", test_xattr },
 	{ "orphans", test_orphans },
+#ifndef NS_TEST_REAL
+	{ "big_unlink", test_big_unlink },
+#endif
 	{ "many_refs", test_many_refs },
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },

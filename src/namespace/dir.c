@@ -650,6 +650,8 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_inode_put(ns, t, &in);
 out_end:
 	rc = ns_txn_end(ns, t, rc);
+	if (!rc && in.nlink == 0)
+		ns_maybe_destroy_locked(ns, in.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -901,6 +903,9 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_inode_put(ns, t, &rn->np);
 out_end:
 	rc = ns_txn_end(ns, t, rc);
+	if (!rc && rn->have_dst && !(flags & SMR_NS_RENAME_EXCHANGE) &&
+	    rn->dst.nlink == 0)
+		ns_maybe_destroy_locked(ns, rn->dst.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	free(rn);

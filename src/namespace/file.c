@@ -264,6 +264,26 @@ int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			       NULL, NULL, NULL);
 }
 
+int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
+				struct ns_inode *ip, uint64_t part)
+{
+	uint64_t end = SMR_ROUND_DOWN(NS_MAX_FILE_END, ns->bsize);
+	struct ns_ext e;
+	int rc;
+
+	rc = ns_ext_find(ns, ip->ino, 0, &e);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = ns_punch_locked(ns, t, ip, e.foff,
+			     e.foff < end - part ? e.foff + part : end, NULL,
+			     NULL, NULL, &e);
+	if (!rc)
+		rc = ns_inode_put(ns, t, ip);
+	return rc ? rc : 1;
+}
+
 /* ========================================================================
  * Reading
  * ======================================================================== */

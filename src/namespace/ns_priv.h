@@ -149,9 +149,14 @@ int ns_admit_meta_locked(struct smr_ns *ns, unsigned int nitems,
 int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 			    const struct ns_inode *ip);
 /* nlink reached 0: destroy now, or store it (nlink 0) with an orphan
- * record while references remain. */
+ * record while references remain or while it maps too much to be freed
+ * in one transaction; the caller then calls ns_maybe_destroy_locked()
+ * once its own transaction has ended. */
 int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 			     const struct ns_inode *ip);
+/* If inode @ino has no links and no references left, free it, in parts
+ * (a transaction each) if it maps much. No transaction open. */
+void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino);
 /* Update atime the relatime way (best effort). */
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip);
 bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid);
@@ -168,6 +173,10 @@ int ns_truncate_locked(struct smr_ns *ns, struct smr_txn *t,
 		       struct ns_inode *ip, uint64_t size);
 int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			       struct ns_inode *ip);
+/* Free the extents of @ip in the @part bytes of file from its first
+ * extent on, and put the inode: 1, or 0 if it maps nothing, or an error. */
+int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
+				struct ns_inode *ip, uint64_t part);
 /* The engine's relocation hook (smr_cow_relocate_fn); takes ns->lock. */
 int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 		     uint64_t new_off, uint64_t len);
