@@ -1191,7 +1191,8 @@ static void test_orphans(void)
  * A file that maps much is freed a part at a time after its unlink, each
  * part a transaction of its own (ns.c, NS_FREE_PART): a part that fails
  * leaves the inode, unlinked, with an orphan record and what the parts
- * before it left, for the next open to reclaim; the unlink itself stands.
+ * before it left, for the next open to reclaim (in parts as well); the
+ * unlink itself stands.
  */
 /* Create @name in the root, left open, with @mib MiB of @buf. */
 static uint64_t big_file(const char *name, const uint8_t *buf, int mib)
@@ -1212,7 +1213,7 @@ static void test_big_unlink(void)
 	enum { MIB = 40 };
 	uint8_t *buf = malloc(SMR_MIB);
 	struct smr_ns_attr a;
-	uint64_t items, f;
+	uint64_t items, left, f;
 
 	fs_setup();
 	fill_pattern(buf, SMR_MIB, 7);
@@ -1236,6 +1237,12 @@ static void test_big_unlink(void)
 	CU_ASSERT_EQUAL(a.blocks * 512, (uint64_t)(MIB - 16) * SMR_MIB);
 	SMR_ASSERT_RC(smr_ns_lookup(ns, ROOT, "g", &a), -ENOENT);
 	smr_ns_close(ns);
+
+	/* The next open reclaims it in parts too: its last one fails. */
+	left = memcow_nr_items(cow);
+	memcow_fail_change(cow, 20, -EIO);
+	SMR_ASSERT_RC(smr_ns_open(cow, NULL, &ns), -EIO);
+	CU_ASSERT_EQUAL(memcow_nr_items(cow), left - 16);
 	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
 	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
 	CU_ASSERT_EQUAL(memcow_nr_items(cow), items);

@@ -651,7 +651,7 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 out_end:
 	rc = ns_txn_end(ns, t, rc);
 	if (!rc && in.nlink == 0)
-		ns_maybe_destroy_locked(ns, in.ino);
+		(void)ns_maybe_destroy_locked(ns, in.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
@@ -905,7 +905,7 @@ out_end:
 	rc = ns_txn_end(ns, t, rc);
 	if (!rc && rn->have_dst && !(flags & SMR_NS_RENAME_EXCHANGE) &&
 	    rn->dst.nlink == 0)
-		ns_maybe_destroy_locked(ns, rn->dst.ino);
+		(void)ns_maybe_destroy_locked(ns, rn->dst.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	free(rn);

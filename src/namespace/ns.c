@@ -471,21 +471,21 @@ int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 	return ns_bt_put(ns, t, &k, &none, 0);
 }
 
-void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
+int ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
 {
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc, part;
 
 	if (ns_has_refs(ns, ino))
-		return;
+		return 0;
 	ns_ref_drop_if_unused(ns, ino);
 	do {
 		if (ns_inode_get(ns, ino, &in) || in.nlink)
-			return;
+			return 0;
 		rc = ns_txn_begin(ns, &t);
 		if (rc)
-			return; /* read-only: reclaimed at the next open */
+			return rc; /* read-only: reclaimed at the next open */
 		part = ns_free_in_parts(&in) ?
 			       ns_extents_free_part_locked(ns, t, &in,
 							   NS_FREE_PART) :
@@ -497,6 +497,7 @@ void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
 	if (rc)
 		smr_warn("inode %llu: freeing the unlinked inode failed: %d",
 			 (unsigned long long)ino, rc);
+	return rc;
 }
 
 void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup)
@@ -507,7 +508,7 @@ void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup)
 	r = ns_ref_find(ns, ino, false);
 	if (r) {
 		ns_ref_sub(&r->nlookup, nlookup);
-		ns_maybe_destroy_locked(ns, ino);
+		(void)ns_maybe_destroy_locked(ns, ino);
 	}
 	pthread_mutex_unlock(&ns->lock);
 }
@@ -545,7 +546,7 @@ void smr_ns_release(struct smr_ns *ns, uint64_t ino)
 	r = ns_ref_find(ns, ino, false);
 	if (r && r->nopen) {
 		ns_ref_sub(&r->nopen, 1);
-		ns_maybe_destroy_locked(ns, ino);
+		(void)ns_maybe_destroy_locked(ns, ino);
 	}
 	pthread_mutex_unlock(&ns->lock);
 }
@@ -729,9 +730,6 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 	size_t len;
 	int rc;
 
-	rc = ns_txn_begin(ns, &t);
-	if (rc)
-		return rc;
 	for (;;) {
 		len = 0;
 		rc = smr_bt_next(ns->cow, SMR_TREE_FS, &from, &found, NULL,
@@ -747,10 +745,15 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 			break;
 		rc = ns_inode_get(ns, found.offset, &in);
 		if (rc == 0 && in.nlink == 0) {
-			rc = ns_inode_destroy_locked(ns, t, &in);
+			/* In parts, as at runtime: one transaction for a big
+			 * file would take the memory of all its leaves. */
+			rc = ns_maybe_destroy_locked(ns, in.ino);
 		} else if (rc == 0 || rc == -ENOENT) {
 			/* Relinked, or gone: only the record is left. */
-			rc = ns_bt_delete(ns, t, &found);
+			rc = ns_txn_begin(ns, &t);
+			if (!rc)
+				rc = ns_txn_end(ns, t,
+						ns_bt_delete(ns, t, &found));
 		}
 		if (rc)
 			break;
@@ -758,7 +761,6 @@ static int ns_reclaim_orphans(struct smr_ns *ns)
 		from = found;
 		from.offset++;
 	}
-	rc = ns_txn_end(ns, t, rc);
 	if (n && !rc)
 		smr_info("reclaimed %lu orphan inode%s", n, n == 1 ? "" : "s");
 	return rc;

@@ -155,8 +155,9 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 			     const struct ns_inode *ip);
 /* If inode @ino has no links and no references left, free it, in parts
- * (a transaction each) if it maps much. No transaction open. */
-void ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino);
+ * (a transaction each) if it maps much. No transaction open. Returns 0, or
+ * the error that stopped it (logged; the orphan record stays). */
+int ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino);
 /* Update atime the relatime way (best effort). */
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip);
 bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid);
