@@ -1224,6 +1224,16 @@ static void test_big_unlink(void)
 	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
 	CU_ASSERT_EQUAL(memcow_nr_items(cow), items);
 
+	/* The same when a rename replaces it. */
+	f = big_file("f", buf, MIB);
+	smr_ns_release(ns, f);
+	SMR_ASSERT_OK(smr_ns_mknod(ns, &root_cr, ROOT, "e", S_IFREG | 0644, 0,
+				   &a));
+	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "e", ROOT, "f", 0));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
+	CU_ASSERT_EQUAL(memcow_nr_items(cow), items);
+
 	/* The second part fails: the first 16 MiB are gone, the rest stays
 	 * (1 MiB extents: 17 changes a part). */
 	f = big_file("g", buf, MIB);

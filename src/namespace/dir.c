@@ -650,7 +650,7 @@ static int ns_remove(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_inode_put(ns, t, &in);
 out_end:
 	rc = ns_txn_end(ns, t, rc);
-	if (!rc && in.nlink == 0)
+	if (!rc && in.nlink == 0 && ns_free_in_parts(&in))
 		(void)ns_maybe_destroy_locked(ns, in.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
@@ -904,7 +904,7 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 out_end:
 	rc = ns_txn_end(ns, t, rc);
 	if (!rc && rn->have_dst && !(flags & SMR_NS_RENAME_EXCHANGE) &&
-	    rn->dst.nlink == 0)
+	    rn->dst.nlink == 0 && ns_free_in_parts(&rn->dst))
 		(void)ns_maybe_destroy_locked(ns, rn->dst.ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);

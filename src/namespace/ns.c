@@ -449,7 +449,7 @@ static bool ns_has_refs(struct smr_ns *ns, uint64_t ino)
  */
 #define NS_FREE_PART (16u << 20)
 
-static bool ns_free_in_parts(const struct ns_inode *ip)
+bool ns_free_in_parts(const struct ns_inode *ip)
 {
 	return S_ISREG(ip->mode) && ip->bytes > NS_FREE_PART;
 }

@@ -150,10 +150,11 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 			    const struct ns_inode *ip);
 /* nlink reached 0: destroy now, or store it (nlink 0) with an orphan
  * record while references remain or while it maps too much to be freed
- * in one transaction; the caller then calls ns_maybe_destroy_locked()
- * once its own transaction has ended. */
+ * in one transaction (ns_free_in_parts); the caller then calls
+ * ns_maybe_destroy_locked() once its own transaction has ended. */
 int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 			     const struct ns_inode *ip);
+bool ns_free_in_parts(const struct ns_inode *ip);
 /* If inode @ino has no links and no references left, free it, in parts
  * (a transaction each) if it maps much. No transaction open. Returns 0, or
  * the error that stopped it (logged; the orphan record stays). */
