@@ -18,6 +18,9 @@
  * Deletion keeps every non-root node at least a quarter full: an underfull
  * node is merged into a sibling when both fit in one node, otherwise items
  * are moved from the sibling so that the two hold about the same bytes. A
+ * node under half full is merged too when both fit: keys that only grow
+ * (inode numbers, readdir sequences) never refill the leaves that deletes
+ * have half emptied, which would otherwise keep their space for good. A
  * root with one child is replaced by the child.
  *
  * Cache: a hash of address -> node; clean nodes are on an LRU list and are
@@ -1137,7 +1140,8 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
-/* Keep node at level @l of the path at least a quarter full. */
+/* Keep node at level @l of the path at least a quarter full, and merge it
+ * into a sibling under half full when both fit in one node. */
 static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
 		     int l)
 {
@@ -1174,7 +1178,7 @@ static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
 		}
 		return 0;
 	}
-	if (node_used(c, n) >= node_cap(c) / 4)
+	if (node_used(c, n) >= node_cap(c) / 2)
 		return 0;
 	par = p->n[l + 1];
 	s = p->slot[l + 1];
@@ -1201,6 +1205,13 @@ static int rebalance(struct smr_cow *c, struct smr_tree *t, struct smr_path *p,
 		      smr_int_gen(par->buf, (uint32_t)sslot), (uint16_t)l, &sib);
 	if (rc)
 		return rc;
+	/* At least a quarter full: merged if the two fit in one node, else
+	 * left as it is. */
+	if (node_used(c, n) >= node_cap(c) / 4 &&
+	    node_used(c, n) + node_used(c, sib) > node_cap(c)) {
+		node_put(c, sib);
+		return 0;
+	}
 	rc = node_cow(c, &sib);
 	if (rc) {
 		node_put(c, sib);
