@@ -1972,8 +1972,8 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	/* The allocator first, before anything allocates: after a rebuild
 	 * it holds everything free until the referenced blocks are out. */
-	rc = fk_walk(cow, false, &w);
-	w.wps = wps; /* as found: the open may have finished the zones */
+	/* The write pointers as found: the open may have finished zones. */
+	rc = fk_walk_progress(cow, false, NULL, wps, &w);
 	if (!rc)
 		rc = fk_check_data(&w, false);
 	if (!rc)
