@@ -68,6 +68,16 @@ test)
 		echo "$rc" >"$build/.make-status"
 	} | tee "$log"
 	status=$(cat "$build/.make-status")
+	# The summary names a failed test; its log, which distcheck leaves
+	# in its build tree, says why.
+	if [ "$status" != 0 ]; then
+		grep -rlE '^:test-result: (FAIL|ERROR|XPASS)' \
+			--include='*.trs' "$build"/smrfs-*/_build 2>/dev/null |
+			while read -r trs; do
+				echo "=== ${trs##*/_build/sub/}: the end of its log"
+				tail -n 60 "${trs%.trs}.log"
+			done
+	fi
 
 	# Kernel zoned devices, in a VM: the zbd backend's tests on each kind
 	# of device, and the whole filesystem (with overwrites that force
