@@ -39,6 +39,9 @@ struct smr_cow {
 	/* Called once at the start of the next data write. */
 	void (*on_write)(void *);
 	void *on_write_arg;
+	/* Called once when the next data write has taken its space. */
+	void (*on_written)(void *);
+	void *on_written_arg;
 	void (*on_commit)(void *);
 	void *on_commit_arg;
 };
@@ -328,6 +331,13 @@ void memcow_on_data_write(struct smr_cow *c, void (*fn)(void *), void *arg)
 {
 	c->on_write = fn;
 	c->on_write_arg = arg;
+}
+
+void memcow_on_data_written(struct smr_cow *c, void (*fn)(void *),
+			    void *arg)
+{
+	c->on_written = fn;
+	c->on_written_arg = arg;
 }
 
 void memcow_on_commit(struct smr_cow *c, void (*fn)(void *), void *arg)
@@ -623,6 +633,12 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	}
 	c->cursor = b;
 	pthread_rwlock_unlock(&c->lock);
+	if (c->on_written) {
+		void (*fn)(void *) = c->on_written;
+
+		c->on_written = NULL;
+		fn(c->on_written_arg);
+	}
 	return (int)n;
 }
 

@@ -51,6 +51,10 @@ bool memcow_fail_pending(struct smr_cow *c);
  * writer whose changes land while a write's data goes out (the namespace
  * holds no lock then). NULL: none. */
 void memcow_on_data_write(struct smr_cow *c, void (*fn)(void *), void *arg);
+/* Call @fn(@arg) once, when the next data write has taken its space and
+ * before it returns: a writer whose new copy is out and not mapped yet. */
+void memcow_on_data_written(struct smr_cow *c, void (*fn)(void *),
+			    void *arg);
 /* Call @fn(@arg) once, at the start of the next commit: what a crash
  * right after that commit would find. NULL: none. */
 void memcow_on_commit(struct smr_cow *c, void (*fn)(void *), void *arg);

@@ -2125,6 +2125,80 @@ static void test_overwrite_raced(void)
 	free(theirs);
 	fs_teardown();
 }
+
+/* A writer out of space while another's new copy is out. */
+struct full_writer {
+	uint64_t ino;
+	uint8_t buf[4096];
+	ssize_t rc;
+	pthread_t th;
+};
+
+static void *full_write_run(void *arg)
+{
+	struct full_writer *w = arg;
+
+	w->rc = smr_ns_write(ns, &root_cr, w->ino, 0, w->buf, 4096);
+	return NULL;
+}
+
+/* Started once the first writer has taken the last free block and before
+ * it maps it; given time to find no space. */
+static void full_write_start(void *arg)
+{
+	struct full_writer *w = arg;
+
+	SMR_ASSERT_OK(pthread_create(&w->th, NULL, full_write_run, w));
+	usleep(200 * 1000);
+}
+
+/* On a full filesystem, an overwrite takes new space before it frees the
+ * old copy. A second writer that finds no space while the first one's
+ * new copy is out (written, not mapped) waits for it to be mapped, which
+ * frees the copy it replaced, and then writes: ENOSPC would be a failure
+ * on a filesystem with the space for both (one at a time). */
+static void test_enospc_waits(void)
+{
+	enum { CHUNK = 1024 * 1024 };
+	uint8_t *buf = malloc(CHUNK), out[4096], mine[4096];
+	struct full_writer *w = calloc(1, sizeof(*w));
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE };
+	struct smr_ns_attr a;
+	uint64_t f1, f2, fill, off = 0;
+	ssize_t n;
+
+	fs_setup();
+	f1 = mkfile(ROOT, "f1", 0644);
+	f2 = mkfile(ROOT, "f2", 0644);
+	fill = mkfile(ROOT, "fill", 0644);
+	fill_pattern(mine, 4096, 1);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f1, 0, mine, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f2, 0, mine, 4096), 4096);
+	/* Full, then one block given back and committed. */
+	memset(buf, 7, CHUNK);
+	while ((n = smr_ns_write(ns, &root_cr, fill, off, buf, CHUNK)) > 0)
+		off += (uint64_t)n;
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	CU_ASSERT(off >= 4096);
+	sa.size = off - 4096;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, fill, &sa, &a));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+
+	w->ino = f2;
+	fill_pattern(w->buf, 4096, 2);
+	fill_pattern(mine, 4096, 3);
+	memcow_on_data_written(cow, full_write_start, w);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f1, 0, mine, 4096), 4096);
+	pthread_join(w->th, NULL);
+	CU_ASSERT_EQUAL(w->rc, 4096);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f1, 0, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, mine, 4096));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f2, 0, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, w->buf, 4096));
+	free(w);
+	free(buf);
+	fs_teardown();
+}
 #endif
 
 /* The audit finds what breaks the invariants. */
@@ -2966,6 +3040,7 @@ static const struct smr_test ns_tests[] = {
 	{ "overwrite_extents", test_overwrite_extents },
 #ifndef NS_TEST_REAL
 	{ "overwrite_raced", test_overwrite_raced },
+	{ "enospc_waits", test_enospc_waits },
 #endif
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },

@@ -615,6 +615,45 @@ static void ns_piece_csum(struct smr_ns *ns, uint64_t ino, uint64_t gen,
 					     pc->a + j * bs, gen);
 }
 
+/* A piece of ns_write_aligned() ended: mapped, given back or failed. */
+static void ns_piece_end_locked(struct smr_ns *ns)
+{
+	ns->pieces_out--;
+	ns->pieces_done++;
+	if (ns->piece_waiters)
+		pthread_cond_broadcast(&ns->piece_cv);
+}
+
+int ns_clean_for_space(struct smr_ns *ns, uint32_t own)
+{
+	uint64_t done;
+	int rc;
+
+	/* The caller's own pieces hold nothing while it cleans or waits:
+	 * two writers out of space must not wait for each other. */
+	pthread_mutex_lock(&ns->lock);
+	ns->pieces_out -= own;
+	if (own && !ns->pieces_out && ns->piece_waiters)
+		pthread_cond_broadcast(&ns->piece_cv);
+	pthread_mutex_unlock(&ns->lock);
+
+	rc = smr_cow_clean_for_space(ns->cow);
+
+	pthread_mutex_lock(&ns->lock);
+	if (rc == -ENOSPC && ns->pieces_out) {
+		done = ns->pieces_done;
+		ns->piece_waiters++;
+		while (ns->pieces_done == done && ns->pieces_out)
+			pthread_cond_wait(&ns->piece_cv, &ns->lock);
+		ns->piece_waiters--;
+		if (ns->pieces_done != done)
+			rc = 0;
+	}
+	ns->pieces_out += own;
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
 /* Give back the space of a piece that will not be mapped. */
 static void ns_piece_drop(struct smr_txn *t, const struct ns_piece *pc,
 			  int from)
@@ -885,21 +924,30 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
 		gen = in.gen;
+		/* Counted before it takes space: a writer out of space
+		 * waits for it rather than fail. */
+		if (!rc)
+			ns->pieces_out++;
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
 
 		rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp, pc);
-		/* Out of space with dead space about: clean and retry (no
+		/* Out of space with dead space about, or with another
+		 * writer's piece out: clean or wait for it, and retry (no
 		 * lock is held here, which cleaning needs). */
 		for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
-			if (smr_cow_clean_for_space(ns->cow))
+			if (ns_clean_for_space(ns, 1))
 				break;
 			rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp,
 					    pc);
 		}
-		if (rc)
+		if (rc) {
+			pthread_mutex_lock(&ns->lock);
+			ns_piece_end_locked(ns);
+			pthread_mutex_unlock(&ns->lock);
 			break;
+		}
 		/*
 		 * The last piece's data is on the device: the write is
 		 * answered now, under the lock (every later call must see
@@ -920,6 +968,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_txn_begin(ns, &t);
 		if (rc) {
 			/* Read-only now: the engine keeps nothing of it. */
+			ns_piece_end_locked(ns);
 			pthread_mutex_unlock(&ns->lock);
 			break;
 		}
@@ -949,6 +998,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc && ak && ak->done)
 			smr_cow_set_error(ns->cow, rc,
 					  "mapping a write already answered");
+		ns_piece_end_locked(ns);
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
@@ -1025,7 +1075,7 @@ out_unlock:
 	 * was rolled back is written again as far as it fits even if
 	 * nothing could be cleaned. */
 	if (rc == -ENOSPC && total < size && tries++ < NS_ENOSPC_RETRIES &&
-	    (!smr_cow_clean_for_space(ns->cow) || undone))
+	    (!ns_clean_for_space(ns, 0) || undone))
 		goto retry;
 	done = total;
 out:
@@ -1212,7 +1262,7 @@ int smr_ns_fallocate(struct smr_ns *ns, uint64_t ino, int mode, uint64_t off,
 	 * space, clean and try again, as a write does (the call was
 	 * undone). */
 	for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
-		if (smr_cow_clean_for_space(ns->cow))
+		if (ns_clean_for_space(ns, 0))
 			break;
 		rc = ns_zero_once(ns, ino, off, len, grow);
 	}

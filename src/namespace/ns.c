@@ -617,6 +617,7 @@ static int ns_alloc(struct smr_cow *cow, const struct smr_ns_opts *o,
 	ns->bsize = sp.block_size ? (uint32_t)sp.block_size : 4096;
 	ns->heat_window = sp.capacity / 16;
 	ns_lock_init(&ns->lock);
+	pthread_cond_init(&ns->piece_cv, NULL);
 	*nsp = ns;
 	return 0;
 }
@@ -810,6 +811,7 @@ void smr_ns_close(struct smr_ns *ns)
 	ns_undo_free(ns);
 	for (unsigned int i = 0; i < NS_REF_SHARDS; i++)
 		free(ns->refs[i].refs);
+	pthread_cond_destroy(&ns->piece_cv);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
@@ -977,7 +979,7 @@ int smr_ns_setattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	 * clean and try again, as a write does (the call was undone). */
 	for (int i = 0; rc == -ENOSPC && (sa->valid & SMR_NS_SET_SIZE) &&
 			i < NS_ENOSPC_RETRIES; i++) {
-		if (smr_cow_clean_for_space(ns->cow))
+		if (ns_clean_for_space(ns, 0))
 			break;
 		rc = ns_setattr_once(ns, cr, ino, sa, attr);
 	}

@@ -58,6 +58,17 @@ struct ns_ref_shard {
  * tries again before it gives up. */
 #define NS_ENOSPC_RETRIES 8
 
+/*
+ * Out of space (-ENOSPC from a data write): clean (smr_cow_clean_for_space)
+ * and, should that give nothing back while another writer has a piece out
+ * (being written, or written and not mapped yet), wait until one is mapped
+ * or given back: that frees the copy it replaced, or its own space. @own:
+ * pieces the caller has out itself (0 or 1), which hold no space now.
+ * Returns 0 when the caller should try again, else the error. Called
+ * without the lock.
+ */
+int ns_clean_for_space(struct smr_ns *ns, uint32_t own);
+
 /* What an FS tree item costs beside its value (key, item header, slack),
  * for ns_admit_meta_locked(). */
 #define NS_META_ITEM_COST 64
@@ -99,6 +110,13 @@ struct smr_ns {
 	uint32_t acks_in;             /* smr_ns_write_ack() calls running
 				       * (atomic, no lock) */
 	/* protected by lock: */
+	/* Pieces written without the lock and not mapped or given back yet
+	 * (file.c, ns_write_aligned): each holds new space while the copy
+	 * it replaces is still live. pieces_done counts those that ended;
+	 * piece_cv wakes a writer out of space once one did. */
+	uint32_t pieces_out, piece_waiters;
+	uint64_t pieces_done;
+	pthread_cond_t piece_cv;
 	uint64_t next_ino;
 	uint64_t next_gen;
 	uint64_t nr_inodes;
