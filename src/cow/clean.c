@@ -1193,6 +1193,7 @@ static uint64_t free_zones(struct smr_cow *c)
 
 int smr_cow_clean_for_space(struct smr_cow *c)
 {
+	uint64_t emptied = __atomic_load_n(&c->gc.gc_zones, __ATOMIC_RELAXED);
 	struct smr_space sp;
 	bool released;
 	uint64_t before;
@@ -1230,9 +1231,16 @@ int smr_cow_clean_for_space(struct smr_cow *c)
 	 * have given space back: on a device of few zones a second free
 	 * zone may never come while the data fits, and the write may fit
 	 * what came back (several writers at once each hold back a piece
-	 * they have not freed yet). */
+	 * they have not freed yet). Nor here, but by another thread while
+	 * this one waited for the cleaning lock (the background thread, or
+	 * another writer out of space, which took the best victims): the
+	 * zones it emptied may have gone to other writers, but the next try
+	 * has the victims that are left. */
 	smr_alloc_space(c->alloc, &sp);
-	return sp.free > before ? 0 : -ENOSPC;
+	if (sp.free > before ||
+	    __atomic_load_n(&c->gc.gc_zones, __ATOMIC_RELAXED) != emptied)
+		return 0;
+	return -ENOSPC;
 }
 
 void smr_cow_clean_for_meta(struct smr_cow *c)

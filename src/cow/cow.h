@@ -684,7 +684,8 @@ int smr_cow_clean_auto(struct smr_cow *c);
 int smr_cow_clean_for_space(struct smr_cow *c);
 
 /*
- * Foreground cleaning before a change of metadata (names, inodes, xattrs):
+ * Foreground cleaning before a change of metadata (names, inodes, xattrs,
+ * and the extent map a data write changes):
  * once commits' nodes have started to take the free zones kept in reserve,
  * clean a zone first, so that such changes cannot outrun the cleaner until
  * a commit finds no room. A cached figure otherwise, nothing more. Same

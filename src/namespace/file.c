@@ -1020,6 +1020,11 @@ static ssize_t ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
 		return -EFBIG;
+	/* A write's map changes take nodes too: once commits dig into the
+	 * reserve, writers clean before they add to it, or the cleaner is
+	 * left without room for its copies. */
+	if (size)
+		smr_cow_clean_for_meta(ns->cow);
 	if (size && off % ns->bsize == 0 && size % ns->bsize == 0) {
 		rc = ns_write_aligned(ns, cr, ino, off, buf, size, &done, ak);
 		goto out;
