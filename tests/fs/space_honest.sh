@@ -128,7 +128,12 @@ for f, fd in enumerate(fds):
     os.close(fd)
 print("--- %d writer(s) overwrote %d bytes, all read back" % (writers, total))
 EOF
-		fail "$1 in zones of $2: fill and overwrite (a timeout means a hang)"
+		{
+			# What the space looked like: where it went.
+			timeout 10 "$CTL" stat "$M" | grep -E "zones|free|reclaim|reserved"
+			timeout 10 "$CTL" zones "$M" | grep -v legend
+			fail "$1 in zones of $2: fill and overwrite (a timeout means a hang)"
+		}
 	"$CTL" stat "$M" | grep -E "write amp|size|available" || true
 	umount_fs "$M"
 	"$FSCK" -n "$Z" >"$T/fsck.out" 2>&1 ||
