@@ -74,8 +74,9 @@ test)
 		grep -rlE '^:test-result: (FAIL|ERROR|XPASS)' \
 			--include='*.trs' "$build"/smrfs-*/_build 2>/dev/null |
 			while read -r trs; do
-				echo "=== ${trs##*/_build/sub/}: the end of its log"
-				tail -n 60 "${trs%.trs}.log"
+				t=${trs%.trs}
+				echo "=== ${t##*/_build/sub/}: the end of its log"
+				tail -n 60 "$t.log"
 			done
 	fi
 
