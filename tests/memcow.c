@@ -41,6 +41,7 @@ struct smr_cow {
 	void *on_write_arg;
 	/* Called once when the next data write has taken its space. */
 	void (*on_written)(void *);
+	int data_err; /* the next data write's, after it took its space */
 	void *on_written_arg;
 	void (*on_commit)(void *);
 	void *on_commit_arg;
@@ -102,6 +103,11 @@ int memcow_create(uint64_t capacity, uint32_t block_size, struct smr_cow **cp)
 void memcow_corrupt(struct smr_cow *c, uint64_t off)
 {
 	c->data[off] ^= 0x5a;
+}
+
+void memcow_fail_data_write(struct smr_cow *c, int err)
+{
+	c->data_err = err;
 }
 
 void memcow_set_read_only(struct smr_cow *c, bool ro)
@@ -575,9 +581,9 @@ void smr_cow_buf_free(void *buf)
 	free(buf);
 }
 
-int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
-		       uint64_t near, const void *buf, uint64_t len,
-		       struct smr_data_extent *ext, unsigned int max)
+static int mc_data_write(struct smr_cow *c, uint64_t near, const void *buf,
+			 uint64_t len, struct smr_data_extent *ext,
+			 unsigned int max, const struct smr_cow_held *held)
 {
 	uint64_t need, got = 0, b, scanned = 0, nfree = 0;
 	unsigned int n = 0;
@@ -619,7 +625,6 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 			n++;
 		}
 		c->state[b] = MC_UNSETTLED;
-		memcpy(c->data + b * c->bs, src + got * c->bs, c->bs);
 		got++;
 		b++;
 		scanned++;
@@ -633,6 +638,24 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	}
 	c->cursor = b;
 	pthread_rwlock_unlock(&c->lock);
+	if (held)
+		held->fn(held->arg);
+	if (c->data_err) {
+		int err = c->data_err;
+
+		c->data_err = 0;
+		pthread_rwlock_wrlock(&c->lock);
+		for (unsigned int i = 0; i < n; i++)
+			for (uint64_t x = 0; x < ext[i].len / c->bs; x++)
+				c->state[ext[i].off / c->bs + x] = MC_FREE;
+		pthread_rwlock_unlock(&c->lock);
+		return err;
+	}
+	got = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		memcpy(c->data + ext[i].off, src + got, ext[i].len);
+		got += ext[i].len;
+	}
 	if (c->on_written) {
 		void (*fn)(void *) = c->on_written;
 
@@ -640,6 +663,14 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 		fn(c->on_written_arg);
 	}
 	return (int)n;
+}
+
+int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
+		       uint64_t near, const void *buf, uint64_t len,
+		       struct smr_data_extent *ext, unsigned int max)
+{
+	(void)temp;
+	return mc_data_write(c, near, buf, len, ext, max, NULL);
 }
 
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
@@ -726,10 +757,12 @@ uint64_t smr_cow_space_room_meta(struct smr_cow *c)
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,
 			     const void *buf, uint64_t len,
-			     struct smr_data_extent *ext, unsigned int max)
+			     struct smr_data_extent *ext, unsigned int max,
+			     const struct smr_cow_held *held)
 {
 	(void)owner;
-	return smr_cow_data_write(c, temp, near, buf, len, ext, max);
+	(void)temp;
+	return mc_data_write(c, near, buf, len, ext, max, held);
 }
 
 void smr_cow_set_relocate_hook(struct smr_cow *c, smr_cow_relocate_fn fn,

@@ -47,6 +47,10 @@ uint64_t memcow_nr_errors(struct smr_cow *c);
 void memcow_fail_change(struct smr_cow *c, uint64_t n, int err);
 bool memcow_fail_pending(struct smr_cow *c);
 
+/* The next data write fails with @err once it holds its space (after
+ * the caller was told so), as a device error would, and keeps nothing. */
+void memcow_fail_data_write(struct smr_cow *c, int err);
+
 /* Call @fn(@arg) once, at the start of the next data write: another
  * writer whose changes land while a write's data goes out (the namespace
  * holds no lock then). NULL: none. */

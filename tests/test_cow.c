@@ -1225,7 +1225,7 @@ static void unsettled_at_crash(enum kind k)
 	/* With an owner: the reverse-map entry made for it must not outlive
 	 * the recovery that frees it. */
 	n = smr_cow_data_write_owned(c, SMR_DATA_HOT, 0, &owner, buf, len,
-				     ext, 8);
+				     ext, 8, NULL);
 	CU_ASSERT_FATAL(n >= 1);
 	SMR_ASSERT_OK(smr_cow_commit_forced(c));
 	rkey.objid = ext[0].off;
@@ -1328,7 +1328,7 @@ static void rmp_write(struct smr_cow *c, struct rmp_model *m, void *buf,
 	uint64_t done = 0;
 	struct smr_txn *t;
 	int n = smr_cow_data_write_owned(c, SMR_DATA_HOT, 0, &owner, buf,
-					 nblk * 4096, ext, 8);
+					 nblk * 4096, ext, 8, NULL);
 
 	CU_ASSERT_FATAL(n >= 1);
 	/* Referenced, as the namespace's map would. */

@@ -97,7 +97,8 @@ static void op(struct smr_cow *c, struct model *m, uint8_t *buf, int f,
 	if (!drop) {
 		fill(buf, seed);
 		CU_ASSERT_FATAL(smr_cow_data_write_owned(c, SMR_DATA_HOT, 0,
-							 &k, buf, BS, &e, 1) == 1);
+							 &k, buf, BS, &e, 1,
+							 NULL) == 1);
 	}
 	SMR_ASSERT_OK(smr_txn_begin(c, &t));
 	if (m->off[f][b])

@@ -2483,6 +2483,31 @@ static void test_write_ack(void)
 	CU_ASSERT(!memcmp(out, old, 100));
 	memcow_set_read_only(cow, false);
 	memcow_clear_error(cow);
+
+	/* The data fails to go out after the answer (a device error): the
+	 * write is not made, the filesystem goes on, and the next flush or
+	 * fsync of the file says so, once. */
+	p.fail = 0;
+	CU_ASSERT_EQUAL(smr_ns_read(ns, p.ino, 0, 3 * 4096, out), 3 * 4096);
+	memcow_fail_data_write(cow, -EIO);
+	ack_probe_write(&p, 0, new, 4096);
+	CU_ASSERT_EQUAL(p.read, 3 * 4096);
+	CU_ASSERT(!memcmp(p.out, out, 3 * 4096));
+	SMR_ASSERT_RC(smr_ns_flush(ns, p.ino), -EIO);
+	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
+	SMR_ASSERT_OK(smr_ns_fsync(ns, p.ino, false));
+	memcow_fail_data_write(cow, -EIO);
+	ack_probe_write(&p, 4096, new, 4096);
+	SMR_ASSERT_RC(smr_ns_fsync(ns, p.ino, false), -EIO);
+	SMR_ASSERT_OK(smr_ns_fsync(ns, p.ino, false));
+	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
+	CU_ASSERT_FALSE(smr_cow_is_read_only(cow));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, p.ino, 0, 3 * 4096, p.out), 3 * 4096);
+	CU_ASSERT(!memcmp(p.out, out, 3 * 4096));
+	/* And a write that works again is made. */
+	ack_probe_write(&p, 4096, new + 4096, 4096);
+	CU_ASSERT(!memcmp(p.out + 4096, new + 4096, 4096));
+	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
 #endif
 	free(old);
 	free(new);

@@ -536,6 +536,8 @@ static int write_stream(struct smr_alloc *a, const void *buf, uint64_t len,
 	/* Out of space part way: write and keep what was had (the caller
 	 * sees a total below @len). */
 	rc = 0;
+	if (got == len && hint && hint->held)
+		hint->held(hint->held_arg);
 
 	/* Write in allocation order: on a zoned device each extent sits at
 	 * its zone's write pointer only once the ones before it are written. */
@@ -573,6 +575,7 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 {
 	enum smr_stream other = stream == SMR_STREAM_HOT ? SMR_STREAM_COLD :
 				SMR_STREAM_HOT;
+	struct smr_alloc_hint rest;
 	uint64_t got = 0;
 	int n, k;
 
@@ -590,6 +593,12 @@ int smr_alloc_write(struct smr_alloc *a, const void *buf, uint64_t len,
 		got += ext[i].len;
 	if (got == len || (unsigned int)n == max_ext)
 		return n;
+	/* Not all of it was held at once: nothing to tell. */
+	if (hint && hint->held) {
+		rest = *hint;
+		rest.held = NULL;
+		hint = &rest;
+	}
 	k = write_stream(a, (const uint8_t *)buf + got, len - got, hint, other,
 			 ext + n, max_ext - (unsigned int)n);
 	if (k < 0)

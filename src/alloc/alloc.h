@@ -84,6 +84,12 @@ struct smr_alloc_hint {
 			  * bytes (B-tree nodes): rotational and flash hand
 			  * out no shorter piece; zoned ignores it (a zone's
 			  * tail shorter than a unit is the caller's to pad) */
+	/* smr_alloc_write() only: called once the space for all @len
+	 * bytes is held in the stream asked for, before any of it is
+	 * written (with the stream's lock held); not called if it could
+	 * not all be had there at once. */
+	void (*held)(void *arg);
+	void *held_arg;
 };
 
 /*

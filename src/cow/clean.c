@@ -601,12 +601,13 @@ out:
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,
 			     const void *buf, uint64_t len,
-			     struct smr_data_extent *ext, unsigned int max)
+			     struct smr_data_extent *ext, unsigned int max,
+			     const struct smr_cow_held *held)
 {
 	uint64_t done = 0;
 	int n, rc = 0;
 
-	n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max);
+	n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max, held);
 	if (n <= 0)
 		return n;
 	pthread_rwlock_wrlock(&c->lock);

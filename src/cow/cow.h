@@ -607,16 +607,28 @@ int smr_cow_commit_forced(struct smr_cow *c);
  * rest of its zone is moved out and the zone is reset. docs/design/cleaner.md
  * ------------------------------------------------------------------------ */
 
+/* Told once a data write holds the space for all of its bytes, before
+ * any of them is written. */
+struct smr_cow_held {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
 /*
  * As smr_cow_data_write, and record in the engine's reverse map that the
  * extents belong to @owner: byte d of the data written belongs to the item
  * keyed (owner->objid, owner->type, owner->offset + d). Only data written so
  * can be moved by the cleaner. Errors as smr_cow_data_write, and -ENOMEM.
+ * @held (may be NULL): called once the space for all @len bytes is held in
+ * one go, before the data goes out; not called if the space came in parts
+ * or not at all. An error after it (the device's, or -ENOMEM) still
+ * returns with nothing kept.
  */
 int smr_cow_data_write_owned(struct smr_cow *c, enum smr_data_temp temp,
 			     uint64_t near, const struct smr_key *owner,
 			     const void *buf, uint64_t len,
-			     struct smr_data_extent *ext, unsigned int max);
+			     struct smr_data_extent *ext, unsigned int max,
+			     const struct smr_cow_held *held);
 
 /*
  * The one call from the engine up to the layer above. The cleaner has

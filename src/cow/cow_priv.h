@@ -501,10 +501,12 @@ void smr_rmap_pend_fini(struct smr_cow *c);
  * must have an allocator). */
 uint64_t smr_cow_reserve(struct smr_cow *c, uint64_t *taken);
 
-/* store_dev.c: smr_cow_data_write without telling the fsync log. */
+/* store_dev.c: smr_cow_data_write without telling the fsync log; @held as
+ * smr_cow_data_write_owned's. */
 int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,
 			   uint64_t near, const void *buf, uint64_t len,
-			   struct smr_data_extent *ext, unsigned int max);
+			   struct smr_data_extent *ext, unsigned int max,
+			   const struct smr_cow_held *held);
 
 /* log.c */
 extern const struct smr_blk_ops smr_log_ops;

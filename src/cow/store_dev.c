@@ -1466,9 +1466,14 @@ void smr_cow_buf_free(void *buf)
 
 int smr_cow_data_write_raw(struct smr_cow *c, enum smr_data_temp temp,
 			   uint64_t near, const void *buf, uint64_t len,
-			   struct smr_data_extent *ext, unsigned int max)
+			   struct smr_data_extent *ext, unsigned int max,
+			   const struct smr_cow_held *held)
 {
-	struct smr_alloc_hint hint = { .near = near };
+	struct smr_alloc_hint hint = {
+		.near = near,
+		.held = held ? held->fn : NULL,
+		.held_arg = held ? held->arg : NULL,
+	};
 	struct smr_extent x[64];
 	uint64_t done = 0;
 	int n;
@@ -1504,7 +1509,8 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 		       uint64_t near, const void *buf, uint64_t len,
 		       struct smr_data_extent *ext, unsigned int max)
 {
-	int n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max);
+	int n = smr_cow_data_write_raw(c, temp, near, buf, len, ext, max,
+				       NULL);
 
 	if (n > 0)
 		smr_log_written(c, ext, n, buf, NULL);

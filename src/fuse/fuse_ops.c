@@ -352,8 +352,9 @@ static void smr_fuse_release(fuse_req_t req, fuse_ino_t ino,
 static void smr_fuse_flush(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
-	/* close() does not promise durability; fsync does. */
-	fuse_reply_err(req, 0);
+	/* close() does not promise durability (fsync does), but it says
+	 * whether a write answered early failed. */
+	reply_err(req, smr_ns_flush(NS(req), ino));
 }
 
 static void smr_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size,

@@ -593,14 +593,16 @@ static int64_t ns_admit_locked(struct smr_ns *ns, uint64_t ino, uint64_t a,
  */
 static int ns_piece_write(struct smr_ns *ns, uint64_t ino, uint64_t a,
 			  const uint8_t *wbuf, uint64_t len, uint64_t near,
-			  enum smr_data_temp temp, struct ns_piece *pc)
+			  enum smr_data_temp temp,
+			  const struct smr_cow_held *held, struct ns_piece *pc)
 {
 	struct smr_key owner = ns_key(ino, SMR_NS_T_EXTENT, a);
 
 	pc->a = a;
 	pc->len = len;
 	pc->n = smr_cow_data_write_owned(ns->cow, temp, near, &owner,
-					 wbuf, len, pc->dx, NS_WRITE_EXTS);
+					 wbuf, len, pc->dx, NS_WRITE_EXTS,
+					 held);
 	return pc->n < 0 ? pc->n : 0;
 }
 
@@ -761,7 +763,7 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			    rescue ? SMR_DATA_RESCUE :
 				     ns_temp_locked(ns, ip->ino, a, len,
 						    ip->size),
-			    pc);
+			    NULL, pc);
 	if (!rc) {
 		ns_piece_csum(ns, ip->ino, ip->gen, wbuf, pc);
 		rc = ns_piece_map_locked(ns, t, ip, pc, e, &bf);
@@ -877,8 +879,64 @@ static void ns_wrote(const struct smr_ns_cred *cr, struct ns_inode *ip,
 struct ns_ack {
 	smr_ns_ack_fn fn;
 	void *arg;
-	bool done; /* answered */
+	size_t size; /* the write's */
+	bool done;   /* answered */
 };
+
+/* The space for all of a write answered first is held (smr_cow_held). */
+static void ns_ack_held(void *arg)
+{
+	struct ns_ack *ak = arg;
+
+	ak->fn(ak->arg, (ssize_t)ak->size);
+	ak->done = true;
+}
+
+/*
+ * A write answered before its data went out failed after all: the next
+ * fsync or flush of the inode reports it, as a kernel filesystem reports
+ * a failed writeback (the first error of an inode stays). Should the table
+ * be full, the filesystem takes the error (read-only), so that none goes
+ * unreported.
+ */
+static void ns_werr_set_locked(struct smr_ns *ns, uint64_t ino, uint64_t off,
+			       int err)
+{
+	uint32_t n = ns->nr_werr;
+
+	smr_err("inode %llu: a write at file offset %llu was answered, then "
+		"its data failed: %s; the next fsync or close of the file "
+		"says so", (unsigned long long)ino, (unsigned long long)off,
+		strerror(-err));
+	for (uint32_t i = 0; i < n; i++)
+		if (ns->werr[i].ino == ino)
+			return;
+	if (n == NS_WERR_SLOTS) {
+		smr_cow_set_error(ns->cow, err, "a write already answered");
+		return;
+	}
+	ns->werr[n].ino = ino;
+	ns->werr[n].err = err;
+	__atomic_store_n(&ns->nr_werr, n + 1, __ATOMIC_RELEASE);
+}
+
+/* The error ns_werr_set_locked() kept for @ino, forgotten; or 0. */
+static int ns_werr_take_locked(struct smr_ns *ns, uint64_t ino)
+{
+	uint32_t n = ns->nr_werr;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (ns->werr[i].ino == ino) {
+			int err = ns->werr[i].err;
+
+			ns->werr[i] = ns->werr[n - 1];
+			__atomic_store_n(&ns->nr_werr, n - 1,
+					 __ATOMIC_RELEASE);
+			return err;
+		}
+	}
+	return 0;
+}
 
 /*
  * A write of whole blocks needs no read-modify-write, so its data goes to
@@ -887,6 +945,15 @@ struct ns_ack {
  * checksums, and taken again to map the piece. A concurrent write to the
  * same range maps after or before ours, as if the two had been serialised;
  * if the inode went away meanwhile, the piece's space is given back.
+ *
+ * The only write being answered, if it is one piece, keeps the lock
+ * instead and is answered as soon as its space is held, while its data
+ * goes out: every later call must see it. With several, the woken writer
+ * takes the CPU from the thread that holds the lock and the others queue
+ * behind it (4 writers: a third fewer writes a second than answered after
+ * the lock): the last piece of those is answered once its data is out,
+ * and only while no other write is being answered, else by the caller
+ * once mapped.
  */
 static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			    uint64_t ino, uint64_t off, const uint8_t *buf,
@@ -896,6 +963,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	/* A few KiB on the stack: no allocation for every write. */
 	struct ns_piece pcbuf, *pc = &pcbuf;
 	struct ns_ext ebuf[3], *e = ebuf;
+	struct smr_cow_held held = { .fn = ns_ack_held, .arg = ak };
 	struct ns_inode in;
 	struct smr_txn *t;
 	int rc = 0, rc2;
@@ -911,7 +979,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		uint64_t near, gen;
 		struct ns_before bf;
 		int64_t fit;
-		bool last;
+		bool first, last = false;
 
 		pthread_mutex_lock(&ns->lock);
 		rc = ns_get_writable(ns, ino, &in);
@@ -924,53 +992,73 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
 		gen = in.gen;
+		first = !rc && ak && len == size &&
+			__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1;
 		/* Counted before it takes space: a writer out of space
 		 * waits for it rather than fail. */
 		if (!rc)
 			ns->pieces_out++;
-		pthread_mutex_unlock(&ns->lock);
-		if (rc)
-			break;
-
-		rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp, pc);
-		/* Out of space with dead space about, or with another
-		 * writer's piece out: clean or wait for it, and retry (no
-		 * lock is held here, which cleaning needs). */
-		for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES; i++) {
-			if (ns_clean_for_space(ns, 1))
+		if (first) {
+			__atomic_add_fetch(&ns->answered_out, 1,
+					   __ATOMIC_RELAXED);
+			rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp,
+					    &held, pc);
+			if (rc && ak->done) {
+				/* Answered, and nothing of it is kept. */
+				ns_werr_set_locked(ns, ino, a, rc);
+				ns_piece_end_locked(ns);
+				__atomic_sub_fetch(&ns->answered_out, 1,
+						   __ATOMIC_RELEASE);
+				pthread_mutex_unlock(&ns->lock);
+				break;
+			}
+			if (!ak->done) {
+				/* Its space did not come at once: as any
+				 * other (no space is held on failure). */
+				__atomic_sub_fetch(&ns->answered_out, 1,
+						   __ATOMIC_RELEASE);
+				first = false;
+				pthread_mutex_unlock(&ns->lock);
+			}
+		} else {
+			pthread_mutex_unlock(&ns->lock);
+			if (rc)
 				break;
 			rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp,
-					    pc);
+					    NULL, pc);
 		}
-		if (rc) {
+		if (!first) {
+			/* Out of space with dead space about, or with
+			 * another writer's piece out: clean or wait for it,
+			 * and retry (no lock is held here, which cleaning
+			 * needs). */
+			for (int i = 0; rc == -ENOSPC && i < NS_ENOSPC_RETRIES;
+			     i++) {
+				if (ns_clean_for_space(ns, 1))
+					break;
+				rc = ns_piece_write(ns, ino, a, wbuf, len,
+						    near, temp, NULL, pc);
+			}
+			if (rc) {
+				pthread_mutex_lock(&ns->lock);
+				ns_piece_end_locked(ns);
+				pthread_mutex_unlock(&ns->lock);
+				break;
+			}
+			/* The last piece's data is on the device: answered
+			 * under the lock, checksummed and mapped while the
+			 * caller's next request comes. */
+			last = ak && !ak->done && *done + len == size &&
+			       __atomic_load_n(&ns->acks_in,
+					       __ATOMIC_RELAXED) == 1;
+			if (!last)
+				ns_piece_csum(ns, ino, gen, wbuf, pc);
 			pthread_mutex_lock(&ns->lock);
-			ns_piece_end_locked(ns);
-			pthread_mutex_unlock(&ns->lock);
-			break;
 		}
-		/*
-		 * The last piece's data is on the device: the write is
-		 * answered now, under the lock (every later call must see
-		 * it), and checksummed and mapped while the caller's next
-		 * request comes. Only while no other write is being
-		 * answered: with several, the woken writer takes the CPU
-		 * from the thread that holds the lock, and the others queue
-		 * behind it (4 writers: a third fewer writes a second than
-		 * answered after the lock). Those are answered by the
-		 * caller once mapped.
-		 */
-		last = ak && *done + len == size &&
-		       __atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1;
-		if (!last)
-			ns_piece_csum(ns, ino, gen, wbuf, pc);
-
-		pthread_mutex_lock(&ns->lock);
 		rc = ns_txn_begin(ns, &t);
 		if (rc) {
 			/* Read-only now: the engine keeps nothing of it. */
-			ns_piece_end_locked(ns);
-			pthread_mutex_unlock(&ns->lock);
-			break;
+			goto end_piece;
 		}
 		rc = ns_get_writable(ns, ino, &in);
 		if (rc) {
@@ -983,8 +1071,9 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			if (last) {
 				ak->fn(ak->arg, (ssize_t)size);
 				ak->done = true;
-				ns_piece_csum(ns, ino, gen, wbuf, pc);
 			}
+			if (last || first)
+				ns_piece_csum(ns, ino, gen, wbuf, pc);
 			rc = ns_piece_map_locked(ns, t, &in, pc, e, &bf);
 			if (!rc)
 				ns_wrote(cr, &in, a + len);
@@ -998,7 +1087,11 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc && ak && ak->done)
 			smr_cow_set_error(ns->cow, rc,
 					  "mapping a write already answered");
+end_piece:
 		ns_piece_end_locked(ns);
+		if (first)
+			__atomic_sub_fetch(&ns->answered_out, 1,
+					   __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ns->lock);
 		if (rc)
 			break;
@@ -1099,7 +1192,7 @@ void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      uint64_t ino, uint64_t off, const void *buf, size_t size,
 		      smr_ns_ack_fn ack, void *arg)
 {
-	struct ns_ack ak = { .fn = ack, .arg = arg };
+	struct ns_ack ak = { .fn = ack, .arg = arg, .size = size };
 	ssize_t n;
 
 	__atomic_add_fetch(&ns->acks_in, 1, __ATOMIC_RELAXED);
@@ -1326,16 +1419,38 @@ out:
 
 int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync)
 {
-	(void)ino;
+	int werr;
+
 	(void)datasync;
-	/* A write answered early is still mapping under the lock: the fsync
-	 * that follows it must wait for it to end. */
+	/* A write answered early is still going out or mapping under the
+	 * lock: the fsync that follows it must wait for it to end. */
 	pthread_mutex_lock(&ns->lock);
+	werr = ns_werr_take_locked(ns, ino);
 	pthread_mutex_unlock(&ns->lock);
+	/* The file is not as written: that fsync fails (the next one
+	 * commits what there is). */
+	if (werr)
+		return werr;
 	/* One log record or commit makes everything durable; the namespace
 	 * lock is not held across it (it waits only for running operations
 	 * to end). */
 	return smr_cow_fsync(ns->cow);
+}
+
+int smr_ns_flush(struct smr_ns *ns, uint64_t ino)
+{
+	int werr;
+
+	/* No write answered before its data went out is running and none
+	 * failed: nothing to wait for. (An error is kept before its write
+	 * stops counting.) */
+	if (!__atomic_load_n(&ns->answered_out, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&ns->nr_werr, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&ns->lock);
+	werr = ns_werr_take_locked(ns, ino);
+	pthread_mutex_unlock(&ns->lock);
+	return werr;
 }
 
 /* ========================================================================

@@ -272,18 +272,29 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 typedef void (*smr_ns_ack_fn)(void *arg, ssize_t result);
 /*
  * smr_ns_write() that answers through @ack, called exactly once and before
- * this returns. A write of whole blocks is answered as soon as its data is
- * on the device and nothing but mapping it in memory is left; every later
- * call of the namespace (fsync too) sees the write, since the mapping ends
- * before the namespace lock is let go. Should that mapping fail after all
- * (no memory, a metadata read error), the filesystem turns read-only and
- * later fsyncs fail, as after a failed writeback of a kernel filesystem.
+ * this returns. A write of whole blocks is answered early; every later call
+ * of the namespace (fsync too) sees the write, since it is mapped before
+ * the namespace lock is let go:
+ *  - as soon as the space for its data is held, when it is one piece and
+ *    the only write being answered. Should its data then fail to go out
+ *    (a device error), the write is not made and the next smr_ns_fsync()
+ *    or smr_ns_flush() of the inode returns the error, as after a failed
+ *    writeback of a kernel filesystem;
+ *  - else as soon as its data is on the device and nothing but mapping it
+ *    in memory is left.
+ * Should the mapping fail after either (no memory, a metadata read error),
+ * the filesystem turns read-only and later fsyncs fail.
  */
 void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      uint64_t ino, uint64_t off, const void *buf, size_t size,
 		      smr_ns_ack_fn ack, void *arg);
-/* Make the file (and everything else) durable: a commit. */
+/* Make the file (and everything else) durable: a commit. But if a write
+ * to the inode answered before its data went out failed (see
+ * smr_ns_write_ack), return that error instead, once. */
 int smr_ns_fsync(struct smr_ns *ns, uint64_t ino, bool datasync);
+/* A file of the inode is closed: the error of a write to it answered
+ * before it failed, once, or 0. Durability is fsync's. */
+int smr_ns_flush(struct smr_ns *ns, uint64_t ino);
 
 #define SMR_NS_FALLOC_KEEP_SIZE 0x01  /* = FALLOC_FL_KEEP_SIZE */
 #define SMR_NS_FALLOC_PUNCH_HOLE 0x02 /* = FALLOC_FL_PUNCH_HOLE */

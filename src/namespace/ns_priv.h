@@ -73,6 +73,15 @@ int ns_clean_for_space(struct smr_ns *ns, uint32_t own);
  * for ns_admit_meta_locked(). */
 #define NS_META_ITEM_COST 64
 
+/* A write answered before its data went out that then failed: reported
+ * by the next fsync or flush of the inode (file.c, ns_werr_set_locked). */
+#define NS_WERR_SLOTS 32
+
+struct ns_werr {
+	uint64_t ino;
+	int err;
+};
+
 /* Recently written inodes whose last write the namespace remembers, to
  * tell hot data from cold (file.c, "Temperature"). */
 #define NS_HEAT_BITS 12
@@ -109,6 +118,9 @@ struct smr_ns {
 	pthread_mutex_t lock;         /* the namespace lock; see ns.h */
 	uint32_t acks_in;             /* smr_ns_write_ack() calls running
 				       * (atomic, no lock) */
+	uint32_t answered_out;        /* writes answered before their data
+				       * went out and not ended yet (atomic;
+				       * changed under the lock) */
 	/* protected by lock: */
 	/* Pieces written without the lock and not mapped or given back yet
 	 * (file.c, ns_write_aligned): each holds new space while the copy
@@ -117,6 +129,11 @@ struct smr_ns {
 	uint32_t pieces_out, piece_waiters;
 	uint64_t pieces_done;
 	pthread_cond_t piece_cv;
+	/* Errors of writes answered before their data went out, for the
+	 * next fsync or flush of the inode (file.c); nr_werr is also read
+	 * without the lock. */
+	uint32_t nr_werr;
+	struct ns_werr werr[NS_WERR_SLOTS];
 	uint64_t next_ino;
 	uint64_t next_gen;
 	uint64_t nr_inodes;

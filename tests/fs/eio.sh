@@ -40,6 +40,12 @@ try:
         os.close(fd)
         print(hashlib.sha256(data).hexdigest())
         sys.exit(0)
+    elif what == "write-close":  # write ARG bytes, close (no fsync)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, os.urandom(int(sys.argv[3])))
+        finally:
+            os.close(fd)
     elif what == "create":
         os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644))
     elif what == "mkdir":
@@ -170,8 +176,10 @@ for case in commit:writes:0 commit:writes:1 commit:writes:2 \
 	expect OK fsync "$M/dir-$after"
 	fault_signal USR1
 	if [ "${after#*-}" = 0 ]; then
-		# A data write fails at once.
+		# A data write fails at once: the write, its fsync or
+		# (answered before its data went out) its close says so.
 		expect EIO write "$M/lost-data" 8192
+		expect EIO write-close "$M/lost-data-2" 8192
 	fi
 	expect OK create "$M/lost-$after"
 	# The commit this fsync needs cannot be written.
