@@ -81,10 +81,15 @@ static void test_queue(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(model);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
 	dev = mkdev("wb-queue", 0, 0, path, sizeof(path));
-	/* Off by default on a buffered backend. */
+	/* Off by default on a buffered backend, whose writes go to the page
+	 * cache and do not wait. */
 	smr_dev_wb_stats(dev, &st);
 	CU_ASSERT_EQUAL(st.queued, 0);
+	CU_ASSERT(smr_dev_write_quick(dev, ZS));
 	SMR_ASSERT_OK(smr_dev_set_write_behind(dev, 256 * 1024));
+	/* Nothing queued: any write goes in at once, even past the cap. */
+	CU_ASSERT(smr_dev_write_quick(dev, BLK));
+	CU_ASSERT(smr_dev_write_quick(dev, ZS));
 
 	for (unsigned int i = 0; i < 48; i++) {
 		uint64_t z = i % 2 ? z1 : z0;

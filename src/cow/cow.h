@@ -607,6 +607,11 @@ int smr_cow_commit_forced(struct smr_cow *c);
  * rest of its zone is moved out and the zone is reset. docs/design/cleaner.md
  * ------------------------------------------------------------------------ */
 
+/* Would a data write of @len bytes go out without waiting for the device
+ * (smr_dev_write_quick)? A hint for a caller that holds others up while
+ * it writes. True without a device (the memory store). */
+bool smr_cow_data_write_quick(struct smr_cow *c, uint64_t len);
+
 /* Told once a data write holds the space for all of its bytes, before
  * any of them is written. */
 struct smr_cow_held {

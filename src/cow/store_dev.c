@@ -1517,6 +1517,11 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 	return n;
 }
 
+bool smr_cow_data_write_quick(struct smr_cow *c, uint64_t len)
+{
+	return !c->dev || smr_dev_write_quick(c->dev, (size_t)len);
+}
+
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 {
 	if (!c->dev)

@@ -385,6 +385,14 @@ int smr_dev_set_block_size(struct smr_dev *dev, uint32_t bs)
 	return 0;
 }
 
+bool smr_dev_write_quick(struct smr_dev *dev, size_t len)
+{
+	if (dev->wb)
+		return smr_dev_wb_room(dev, len);
+	/* Buffered backends write into the page cache. */
+	return !dev->info.direct_io;
+}
+
 int smr_dev_set_write_behind(struct smr_dev *dev, size_t max_bytes)
 {
 	if (!dev->info.zoned)

@@ -284,6 +284,15 @@ int smr_dev_submit(struct smr_dev *dev, struct smr_io *ios, unsigned int n);
  * the error of a queued write that failed, if any did, else the flush's. */
 int smr_dev_flush(struct smr_dev *dev);
 
+/*
+ * Would smr_dev_write() of @len bytes return now, without waiting for the
+ * medium? True on a buffered backend (the page cache takes it) and, with
+ * write-behind, while the queue has room for it; false for direct I/O
+ * without write-behind. A hint for a caller that holds others up while it
+ * writes: the answer can change at once.
+ */
+bool smr_dev_write_quick(struct smr_dev *dev, size_t len);
+
 /* Default cap on the bytes a handle holds queued for write-behind. */
 #define SMR_DEV_WB_DEFAULT_BYTES (32 * SMR_MIB)
 

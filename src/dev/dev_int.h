@@ -67,6 +67,9 @@ int smr_dev_wb_stop(struct smr_dev *dev);
 int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		     size_t len, uint64_t off);
 
+/* Would a queued write of @len bytes go in without waiting for room? */
+bool smr_dev_wb_room(struct smr_dev *dev, size_t len);
+
 /* Wait until [off, off+len) (within one zone) is on the medium. */
 void smr_dev_wb_wait_read(struct smr_dev *dev, uint64_t off, size_t len);
 

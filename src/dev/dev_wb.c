@@ -644,6 +644,19 @@ int smr_dev_wb_drain(struct smr_dev *dev)
 	return rc;
 }
 
+bool smr_dev_wb_room(struct smr_dev *dev, size_t len)
+{
+	struct smr_dev_wb *wb = dev->wb;
+	bool room;
+
+	/* smr_dev_wb_write()'s test: a write that would pass the cap
+	 * waits, unless nothing is queued. */
+	pthread_mutex_lock(&dev->zlock);
+	room = !wb->queued || wb->queued + len <= wb->max_bytes;
+	pthread_mutex_unlock(&dev->zlock);
+	return room;
+}
+
 void smr_dev_wb_stats(struct smr_dev *dev, struct smr_dev_wb_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -946,9 +946,10 @@ static int ns_werr_take_locked(struct smr_ns *ns, uint64_t ino)
  * same range maps after or before ours, as if the two had been serialised;
  * if the inode went away meanwhile, the piece's space is given back.
  *
- * The only write being answered, if it is one piece, keeps the lock
- * instead and is answered as soon as its space is held, while its data
- * goes out: every later call must see it. With several, the woken writer
+ * The only write being answered, if it is one piece and the device takes
+ * it without waiting, keeps the lock instead and is answered as soon as
+ * its space is held, while its data goes out: every later call must see
+ * it. With several, the woken writer
  * takes the CPU from the thread that holds the lock and the others queue
  * behind it (4 writers: a third fewer writes a second than answered after
  * the lock): the last piece of those is answered once its data is out,
@@ -993,7 +994,8 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 							  in.size);
 		gen = in.gen;
 		first = !rc && ak && len == size &&
-			__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1;
+			__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1 &&
+			smr_cow_data_write_quick(ns->cow, len);
 		/* Counted before it takes space: a writer out of space
 		 * waits for it rather than fail. */
 		if (!rc)
