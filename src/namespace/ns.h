@@ -275,8 +275,9 @@ typedef void (*smr_ns_ack_fn)(void *arg, ssize_t result);
  * this returns. A write of whole blocks is answered early; every later call
  * of the namespace (fsync too) sees the write, since it is mapped before
  * the namespace lock is let go:
- *  - as soon as the space for its data is held, when it is one piece and
- *    the only write being answered. Should its data then fail to go out
+ *  - as soon as the space for its data is held, when it is one piece, the
+ *    only write being answered, and the device takes it without waiting
+ *    (smr_cow_data_write_quick). Should its data then fail to go out
  *    (a device error), the write is not made and the next smr_ns_fsync()
  *    or smr_ns_flush() of the inode returns the error, as after a failed
  *    writeback of a kernel filesystem;
