@@ -41,8 +41,8 @@ struct smr_cow {
 	void *on_write_arg;
 	/* Called once when the next data write has taken its space. */
 	void (*on_written)(void *);
-	int data_err; /* the next data write's, after it took its space */
 	void *on_written_arg;
+	int data_err; /* the next data write's, after it took its space */
 	void (*on_commit)(void *);
 	void *on_commit_arg;
 };
