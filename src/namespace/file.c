@@ -877,17 +877,20 @@ static void ns_wrote(const struct smr_ns_cred *cr, struct ns_inode *ip,
 
 /* How a write is answered early (smr_ns_write_ack()). */
 struct ns_ack {
+	struct smr_ns *ns;
 	smr_ns_ack_fn fn;
 	void *arg;
 	size_t size; /* the write's */
 	bool done;   /* answered */
 };
 
-/* The space for all of a write answered first is held (smr_cow_held). */
+/* The space for all of a write answered first is held (smr_cow_held):
+ * counted in answered_out from before the answer until it ends. */
 static void ns_ack_held(void *arg)
 {
 	struct ns_ack *ak = arg;
 
+	__atomic_add_fetch(&ak->ns->answered_out, 1, __ATOMIC_RELAXED);
 	ak->fn(ak->arg, (ssize_t)ak->size);
 	ak->done = true;
 }
@@ -1001,24 +1004,16 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (!rc)
 			ns->pieces_out++;
 		if (first) {
-			__atomic_add_fetch(&ns->answered_out, 1,
-					   __ATOMIC_RELAXED);
 			rc = ns_piece_write(ns, ino, a, wbuf, len, near, temp,
 					    &held, pc);
 			if (rc && ak->done) {
 				/* Answered, and nothing of it is kept. */
 				ns_werr_set_locked(ns, ino, a, rc);
-				ns_piece_end_locked(ns);
-				__atomic_sub_fetch(&ns->answered_out, 1,
-						   __ATOMIC_RELEASE);
-				pthread_mutex_unlock(&ns->lock);
-				break;
+				goto end_piece;
 			}
 			if (!ak->done) {
 				/* Its space did not come at once: as any
 				 * other (no space is held on failure). */
-				__atomic_sub_fetch(&ns->answered_out, 1,
-						   __ATOMIC_RELEASE);
 				first = false;
 				pthread_mutex_unlock(&ns->lock);
 			}
@@ -1194,7 +1189,7 @@ void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      uint64_t ino, uint64_t off, const void *buf, size_t size,
 		      smr_ns_ack_fn ack, void *arg)
 {
-	struct ns_ack ak = { .fn = ack, .arg = arg, .size = size };
+	struct ns_ack ak = { .ns = ns, .fn = ack, .arg = arg, .size = size };
 	ssize_t n;
 
 	__atomic_add_fetch(&ns->acks_in, 1, __ATOMIC_RELAXED);
