@@ -52,14 +52,18 @@ build=$(cd "$build" && pwd) || exit 2
 	{ echo "zoned-compare: smrfs not built in $build" >&2; exit 2; }
 
 raw=$(mktemp) || exit 2
-trap 'rm -f "$raw"' EXIT
+trap 'rm -f "$raw" "$raw.rc"' EXIT
 export ZC_FS ZC_WORKLOADS ZC_SEQ_MIB ZC_FILL ZC_OVERWRITE_PCT ZC_OVERWRITE_MIB ZC_FSYNC \
 	ZC_RUNTIME ZC_FILES ZC_ROUNDS
 cd "$build" || exit 2
 # The default shape first: the options given come later and win.
-"$runner" --timeout "${ZC_TIMEOUT:-1800}" --zones 32 --zone-size 16 "$@" -- \
-	bash "$here/zoned-compare-guest.sh" . | tee "$raw"
-rc=$?
+# The runner's status, not tee's: a VM that never ran must not pass.
+{
+	"$runner" --timeout "${ZC_TIMEOUT:-1800}" --zones 32 --zone-size 16 \
+		"$@" -- bash "$here/zoned-compare-guest.sh" .
+	echo $? >"$raw.rc"
+} | tee "$raw"
+rc=$(cat "$raw.rc")
 [ -n "$out" ] && cp "$raw" "$out"
 
 echo
