@@ -393,7 +393,9 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			ck_report(ck, false, "inode %llu: extents overlap at %llu",
 				  (unsigned long long)ci->ino,
 				  (unsigned long long)k->offset);
-		ci->ext_end = k->offset + elen;
+		/* The furthest end: an extent that reaches past the size or
+		 * over later ones is seen whatever follows it. */
+		ci->ext_end = SMR_MAX(ci->ext_end, k->offset + elen);
 		ci->ext_bytes += elen;
 		return ck_add_range(ck, le64toh(d.dev_off), elen, ci->ino);
 	}
