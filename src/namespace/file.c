@@ -31,6 +31,16 @@
 #define NS_MAX_FILE_END ((uint64_t)INT64_MAX)
 /* Extents one data write may come back as. */
 #define NS_WRITE_EXTS 16
+/*
+ * Most blocks of an extent item this code makes (the format allows
+ * SMR_NS_EXTENT_MAX_BLOCKS). An overwrite inside an item rewrites the
+ * checksums of both parts left of it, in the tree and in the next fsync
+ * record: 2 KiB a write for items of 256 blocks, so that under random
+ * writes into a file laid out in big writes a record of some 60 writes
+ * outgrew the log and fsync committed instead. Items of 32 blocks make the
+ * map of a file written in big writes a fifth larger.
+ */
+#define NS_EXT_ITEM_BLOCKS 32
 
 struct ns_ext {
 	uint64_t foff;
@@ -404,7 +414,7 @@ static bool ns_ext_merges(const struct ns_ext *prev, const struct ns_ext *e)
 {
 	return prev->foff + prev->len == e->foff &&
 	       prev->dev + prev->len == e->dev && prev->gen == e->gen &&
-	       prev->n + e->n <= SMR_NS_EXTENT_MAX_BLOCKS;
+	       prev->n + e->n <= NS_EXT_ITEM_BLOCKS;
 }
 
 /*
@@ -437,7 +447,7 @@ static int ns_ext_insert(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	return rc;
 }
 
-/* One piece of a write: at most one extent item's worth of blocks, written
+/* One piece of a write: at most SMR_NS_EXTENT_MAX_BLOCKS blocks, written
  * to new space, with the checksums of its blocks. */
 struct ns_piece {
 	uint64_t a, len;
@@ -675,7 +685,8 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 {
 	struct ns_ext *prev = e + 1, *at = NULL;
 	uint64_t bs = ns->bsize, foff = pc->a;
-	int rc, mapped = 0, before = NS_BEFORE_UNKNOWN;
+	uint64_t item = (uint64_t)NS_EXT_ITEM_BLOCKS * bs;
+	int rc, before = NS_BEFORE_UNKNOWN;
 	bool replaced;
 
 	/* Should the call roll back, the new space goes back too. */
@@ -696,7 +707,8 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 	}
 	if (before == NS_BEFORE_EXT && prev->foff + prev->len != pc->a)
 		before = NS_BEFORE_UNKNOWN;
-	if (pc->n == 1 && before != NS_BEFORE_UNKNOWN) {
+	if (pc->n == 1 && pc->dx[0].len <= item &&
+	    before != NS_BEFORE_UNKNOWN) {
 		e->foff = pc->a;
 		e->dev = pc->dx[0].off;
 		e->len = pc->dx[0].len;
@@ -723,21 +735,30 @@ slow:
 	 * is the first insert's neighbour. */
 	rc = ns_punch_locked(ns, t, ip, pc->a, pc->a + pc->len, prev, NULL,
 			     NULL, at);
-	for (; !rc && mapped < pc->n; mapped++) {
-		e->foff = foff;
-		e->dev = pc->dx[mapped].off;
-		e->len = pc->dx[mapped].len;
-		e->gen = ip->gen;
-		e->n = (uint32_t)(e->len / bs);
-		memcpy(e->csums, pc->csums + (foff - pc->a) / bs,
-		       8 * (size_t)e->n);
-		if (mapped)
-			prev->n = 0;
-		rc = ns_ext_insert(ns, t, ip->ino, e, prev);
-		if (rc)
-			break;
-		ip->bytes += e->len;
-		foff += e->len;
+	for (int i = 0; !rc && i < pc->n; i++) {
+		for (uint64_t o = 0; !rc && o < pc->dx[i].len; o += e->len) {
+			e->foff = foff;
+			e->dev = pc->dx[i].off + o;
+			e->len = SMR_MIN(pc->dx[i].len - o, item);
+			e->gen = ip->gen;
+			e->n = (uint32_t)(e->len / bs);
+			memcpy(e->csums, pc->csums + (foff - pc->a) / bs,
+			       8 * (size_t)e->n);
+			if (foff == pc->a) {
+				rc = ns_ext_insert(ns, t, ip->ino, e, prev);
+			} else if (o) {
+				/* After a full item of this piece: no merge. */
+				rc = ns_ext_put_was(ns, t, ip->ino, e, NULL,
+						    0);
+			} else {
+				prev->n = 0;
+				rc = ns_ext_insert(ns, t, ip->ino, e, prev);
+			}
+			if (!rc) {
+				ip->bytes += e->len;
+				foff += e->len;
+			}
+		}
 	}
 	return rc;
 }
