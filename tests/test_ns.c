@@ -2568,7 +2568,7 @@ static void test_write_ack(void)
 #else
 	CU_ASSERT_EQUAL(memcow_changes_since_commit(cow), 0);
 
-	/* Unaligned: answered once, after the fact. */
+	/* Unaligned: answered once, when its space is held. */
 	p.fsync = false;
 	ack_probe_write(&p, 100, new + 100, 10);
 	CU_ASSERT(!memcmp(p.out + 100, new + 100, 10));
@@ -2608,6 +2608,20 @@ static void test_write_ack(void)
 	/* And a write that works again is made. */
 	ack_probe_write(&p, 4096, new + 4096, 4096);
 	CU_ASSERT(!memcmp(p.out + 4096, new + 4096, 4096));
+	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
+
+	/* The same for a write inside a block (read, modified, written
+	 * whole): nothing of it is made, and close says so. */
+	CU_ASSERT_EQUAL(smr_ns_read(ns, p.ino, 0, 3 * 4096, out), 3 * 4096);
+	memcow_fail_data_write(cow, -EIO);
+	ack_probe_write(&p, 4096 + 100, new, 10);
+	CU_ASSERT(!memcmp(p.out, out, 3 * 4096));
+	SMR_ASSERT_RC(smr_ns_flush(ns, p.ino), -EIO);
+	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
+	CU_ASSERT_FALSE(smr_cow_is_read_only(cow));
+	ack_probe_write(&p, 4096 + 100, new, 10);
+	CU_ASSERT(!memcmp(p.out + 4096 + 100, new, 10));
+	CU_ASSERT(!memcmp(p.out + 4096, out + 4096, 100));
 	SMR_ASSERT_OK(smr_ns_flush(ns, p.ino));
 #endif
 	free(old);

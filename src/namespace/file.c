@@ -765,11 +765,13 @@ slow:
 
 /*
  * Write one piece [@a, @a + @len) of whole blocks from @wbuf to new space
- * and map it in place of what was there.
+ * and map it in place of what was there. @held (or NULL) is called once
+ * the space for all of it is held (smr_cow_data_write_owned()).
  */
 static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			  struct ns_inode *ip, uint64_t a, const uint8_t *wbuf,
-			  uint64_t len, bool rescue, struct ns_ext *e)
+			  uint64_t len, bool rescue,
+			  const struct smr_cow_held *held, struct ns_ext *e)
 {
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	size_t mark = ns_undo_mark(ns);
@@ -784,7 +786,7 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 			    rescue ? SMR_DATA_RESCUE :
 				     ns_temp_locked(ns, ip->ino, a, len,
 						    ip->size),
-			    NULL, pc);
+			    held, pc);
 	if (!rc) {
 		ns_piece_csum(ns, ip->ino, ip->gen, wbuf, pc);
 		rc = ns_piece_map_locked(ns, t, ip, pc, e, &bf);
@@ -800,12 +802,13 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
  * Write @len bytes at @off (any alignment) into the map; @rescue: to the
  * space of SMR_DATA_RESCUE. Size and times are the caller's. Returns 0, or
  * the error with nothing of the failing piece mapped (earlier pieces stay:
- * *@done says how many bytes of @buf made it).
+ * *@done says how many bytes of @buf made it). @held (or NULL) is called
+ * once the space of all @len bytes is held, if one piece takes them all.
  */
 static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 			   struct ns_inode *ip, uint64_t off,
 			   const uint8_t *buf, uint64_t len, bool rescue,
-			   uint64_t *done)
+			   const struct smr_cow_held *held, uint64_t *done)
 {
 	uint64_t bs = ns->bsize, maxp = (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs;
 	uint64_t pos = off, end = off + len;
@@ -857,7 +860,8 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 			memset(wbuf + (z - a), 0, b - z);
 		}
 		memcpy(wbuf + (pos - a), buf + (pos - off), pend - pos);
-		rc = ns_write_piece(ns, t, ip, a, wbuf, b - a, rescue, e);
+		rc = ns_write_piece(ns, t, ip, a, wbuf, b - a, rescue,
+				    pos == off && pend == end ? held : NULL, e);
 		if (rc)
 			break;
 		pos = pend;
@@ -1122,11 +1126,12 @@ static ssize_t ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			uint64_t ino, uint64_t off, const void *buf,
 			size_t size, struct ns_ack *ak)
 {
+	struct smr_cow_held held = { .fn = ns_ack_held, .arg = ak };
+	uint64_t bs = ns->bsize, done = 0, total = 0, blocks;
 	struct ns_inode in;
 	struct smr_txn *t;
-	uint64_t done = 0, total = 0;
 	int rc, rc2, tries = 0;
-	bool rolled = false, undone;
+	bool rolled = false, undone, first;
 	size_t mark;
 
 	if (off > NS_MAX_FILE_END || size > NS_MAX_FILE_END - off)
@@ -1151,9 +1156,24 @@ retry:
 	if (rc)
 		goto out_unlock;
 	mark = ns_undo_mark(ns);
+	/* The only write being answered, of one piece, on a device that
+	 * takes it at once: answered once its space is held, as in
+	 * ns_write_aligned(). */
+	blocks = SMR_ROUND_UP(off + size, bs) - SMR_ROUND_DOWN(off, bs);
+	first = ak && !ak->done && total == 0 &&
+		blocks <= (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs &&
+		__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1 &&
+		smr_cow_data_write_quick(ns->cow, blocks);
 	rc = ns_write_locked(ns, t, &in, off + total,
 			     (const uint8_t *)buf + total, size - total, false,
-			     &done);
+			     first ? &held : NULL, &done);
+	first = first && ak->done;
+	if (rc && first) {
+		/* Answered, and nothing of it is kept (one piece): the next
+		 * fsync or close of the file reports it. */
+		ns_werr_set_locked(ns, ino, off, rc);
+		done = 0;
+	}
 	/*
 	 * Out of space part way, the first time: roll the part back and try
 	 * the whole write again once cleaned. Kept, the part would be made
@@ -1183,14 +1203,17 @@ retry:
 	/* What was written before an error stays (a short write), unless
 	 * the inode could not follow it: then nothing does. */
 	(void)ns_txn_end(ns, t, done ? 0 : rc);
+	if (first)
+		__atomic_sub_fetch(&ns->answered_out, 1, __ATOMIC_RELEASE);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	total += done;
 	/* Out of space with dead space about: clean (without the namespace
 	 * lock and the transaction, which cleaning needs) and go on; what
 	 * was rolled back is written again as far as it fits even if
-	 * nothing could be cleaned. */
-	if (rc == -ENOSPC && total < size && tries++ < NS_ENOSPC_RETRIES &&
+	 * nothing could be cleaned. Not once answered. */
+	if (rc == -ENOSPC && total < size && !(ak && ak->done) &&
+	    tries++ < NS_ENOSPC_RETRIES &&
 	    (!ns_clean_for_space(ns, 0) || undone))
 		goto retry;
 	done = total;
@@ -1249,10 +1272,11 @@ static int ns_zero_partial(struct smr_ns *ns, struct smr_txn *t,
 	zeros = calloc(1, to - from);
 	if (!zeros)
 		return -ENOMEM;
-	rc = ns_write_locked(ns, t, ip, from, zeros, to - from, false, &done);
+	rc = ns_write_locked(ns, t, ip, from, zeros, to - from, false, NULL,
+			     &done);
 	if (rc == -ENOSPC)
 		rc = ns_write_locked(ns, t, ip, from, zeros, to - from, true,
-				     &done);
+				     NULL, &done);
 	free(zeros);
 	return rc;
 }

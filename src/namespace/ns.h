@@ -272,17 +272,19 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 typedef void (*smr_ns_ack_fn)(void *arg, ssize_t result);
 /*
  * smr_ns_write() that answers through @ack, called exactly once and before
- * this returns. A write of whole blocks is answered early; every later call
- * of the namespace (fsync too) sees the write, since it is mapped before
- * the namespace lock is let go:
+ * this returns. A write is answered early; every later call of the
+ * namespace (fsync too) sees the write, since it is mapped before the
+ * namespace lock is let go:
  *  - as soon as the space for its data is held, when it is one piece, the
  *    only write being answered, and the device takes it without waiting
- *    (smr_cow_data_write_quick). Should its data then fail to go out
- *    (a device error), the write is not made and the next smr_ns_fsync()
- *    or smr_ns_flush() of the inode returns the error, as after a failed
+ *    (smr_cow_data_write_quick); a write inside blocks, once the blocks it
+ *    changes are read. Should its data then fail to go out (a device
+ *    error), the write is not made and the next smr_ns_fsync() or
+ *    smr_ns_flush() of the inode returns the error, as after a failed
  *    writeback of a kernel filesystem;
- *  - else as soon as its data is on the device and nothing but mapping it
- *    in memory is left.
+ *  - else, for a write of whole blocks, as soon as its data is on the
+ *    device and nothing but mapping it in memory is left;
+ *  - else once it is made.
  * Should the mapping fail after either (no memory, a metadata read error),
  * the filesystem turns read-only and later fsyncs fail.
  */
