@@ -949,7 +949,7 @@ static void ns_werr_set_locked(struct smr_ns *ns, uint64_t ino, uint64_t off,
 }
 
 /* The error ns_werr_set_locked() kept for @ino, forgotten; or 0. */
-static int ns_werr_take_locked(struct smr_ns *ns, uint64_t ino)
+int ns_werr_take_locked(struct smr_ns *ns, uint64_t ino)
 {
 	uint32_t n = ns->nr_werr;
 

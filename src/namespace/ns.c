@@ -306,6 +306,8 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 		return rc;
 	if (ns->nr_inodes)
 		ns->nr_inodes--;
+	/* No fsync or close of it can come to take its write error. */
+	(void)ns_werr_take_locked(ns, ip->ino);
 	return ns_meta_put(ns, t);
 }
 

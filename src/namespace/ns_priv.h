@@ -214,6 +214,9 @@ int ns_extents_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
  * extent on, and put the inode: 1, or 0 if it maps nothing, or an error. */
 int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
 				struct ns_inode *ip, uint64_t part);
+/* The error of a write to @ino answered before it failed, forgotten; or
+ * 0 (ns_werr_set_locked). */
+int ns_werr_take_locked(struct smr_ns *ns, uint64_t ino);
 /* The engine's relocation hook (smr_cow_relocate_fn); takes ns->lock. */
 int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 		     uint64_t new_off, uint64_t len);
