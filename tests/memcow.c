@@ -45,6 +45,7 @@ struct smr_cow {
 	int data_err; /* the next data write's, after it took its space */
 	void (*on_commit)(void *);
 	void *on_commit_arg;
+	uint64_t user_bytes; /* smr_cow_count_user()'s */
 };
 
 struct smr_txn {
@@ -834,10 +835,16 @@ void smr_cow_clean_for_meta(struct smr_cow *c)
 	(void)c;
 }
 
+/* Only the bytes users wrote: there is no device to count. */
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
 {
-	(void)c;
 	memset(st, 0, sizeof(*st));
+	st->user_bytes = __atomic_load_n(&c->user_bytes, __ATOMIC_RELAXED);
+}
+
+void smr_cow_count_user(struct smr_cow *c, uint64_t bytes)
+{
+	__atomic_add_fetch(&c->user_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 /* The figures of smrfsctl stat: info and space only, no device. */

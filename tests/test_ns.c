@@ -2081,6 +2081,34 @@ static void test_overwrite_extents(void)
 	fs_teardown();
 }
 
+/* The bytes users write are counted, not the blocks written for them,
+ * and the count is kept with the filesystem. */
+static void test_user_bytes(void)
+{
+	struct smr_cow_gc_stats a, b;
+	uint8_t buf[5000];
+	uint64_t f;
+
+	fs_setup();
+	memset(buf, 7, sizeof(buf));
+	f = mkfile(ROOT, "f", 0644);
+	smr_cow_gc_stats(cow, &a);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 100, buf, 1000), 1000);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 8192, buf, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 20000, buf, 5000), 5000);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, 0), 0);
+	smr_cow_gc_stats(cow, &b);
+	CU_ASSERT_EQUAL(b.user_bytes - a.user_bytes, 1000 + 4096 + 5000);
+#ifdef NS_TEST_REAL
+	/* The device took whole blocks: one, one and two. */
+	CU_ASSERT(b.device_bytes - a.device_bytes >= 4 * 4096);
+	fs_reopen(NULL, false);
+	smr_cow_gc_stats(cow, &a);
+	CU_ASSERT_EQUAL(a.user_bytes, b.user_bytes);
+#endif
+	fs_teardown();
+}
+
 /*
  * A big write is mapped in items of 32 blocks: random 4 KiB overwrites of
  * a file laid out in big writes then change little of the map each, and
@@ -3196,6 +3224,7 @@ static const struct smr_test ns_tests[] = {
 	{ "extent_walk", test_extent_walk },
 	{ "overwrite_extents", test_overwrite_extents },
 	{ "big_write_items", test_big_write_items },
+	{ "user_bytes", test_user_bytes },
 #ifndef NS_TEST_REAL
 	{ "overwrite_raced", test_overwrite_raced },
 	{ "enospc_waits", test_enospc_waits },

@@ -477,6 +477,12 @@ void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st)
 	pthread_mutex_lock(&a->lock);
 	a->ops->stats(a, st);
 	pthread_mutex_unlock(&a->lock);
+	st->user_bytes = __atomic_load_n(&a->user_bytes, __ATOMIC_RELAXED);
+}
+
+void smr_alloc_count_user(struct smr_alloc *a, uint64_t bytes)
+{
+	__atomic_add_fetch(&a->user_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------------

@@ -128,6 +128,7 @@ struct smr_alloc_stats {
 	uint64_t nr_allocs;
 	uint64_t zones_reset;
 	uint64_t zones_finished;
+	uint64_t user_bytes; /* smr_alloc_count_user(); the modules leave it */
 };
 
 enum smr_gc_policy {
@@ -350,6 +351,9 @@ struct smr_alloc {
 	 * Set once before the first commit. */
 	bool (*in_use)(void *arg, uint64_t start, uint64_t end);
 	void *in_use_arg;
+	/* Bytes the layer above says its users wrote (smr_alloc_count_user),
+	 * persisted with the state; read and added to atomically. */
+	uint64_t user_bytes;
 };
 
 /* The registry of modules, in the order of preference for ties. */
@@ -444,6 +448,14 @@ void smr_alloc_set_in_use(struct smr_alloc *a,
 			  bool (*fn)(void *arg, uint64_t start, uint64_t end),
 			  void *arg);
 void smr_alloc_stats(struct smr_alloc *a, struct smr_alloc_stats *st);
+/*
+ * Add @bytes to the count of bytes users wrote, which the state keeps
+ * (struct smr_alloc_state_head, user_bytes): the layer above knows how many
+ * of the bytes it wrote were its users' (a write of part of a block writes
+ * the whole block). Takes no lock. Only on a filesystem with the format
+ * feature USER_BYTES: older readers want the field zero.
+ */
+void smr_alloc_count_user(struct smr_alloc *a, uint64_t bytes);
 
 /*
  * Allocate space for @len bytes of @buf in @stream and write them there,

@@ -24,7 +24,8 @@ struct smr_state_sum {
 	uint32_t nr_zones;
 	uint32_t reserve_zones;
 	uint32_t slot_zone[SMR_STREAM_NR];
-	struct smr_alloc_stats stats;
+	struct smr_alloc_stats stats; /* but user_bytes: below */
+	uint64_t user_bytes; /* smr_alloc.user_bytes */
 	uint64_t cursor;
 	uint64_t nr_cooling; /* the last entries: freed by this commit */
 };

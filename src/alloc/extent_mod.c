@@ -98,6 +98,7 @@ static int xmod_load(struct smr_alloc *a, struct smr_xmod *m,
 		}
 	}
 	m->st = sum.stats;
+	a->user_bytes = sum.user_bytes;
 	m->cursor = sum.cursor;
 out:
 	free(ents);

@@ -58,7 +58,7 @@ static int state_verify(const void *blk, size_t len, uint64_t addr)
 		    le32toh(h->nr_ext) > SMR_ALLOC_STATE_MAX_EXT)
 			return smr_corrupt(addr,
 					   "allocator state: bad extent count");
-		if (h->reserved[0] || h->reserved[1])
+		if (h->reserved[0])
 			return smr_corrupt(addr,
 					   "allocator state: reserved not zero");
 	}
@@ -80,6 +80,7 @@ void smr_state_sum_init(struct smr_alloc *a, struct smr_state_sum *sum)
 	sum->nr_zones = a->info->nr_zones;
 	for (int i = 0; i < SMR_STREAM_NR; i++)
 		sum->slot_zone[i] = SMR_ALLOC_NO_ZONE;
+	sum->user_bytes = __atomic_load_n(&a->user_bytes, __ATOMIC_RELAXED);
 }
 
 uint64_t smr_state_bytes(size_t entry_size, uint64_t n)
@@ -194,6 +195,7 @@ static void sum_to_disk(const struct smr_state_sum *s, uint64_t total,
 	h->zones_finished = htole64(s->stats.zones_finished);
 	h->cursor = htole64(s->cursor);
 	h->nr_cooling = htole64(s->nr_cooling);
+	h->user_bytes = htole64(s->user_bytes);
 	for (unsigned int i = 0; i < nr_ext; i++) {
 		h->ext[i].off = htole64(ext[i].off);
 		h->ext[i].len = htole64(ext[i].len);
@@ -219,6 +221,7 @@ static void sum_from_disk(const struct smr_alloc_state_head *h,
 	s->stats.zones_finished = le64toh(h->zones_finished);
 	s->cursor = le64toh(h->cursor);
 	s->nr_cooling = le64toh(h->nr_cooling);
+	s->user_bytes = le64toh(h->user_bytes);
 }
 
 int smr_state_write(struct smr_alloc *a, uint32_t module, uint64_t gen,

@@ -348,6 +348,7 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		goto out;
 	}
 	m->st = sum.stats;
+	a->user_bytes = sum.user_bytes;
 	m->gen = ref->gen + 1;
 
 	for (uint32_t i = 0; i < m->nz; i++) {

@@ -1320,12 +1320,23 @@ void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st)
 	if (!c->alloc)
 		return;
 	smr_alloc_stats(c->alloc, &as);
-	st->user_bytes = as.bytes_allocated[SMR_STREAM_HOT] +
-			 as.bytes_allocated[SMR_STREAM_COLD];
 	st->reloc_bytes = as.bytes_allocated[SMR_STREAM_RELOC];
 	st->meta_bytes = as.bytes_allocated[SMR_STREAM_META];
-	st->device_bytes = st->user_bytes + st->reloc_bytes + st->meta_bytes;
+	st->device_bytes = as.bytes_allocated[SMR_STREAM_HOT] +
+			   as.bytes_allocated[SMR_STREAM_COLD] +
+			   st->reloc_bytes + st->meta_bytes;
+	st->user_bytes = c->sb.features_incompat & SMR_FEAT_INCOMPAT_USER_BYTES ?
+				 as.user_bytes :
+				 as.bytes_allocated[SMR_STREAM_HOT] +
+					 as.bytes_allocated[SMR_STREAM_COLD];
 	st->zones_reset = as.zones_reset;
+}
+
+void smr_cow_count_user(struct smr_cow *c, uint64_t bytes)
+{
+	if (c->alloc && (c->sb.features_incompat &
+			 SMR_FEAT_INCOMPAT_USER_BYTES))
+		smr_alloc_count_user(c->alloc, bytes);
 }
 
 /* ========================================================================

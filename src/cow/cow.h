@@ -712,7 +712,9 @@ void smr_cow_clean_for_meta(struct smr_cow *c);
 
 /* Figures since mkfs; write_amplification = device_bytes / user_bytes. */
 struct smr_cow_gc_stats {
-	uint64_t user_bytes;    /* written by smr_cow_data_write[_owned] */
+	uint64_t user_bytes;    /* written by users (smr_cow_count_user); on
+				 * a filesystem made without the feature
+				 * USER_BYTES, by smr_cow_data_write[_owned] */
 	uint64_t device_bytes;  /* written to the device: data, metadata,
 				 * relocation, allocator state */
 	uint64_t reloc_bytes;   /* of which moved by the cleaner */
@@ -723,6 +725,14 @@ struct smr_cow_gc_stats {
 	uint64_t gc_usecs;      /* time spent cleaning, microseconds */
 };
 void smr_cow_gc_stats(struct smr_cow *c, struct smr_cow_gc_stats *st);
+/*
+ * @bytes more written by users: the layer above calls it for each write it
+ * made, with the bytes its caller asked for (a write of part of a block
+ * writes the whole block with smr_cow_data_write). Kept with the allocator
+ * state from the next commit on; nothing on filesystems made without the
+ * feature USER_BYTES. Takes no lock.
+ */
+void smr_cow_count_user(struct smr_cow *c, uint64_t bytes);
 
 /* ------------------------------------------------------------------------
  * Figures for smrfsctl stat / zones: src/cow/stats.c

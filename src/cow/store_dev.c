@@ -1365,7 +1365,8 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
 				  SMR_FEAT_INCOMPAT_LOG |
 				  SMR_FEAT_INCOMPAT_LOG_FREES |
-				  SMR_FEAT_INCOMPAT_BIG_RING;
+				  SMR_FEAT_INCOMPAT_BIG_RING |
+				  SMR_FEAT_INCOMPAT_USER_BYTES;
 	c->sb.node_size = SMR_NODE_MIN_SIZE;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);

@@ -122,12 +122,21 @@ SMR_ONDISK_OFFSET(struct smr_blk_hdr, reserved, 60);
  * how many there are.
  */
 #define SMR_FEAT_INCOMPAT_BIG_RING (1ULL << 3)
+/*
+ * USER_BYTES: the allocator state counts the bytes users wrote
+ * (smr_alloc_state_head.user_bytes); without it that field is zero, and
+ * the bytes written to the data streams stand for them (a write of part of
+ * a block counts the whole block). A reader that wants the field zero
+ * would refuse the state as damaged.
+ */
+#define SMR_FEAT_INCOMPAT_USER_BYTES (1ULL << 4)
 
 #define SMR_FEAT_COMPAT_SUPP 0ULL
 #define SMR_FEAT_RO_COMPAT_SUPP 0ULL
 #define SMR_FEAT_INCOMPAT_SUPP \
 	(SMR_FEAT_INCOMPAT_PREV_CKPT | SMR_FEAT_INCOMPAT_LOG | \
-	 SMR_FEAT_INCOMPAT_LOG_FREES | SMR_FEAT_INCOMPAT_BIG_RING)
+	 SMR_FEAT_INCOMPAT_LOG_FREES | SMR_FEAT_INCOMPAT_BIG_RING | \
+	 SMR_FEAT_INCOMPAT_USER_BYTES)
 
 /* Where the checkpoints are (sb_ckpt_scheme). */
 #define SMR_CKPT_AREA 1    /* fixed area of slots at the start (not zoned) */

@@ -84,7 +84,9 @@ struct smr_alloc_state_head {
 	__le64 cursor;             /* flash: next-fit cursor */
 	__le64 nr_cooling;         /* rotational, flash: the last entries
 				    * are freed by this commit; 0 zoned */
-	__le64 reserved[2];        /* zero */
+	__le64 user_bytes;         /* bytes users wrote, since mkfs (feature
+				    * USER_BYTES; else zero) */
+	__le64 reserved[1];        /* zero */
 	struct smr_alloc_ext_d ext[SMR_ALLOC_STATE_MAX_EXT];
 };
 SMR_ONDISK_SIZE(struct smr_alloc_state_head, 280);
@@ -103,7 +105,8 @@ SMR_ONDISK_OFFSET(struct smr_alloc_state_head, zones_reset, 104);
 SMR_ONDISK_OFFSET(struct smr_alloc_state_head, zones_finished, 112);
 SMR_ONDISK_OFFSET(struct smr_alloc_state_head, cursor, 120);
 SMR_ONDISK_OFFSET(struct smr_alloc_state_head, nr_cooling, 128);
-SMR_ONDISK_OFFSET(struct smr_alloc_state_head, reserved, 136);
+SMR_ONDISK_OFFSET(struct smr_alloc_state_head, user_bytes, 136);
+SMR_ONDISK_OFFSET(struct smr_alloc_state_head, reserved, 144);
 SMR_ONDISK_OFFSET(struct smr_alloc_state_head, ext, 152);
 
 /* Offsets of the parts of a state block. */

@@ -1218,6 +1218,8 @@ out_unlock:
 		goto retry;
 	done = total;
 out:
+	if (done)
+		smr_cow_count_user(ns->cow, done);
 	if (done && (rc == 0 || done < size))
 		return (ssize_t)done;
 	return rc;
