@@ -921,6 +921,21 @@ static void ns_ack_held(void *arg)
 }
 
 /*
+ * May the write @ak answers be answered as soon as the space of its @len
+ * bytes (one piece) is held? Only while it is the only write being
+ * answered (with several, the woken writer takes the CPU from the thread
+ * that holds the lock: ns_write_aligned()), and only if the device takes
+ * the data without waiting, as the lock is kept across the device write.
+ */
+static bool ns_ack_first(struct smr_ns *ns, const struct ns_ack *ak,
+			 uint64_t len)
+{
+	return ak && !ak->done &&
+	       __atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1 &&
+	       smr_cow_data_write_quick(ns->cow, len);
+}
+
+/*
  * A write answered before its data went out failed after all: the next
  * fsync or flush of the inode reports it, as a kernel filesystem reports
  * a failed writeback (the first error of an inode stays). Should the table
@@ -1021,9 +1036,7 @@ static int ns_write_aligned(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		temp = rc ? SMR_DATA_HOT : ns_temp_locked(ns, ino, a, len,
 							  in.size);
 		gen = in.gen;
-		first = !rc && ak && len == size &&
-			__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1 &&
-			smr_cow_data_write_quick(ns->cow, len);
+		first = !rc && len == size && ns_ack_first(ns, ak, len);
 		/* Counted before it takes space: a writer out of space
 		 * waits for it rather than fail. */
 		if (!rc)
@@ -1160,10 +1173,9 @@ retry:
 	 * takes it at once: answered once its space is held, as in
 	 * ns_write_aligned(). */
 	blocks = SMR_ROUND_UP(off + size, bs) - SMR_ROUND_DOWN(off, bs);
-	first = ak && !ak->done && total == 0 &&
+	first = total == 0 &&
 		blocks <= (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs &&
-		__atomic_load_n(&ns->acks_in, __ATOMIC_RELAXED) == 1 &&
-		smr_cow_data_write_quick(ns->cow, blocks);
+		ns_ack_first(ns, ak, blocks);
 	rc = ns_write_locked(ns, t, &in, off + total,
 			     (const uint8_t *)buf + total, size - total, false,
 			     first ? &held : NULL, &done);
