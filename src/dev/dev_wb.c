@@ -99,6 +99,13 @@ struct smr_dev_wb {
 	struct smr_dev_wb_stats st;
 };
 
+/* Does a write of @len bytes fit under the cap (dev->zlock held)? One that
+ * would pass it waits, unless nothing is queued. */
+static bool wb_has_room(const struct smr_dev_wb *wb, size_t len)
+{
+	return !wb->queued || wb->queued + len <= wb->max_bytes;
+}
+
 static struct wb_zone *zone_find(struct smr_dev_wb *wb, uint32_t zno)
 {
 	for (struct wb_zone *z = wb->zones; z; z = z->next)
@@ -543,7 +550,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 			rc = -ENOMEM;
 			break;
 		}
-		if (wb->queued && wb->queued + len > wb->max_bytes) {
+		if (!wb_has_room(wb, len)) {
 			if (!waited)
 				wb->st.cap_waits++;
 			waited = true;
@@ -649,10 +656,8 @@ bool smr_dev_wb_room(struct smr_dev *dev, size_t len)
 	struct smr_dev_wb *wb = dev->wb;
 	bool room;
 
-	/* smr_dev_wb_write()'s test: a write that would pass the cap
-	 * waits, unless nothing is queued. */
 	pthread_mutex_lock(&dev->zlock);
-	room = !wb->queued || wb->queued + len <= wb->max_bytes;
+	room = wb_has_room(wb, len);
 	pthread_mutex_unlock(&dev->zlock);
 	return room;
 }
