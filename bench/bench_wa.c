@@ -47,7 +47,7 @@
 #define FILE_BYTES (1024 * 1024ULL)
 #define WRITE_BYTES (64 * 1024ULL)
 
-static const struct smr_ns_cred cr = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred cr = { .uid = 0 };
 
 static uint64_t rnd(uint64_t *s)
 {

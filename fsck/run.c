@@ -1456,7 +1456,7 @@ out:
 /* The namespace repairs, on an engine open read-write. */
 static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 {
-	static const struct smr_ns_cred root_cred = { 0, 0, NULL, 0 };
+	static const struct smr_ns_cred root_cred = { .uid = 0 };
 	struct smr_ns *ns = NULL;
 	struct smr_ns_attr attr;
 	struct smr_txn *t = NULL;

@@ -238,7 +238,7 @@ static int make_fs(const struct mkfs_opts *mo)
 		.uuid = mo->have_uuid ? mo->uuid : NULL,
 		.alloc = mo->alloc,
 	};
-	struct smr_ns_cred cr = { getuid(), getgid(), NULL, 0 };
+	struct smr_ns_cred cr = { .uid = getuid(), .gid = getgid() };
 	struct smr_cow_info info;
 	struct smr_cow_space sp;
 	struct smr_dev *dev, *target;

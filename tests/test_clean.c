@@ -29,7 +29,7 @@
 #define FSZ (128 * SMR_KIB)
 #define MAXF 1024
 
-static const struct smr_ns_cred cr = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred cr = { .uid = 0 };
 
 struct fx {
 	char path[4096];

@@ -33,7 +33,7 @@
 enum kind { K_FILE, K_ZLOG, K_ZCNV, K_NR };
 static const char *const kind_name[K_NR] = { "file", "zlog", "zcnv" };
 
-static const struct smr_ns_cred cr = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred cr = { .uid = 0 };
 static char path[4096];
 static enum kind cur_kind;
 

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,11 @@ static char devpath[4096];
 #endif
 
 static const uint32_t user_groups[] = { 1000, 2000 };
-static const struct smr_ns_cred root_cr = { 0, 0, NULL, 0 };
-static const struct smr_ns_cred user_cr = { 1000, 1000, user_groups, 2 };
-static const struct smr_ns_cred other_cr = { 1001, 1001, NULL, 0 };
+static const struct smr_ns_cred root_cr = { .uid = 0 };
+static const struct smr_ns_cred user_cr = {
+	.uid = 1000, .gid = 1000, .groups = user_groups, .ngroups = 2
+};
+static const struct smr_ns_cred other_cr = { .uid = 1001, .gid = 1001 };
 
 /* ------------------------------------------------------------------------
  * Fixture: a fresh filesystem per test
@@ -1058,6 +1061,203 @@ static void test_drop_caps(void)
 		CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, "user.k",
 						NULL, 0), 1);
 	}
+	fs_teardown();
+}
+
+static void put_le32(uint8_t *p, uint32_t x)
+{
+	x = htole32(x);
+	memcpy(p, &x, sizeof(x));
+}
+
+/* An ACL's xattr value from (tag, perm, id) triples, ending with tag 0;
+ * returns its length. */
+static size_t acl_make(uint8_t *v, uint32_t version, ...)
+{
+	va_list ap;
+	size_t len = 4;
+
+	put_le32(v, version);
+	va_start(ap, version);
+	for (;;) {
+		unsigned int tag = va_arg(ap, unsigned int), perm, id;
+
+		if (!tag)
+			break;
+		perm = va_arg(ap, unsigned int);
+		id = va_arg(ap, unsigned int);
+		v[len] = (uint8_t)tag;
+		v[len + 1] = 0;
+		v[len + 2] = (uint8_t)perm;
+		v[len + 3] = 0;
+		put_le32(v + len + 4, id);
+		len += 8;
+	}
+	va_end(ap);
+	return len;
+}
+
+static uint32_t perms_of(uint64_t ino)
+{
+	struct smr_ns_attr a;
+
+	if (smr_ns_getattr(ns, ino, &a))
+		return UINT32_MAX;
+	return a.mode & 07777;
+}
+
+/* The permission of entry @i of the ACL @name of @ino, or -1. */
+static int acl_perm_of(uint64_t ino, const char *name, unsigned int i)
+{
+	uint8_t v[256];
+	ssize_t len = smr_ns_getxattr(ns, &root_cr, ino, name, v, sizeof(v));
+
+	if (len < (ssize_t)(4 + 8 * (i + 1)))
+		return -1;
+	return v[4 + 8 * i + 2];
+}
+
+#define UOBJ 0x01
+#define UNAMED 0x02
+#define GOBJ 0x04
+#define GNAMED 0x08
+#define MASK 0x10
+#define OTHER 0x20
+#define NOID 0xffffffffu
+#define ACL_A "system.posix_acl_access"
+#define ACL_D "system.posix_acl_default"
+
+/* POSIX ACLs: kept only when on; an access ACL sets the mode and chmod
+ * sets it; a new node inherits its directory's default ACL in place of
+ * the umask; what is invalid or not the caller's to set is refused. */
+static void test_acl(void)
+{
+	const struct smr_ns_cred umask_cr = { .uid = 0, .umask = 027 };
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_MODE, .mode = 0640 };
+	uint8_t v[256], out[256];
+	char list[256];
+	struct smr_ns_attr a;
+	uint64_t f, d, g, e, s;
+	size_t len;
+
+	fs_setup();
+	f = mkfile(ROOT, "f", 0644);
+	d = mkdir_(ROOT, "d");
+	len = acl_make(v, 2, UOBJ, 6, NOID, UNAMED, 7, 1000, GOBJ, 4, NOID,
+		       MASK, 6, NOID, OTHER, 4, NOID, 0);
+	/* Off: as any other system.* name. */
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EOPNOTSUPP);
+	smr_ns_set_acl(ns, true);
+
+	/* The mask is the group bits. */
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0));
+	CU_ASSERT_EQUAL(perms_of(f), 0664);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, f, ACL_A, out,
+					sizeof(out)), (ssize_t)len);
+	CU_ASSERT_EQUAL(memcmp(out, v, len), 0);
+	/* chmod sets owner, mask and other; the named entry stays. */
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, NULL));
+	CU_ASSERT_EQUAL(acl_perm_of(f, ACL_A, 0), 6);
+	CU_ASSERT_EQUAL(acl_perm_of(f, ACL_A, 1), 7);
+	CU_ASSERT_EQUAL(acl_perm_of(f, ACL_A, 2), 4);
+	CU_ASSERT_EQUAL(acl_perm_of(f, ACL_A, 3), 4);
+	CU_ASSERT_EQUAL(acl_perm_of(f, ACL_A, 4), 0);
+	/* One the mode says all of is not kept. */
+	len = acl_make(v, 2, UOBJ, 7, NOID, GOBJ, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0));
+	CU_ASSERT_EQUAL(perms_of(f), 0750);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, f, ACL_A, out,
+				      sizeof(out)), -ENODATA);
+
+	/* Invalid: version, order, duplicates, a named entry without a
+	 * mask, a permission, part of an entry, an unknown tag. */
+	len = acl_make(v, 1, UOBJ, 7, NOID, GOBJ, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, GOBJ, 5, NOID, UOBJ, 7, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, UOBJ, 7, NOID, UNAMED, 7, 5, UNAMED, 7, 5, GOBJ,
+		       5, NOID, MASK, 7, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, UOBJ, 7, NOID, GOBJ, 5, NOID, GNAMED, 7, 5,
+		       OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, UOBJ, 8, NOID, GOBJ, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, UOBJ, 7, NOID, GOBJ, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len - 1, 0),
+		      -EINVAL);
+	len = acl_make(v, 2, UOBJ, 7, NOID, 0x40, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0),
+		      -EINVAL);
+	CU_ASSERT_EQUAL(perms_of(f), 0750);
+	/* Only the owner sets one; none on a symlink; a default one only
+	 * on a directory. */
+	len = acl_make(v, 2, UOBJ, 7, NOID, GOBJ, 5, NOID, OTHER, 0, NOID, 0);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &user_cr, f, ACL_A, v, len, 0),
+		      -EPERM);
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &root_cr, ROOT, "s", "f", &a));
+	s = a.ino;
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, s, ACL_A, v, len, 0),
+		      -EOPNOTSUPP);
+	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_D, v, len, 0),
+		      -EACCES);
+
+	/* No default ACL: the umask. */
+	SMR_ASSERT_OK(smr_ns_create(ns, &umask_cr, ROOT, "u", 0666, &a));
+	CU_ASSERT_EQUAL(a.mode & 07777, 0640);
+	/* A default ACL instead of the umask: a file gets it masked by its
+	 * mode, a directory also keeps it as its own default. */
+	len = acl_make(v, 2, UOBJ, 7, NOID, UNAMED, 7, 1000, GOBJ, 5, NOID,
+		       MASK, 7, NOID, OTHER, 5, NOID, 0);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, d, ACL_D, v, len, 0));
+	CU_ASSERT_EQUAL(perms_of(d), 0755);
+	SMR_ASSERT_OK(smr_ns_create(ns, &umask_cr, d, "g", 0666, &a));
+	g = a.ino;
+	CU_ASSERT_EQUAL(a.mode & 07777, 0664);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 0), 6);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 1), 7);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 2), 5);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 3), 6);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 4), 4);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, g, ACL_D, out,
+				      sizeof(out)), -ENODATA);
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &umask_cr, d, "e", 0777, &a));
+	e = a.ino;
+	CU_ASSERT_EQUAL(a.mode & 07777, 0775);
+	CU_ASSERT_EQUAL(acl_perm_of(e, ACL_A, 3), 7);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, e, ACL_D, out,
+					sizeof(out)), (ssize_t)len);
+	CU_ASSERT_EQUAL(memcmp(out, v, len), 0);
+	SMR_ASSERT_OK(smr_ns_symlink(ns, &umask_cr, d, "s", "g", &a));
+	CU_ASSERT_EQUAL(a.mode & 07777, 0777);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, a.ino, ACL_A, out,
+				      sizeof(out)), -EOPNOTSUPP);
+	/* An empty ACL removes it. */
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, e, ACL_D, v, 4, 0));
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, e, ACL_D, out,
+				      sizeof(out)), -ENODATA);
+	CU_ASSERT_EQUAL(smr_ns_listxattr(ns, &root_cr, e, list, sizeof(list)),
+			(ssize_t)sizeof(ACL_A));
+#ifdef NS_TEST_REAL
+	fs_reopen(NULL, false);
+	smr_ns_set_acl(ns, true);
+	CU_ASSERT_EQUAL(perms_of(g), 0664);
+	CU_ASSERT_EQUAL(acl_perm_of(g, ACL_A, 3), 6);
+	CU_ASSERT_EQUAL(smr_ns_getxattr(ns, &root_cr, d, ACL_D, out,
+					sizeof(out)), (ssize_t)len);
+#endif
+	/* Off again: hidden. */
+	smr_ns_set_acl(ns, false);
+	CU_ASSERT_EQUAL(smr_ns_listxattr(ns, &root_cr, e, list, sizeof(list)),
+			0);
+	SMR_ASSERT_RC(smr_ns_getxattr(ns, &root_cr, g, ACL_A, out,
+				      sizeof(out)), -EOPNOTSUPP);
 	fs_teardown();
 }
 
@@ -3209,6 +3409,7 @@ static const struct smr_test ns_tests[] = {
 #endif
 	{ "permissions", test_permissions },
 	{ "xattr", test_xattr },
+	{ "acl", test_acl },
 	{ "orphans", test_orphans },
 #ifndef NS_TEST_REAL
 	{ "big_unlink", test_big_unlink },

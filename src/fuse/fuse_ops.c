@@ -33,6 +33,9 @@ static void req_cred(fuse_req_t req, struct smr_ns_cred *cr)
 	cr->gid = ctx->gid;
 	cr->groups = NULL;
 	cr->ngroups = 0;
+	/* Sent with creates (zero otherwise); the kernel leaves it to us
+	 * with FUSE_CAP_DONT_MASK, else it masked the mode already. */
+	cr->umask = ctx->umask;
 }
 
 /* Credentials with the supplementary groups (read from /proc, so only
@@ -91,7 +94,17 @@ static void reply_entry(fuse_req_t req, const struct smr_ns_attr *a)
 
 static void smr_fuse_init(void *userdata, struct fuse_conn_info *conn)
 {
+	struct smr_fuse_data *d = userdata;
+	const unsigned int acl = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+
 	conn->max_write = SMR_FUSE_MAX_WRITE;
+	/* POSIX ACLs: the kernel checks permissions against them; a new
+	 * node's mode is ours to mask, by the default ACL of its directory
+	 * or else by the umask. */
+	if (!d->noacl && (conn->capable & acl) == acl) {
+		conn->want |= acl;
+		smr_ns_set_acl(d->ns, true);
+	}
 	/* No writeback cache: with it the kernel owns size and mtime and
 	 * dirty data would die with the daemon. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;

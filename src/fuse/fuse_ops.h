@@ -29,6 +29,7 @@ struct smr_fuse_data {
 	uint64_t init_unique;
 	bool init_due;
 	bool killpriv_v2;
+	bool noacl;          /* -o noacl: no POSIX ACLs */
 };
 
 /* The operations. */

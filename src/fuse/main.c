@@ -56,6 +56,7 @@ struct mount_opts {
 	int fsync_log;     /* -1 = the default */
 	uint64_t cache_bytes;
 	bool gc_off;
+	bool noacl;
 	int gc_policy;     /* enum smr_cow_gc_policy */
 	unsigned int gc_low, gc_high;
 	char *fsname;      /* owned */
@@ -83,6 +84,8 @@ static void usage(FILE *f)
 		"  -d               debug: foreground, FUSE requests and debug log\n"
 		"  -o OPT[,OPT...]  mount options:\n"
 		"     ro            read-only (rw is the default)\n"
+		"     acl, noacl    keep POSIX access control lists (setfacl),\n"
+		"                   which the kernel enforces (default acl)\n"
 		"     alloc=NAME    allocator module to use instead of the one\n"
 		"                   recorded by mkfs (zoned, rotational, flash)\n"
 		"     commit=SECS   commit at least every SECS seconds (default 5)\n"
@@ -152,6 +155,10 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 			mo->ro = true;
 		} else if (!strcmp(o, "rw")) {
 			mo->ro = false;
+		} else if (!strcmp(o, "acl")) {
+			mo->noacl = false;
+		} else if (!strcmp(o, "noacl")) {
+			mo->noacl = true;
 		} else if (!strncmp(o, "alloc=", 6)) {
 			if (!o[6]) {
 				fprintf(stderr, PROG ": alloc= needs a name\n");
@@ -479,7 +486,7 @@ struct fs {
 static int open_fs(struct mount_opts *mo, struct fs *fs)
 {
 	struct smr_ns_opts no = { .track_lookups = true };
-	struct smr_ns_cred cr = { getuid(), getgid(), NULL, 0 };
+	struct smr_ns_cred cr = { .uid = getuid(), .gid = getgid() };
 	int rc = memcow_create(256 * SMR_MIB, 4096, &fs->cow);
 
 	if (!rc)
@@ -708,6 +715,7 @@ int main(int argc, char **argv)
 			mo.mnt);
 		goto out_opts;
 	}
+	data.noacl = mo.noacl;
 	se = make_session(&mo, argv[0], &data);
 	if (!se)
 		goto out_opts;

@@ -310,9 +310,11 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		   bool open, struct smr_ns_attr *attr)
 {
 	struct ns_inode dir, in;
+	struct ns_acl_new an = { 0 };
 	struct smr_txn *t;
 	bool reffed = false;
 	int64_t now = ns_now();
+	uint32_t mode = nw->mode;
 	uint64_t ino;
 	int rc;
 
@@ -328,6 +330,9 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = -EMLINK;
 		goto out_unlock;
 	}
+	rc = ns_acl_new_prepare(ns, parent, &mode, cr->umask, &an);
+	if (rc)
+		goto out_unlock;
 	ino = ns->next_ino;
 	if (open || ns->opts.track_lookups) {
 		if (!ns_ref_find(ns, ino, true)) {
@@ -339,7 +344,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 	memset(&in, 0, sizeof(in));
 	in.ino = ino;
-	in.mode = nw->mode;
+	in.mode = mode;
 	in.uid = cr->uid;
 	if (dir.mode & S_ISGID) {
 		in.gid = dir.gid;
@@ -362,11 +367,14 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	if (nw->target)
 		in.size = strlen(nw->target);
-	/* The inode, the name twice (entry and index), the target's parts. */
+	/* The inode, the name twice (entry and index), the target's parts,
+	 * the ACLs it inherits. */
 	rc = ns_admit_meta_locked(ns, 3 + (unsigned int)SMR_DIV_ROUND_UP(
-					      in.size, SMR_NS_SYMLINK_PART),
+					      in.size, SMR_NS_SYMLINK_PART) +
+					      2 * !!an.def,
 				  sizeof(struct smr_ns_inode_d) +
-					  2 * strlen(name) + in.size);
+					  2 * strlen(name) + in.size +
+					  2 * an.len);
 	if (rc)
 		goto out_unref;
 
@@ -381,7 +389,9 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc)
 			goto out_end;
 	}
-	rc = ns_inode_put(ns, t, &in);
+	rc = ns_acl_new_store(ns, t, in.ino, &an);
+	if (!rc)
+		rc = ns_inode_put(ns, t, &in);
 	if (rc)
 		goto out_end;
 	if (S_ISDIR(in.mode))
@@ -413,6 +423,7 @@ out_unref:
 		ns_ref_drop_if_unused(ns, ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
+	ns_acl_new_free(&an);
 	return rc;
 }
 

@@ -9,6 +9,7 @@ src_namespace_libsmrfs_ns_la_SOURCES = \
 	src/namespace/dir.c \
 	src/namespace/file.c \
 	src/namespace/xattr.c \
+	src/namespace/acl.c \
 	src/namespace/check.c \
 	src/namespace/undo.c
 SMR_NS_LIBS += src/namespace/libsmrfs_ns.la

@@ -929,6 +929,9 @@ static int ns_setattr_once(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      ns_cred_in_group(cr, sa->gid)))
 			mode &= ~S_ISGID;
 		in.mode = (in.mode & S_IFMT) | mode;
+		rc = ns_acl_chmod_locked(ns, t, &in);
+		if (rc)
+			goto out_end;
 	}
 	if (sa->valid & (SMR_NS_SET_UID | SMR_NS_SET_GID)) {
 		if (sa->valid & SMR_NS_SET_UID)

@@ -56,6 +56,9 @@ struct smr_ns_cred {
 	uint32_t gid;
 	const uint32_t *groups;
 	unsigned int ngroups;
+	/* Permission bits a new node does not get, where its directory has
+	 * no default ACL (0: the caller masked the mode already). */
+	uint32_t umask;
 };
 
 /* What getattr reports. */
@@ -83,6 +86,14 @@ struct smr_ns_opts {
 	 */
 	bool track_lookups;
 };
+
+/*
+ * Keep POSIX ACLs (the xattrs system.posix_acl_access and
+ * system.posix_acl_default): on only where something checks permissions
+ * against them (the kernel, with FUSE_POSIX_ACL); off (the default), their
+ * names are -EOPNOTSUPP as other system.* names.
+ */
+void smr_ns_set_acl(struct smr_ns *ns, bool on);
 
 /*
  * Create the namespace of a freshly formatted filesystem: the root directory
@@ -358,10 +369,14 @@ struct smr_ns_statfs {
 int smr_ns_statfs(struct smr_ns *ns, struct smr_ns_statfs *st);
 
 /* ------------------------------------------------------------------------
- * Extended attributes: "user.", "trusted." and "security." names
- * (-EOPNOTSUPP others); names 1..255 bytes (-ERANGE otherwise), values up
- * to 64 KiB (-E2BIG). trusted.* is root's only (-EPERM to set, hidden from
- * others); user.* only on regular files and directories (-EPERM).
+ * Extended attributes: "user.", "trusted." and "security." names, and
+ * the two of POSIX ACLs where kept (smr_ns_set_acl; -EOPNOTSUPP others);
+ * names 1..255 bytes (-ERANGE otherwise), values up to 64 KiB (-E2BIG).
+ * trusted.* is root's only (-EPERM to set, hidden from others); user.*
+ * only on regular files and directories (-EPERM). An ACL is set only by
+ * the owner or root (-EPERM), none on a symlink (-EOPNOTSUPP), a default
+ * one only on a directory (-EACCES), and must be valid (-EINVAL); an
+ * access ACL sets the mode's permission bits.
  * ------------------------------------------------------------------------ */
 
 #define SMR_NS_XATTR_CREATE 0x1  /* = XATTR_CREATE: -EEXIST if present */

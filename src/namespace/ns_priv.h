@@ -114,6 +114,7 @@ struct ns_icache {
 struct smr_ns {
 	struct smr_cow *cow;
 	struct smr_ns_opts opts;
+	bool acl;                     /* POSIX ACLs kept (smr_ns_set_acl) */
 	uint32_t bsize;               /* data block size */
 	pthread_mutex_t lock;         /* the namespace lock; see ns.h */
 	uint32_t acks_in;             /* smr_ns_write_ack() calls running
@@ -224,11 +225,49 @@ int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 /* Xattrs (xattr.c) */
 int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			     uint64_t ino);
+/* An xattr's value, as smr_ns_getxattr without its checks. */
+ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino, const char *name,
+			    void *value, size_t size);
+/* Set an xattr, whether or not it exists; delete one (-ENODATA absent). */
+int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const char *name, const void *value, size_t size);
+int ns_xattr_del_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const char *name);
 /* A write, truncate or chown of a file drops its capabilities (the
  * security.capability xattr), as Linux does; the FUSE adapter leaves that
  * to us (see fuse_ops.c). */
 int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
 			      uint64_t ino);
+
+/* POSIX ACLs (acl.c) */
+#define NS_ACL_ACCESS 1
+#define NS_ACL_DEFAULT 2
+/* NS_ACL_ACCESS or NS_ACL_DEFAULT for the xattr names of ACLs, else 0. */
+int ns_acl_type(const char *name);
+/* Set the ACL @name of @ip to @value (checked: -EINVAL), and @ip's mode
+ * from an access ACL; the caller puts @ip. */
+int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
+		      const struct smr_ns_cred *cr, struct ns_inode *ip,
+		      const char *name, const void *value, size_t size);
+/* @ip's mode changed: its access ACL, if any, follows. */
+int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
+			const struct ns_inode *ip);
+/* What a new node inherits from its directory's default ACL. */
+struct ns_acl_new {
+	uint8_t *def;   /* the default ACL (NULL: none), then acc */
+	uint8_t *acc;   /* the access ACL made from it */
+	size_t len;     /* of each */
+	bool store_acc; /* the access ACL says more than the mode */
+	bool store_def; /* a directory: it inherits the default ACL too */
+};
+/* Before a node of *@mode is made in @dir: the permission bits of *@mode
+ * masked by @dir's default ACL, or by @umask if it has none; *@an for
+ * ns_acl_new_store() once the node is made, then ns_acl_new_free(). */
+int ns_acl_new_prepare(struct smr_ns *ns, uint64_t dir, uint32_t *mode,
+		       uint32_t umask, struct ns_acl_new *an);
+int ns_acl_new_store(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+		     const struct ns_acl_new *an);
+void ns_acl_new_free(struct ns_acl_new *an);
 
 /*
  * Calls and their undo log (undo.c). Every changing call runs between

@@ -37,9 +37,11 @@ static uint32_t ns_xa_parts(size_t nlen, size_t vlen)
 }
 
 /* Check a name: 0, -ERANGE (empty or longer than 255), -EOPNOTSUPP (an
- * unknown namespace), -EINVAL (a bare prefix). *@trusted is set for
- * trusted.*, *@user for user.*. */
-static int ns_xa_check_name(const char *name, bool *trusted, bool *user)
+ * unknown namespace, or a system.* name but the two of POSIX ACLs),
+ * -EINVAL (a bare prefix). *@kind says which namespace it is in. */
+enum ns_xa_kind { NS_XA_USER, NS_XA_TRUSTED, NS_XA_SECURITY, NS_XA_ACL };
+
+static int ns_xa_check_name(const char *name, enum ns_xa_kind *kind)
 {
 	static const char *const prefixes[] = { "user.", "trusted.",
 						"security." };
@@ -47,6 +49,10 @@ static int ns_xa_check_name(const char *name, bool *trusted, bool *user)
 
 	if (len == 0 || len > SMR_NS_XATTR_NAME_MAX)
 		return -ERANGE;
+	if (ns_acl_type(name)) {
+		*kind = NS_XA_ACL;
+		return 0;
+	}
 	for (size_t i = 0; i < SMR_ARRAY_SIZE(prefixes); i++) {
 		size_t plen = strlen(prefixes[i]);
 
@@ -54,8 +60,7 @@ static int ns_xa_check_name(const char *name, bool *trusted, bool *user)
 			continue;
 		if (len == plen)
 			return -EINVAL;
-		*user = i == 0;
-		*trusted = i == 1;
+		*kind = (enum ns_xa_kind)i;
 		return 0;
 	}
 	return -EOPNOTSUPP;
@@ -219,20 +224,74 @@ static int ns_xa_begin(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		       uint64_t ino, const char *name, bool set,
 		       struct ns_inode *in)
 {
-	bool trusted = false, user = false;
+	enum ns_xa_kind kind;
 	int rc;
 
-	rc = ns_xa_check_name(name, &trusted, &user);
+	rc = ns_xa_check_name(name, &kind);
 	if (rc)
 		return rc;
+	if (kind == NS_XA_ACL && !ns->acl)
+		return -EOPNOTSUPP;
 	rc = ns_inode_get(ns, ino, in);
 	if (rc)
 		return rc;
-	if (trusted && cr->uid != 0)
-		return set ? -EPERM : -ENODATA;
-	if (user && set && !S_ISREG(in->mode) && !S_ISDIR(in->mode))
-		return -EPERM;
+	switch (kind) {
+	case NS_XA_TRUSTED:
+		if (cr->uid != 0)
+			return set ? -EPERM : -ENODATA;
+		break;
+	case NS_XA_USER:
+		if (set && !S_ISREG(in->mode) && !S_ISDIR(in->mode))
+			return -EPERM;
+		break;
+	case NS_XA_ACL:
+		/* As Linux: none on symlinks, a default one only on a
+		 * directory, set only by the owner. */
+		if (S_ISLNK(in->mode))
+			return -EOPNOTSUPP;
+		if (ns_acl_type(name) == NS_ACL_DEFAULT && !S_ISDIR(in->mode))
+			return set ? -EACCES : -ENODATA;
+		if (set && cr->uid != 0 && cr->uid != in->uid)
+			return -EPERM;
+		break;
+	case NS_XA_SECURITY:
+		break;
+	}
 	return 0;
+}
+
+int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const char *name, const void *value, size_t size)
+{
+	struct ns_xa xa;
+	uint64_t key;
+	int rc;
+
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc && rc != -ENOENT)
+		return rc;
+	/* Whatever the name, the inode may hold a capability now. */
+	if (*ns_nocaps_slot(ns, ino) == ino)
+		*ns_nocaps_slot(ns, ino) = 0;
+	if (rc == 0) {
+		key = xa.key;
+		rc = ns_xa_delete(ns, t, ino, &xa);
+	} else {
+		rc = ns_xa_free_slot(ns, ino, name, &key);
+	}
+	return rc ? rc : ns_xa_store(ns, t, ino, key, name, value, size);
+}
+
+int ns_xattr_del_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const char *name)
+{
+	struct ns_xa xa;
+	int rc;
+
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc)
+		return rc == -ENOENT ? -ENODATA : rc;
+	return ns_xa_delete(ns, t, ino, &xa);
 }
 
 int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
@@ -242,7 +301,6 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	struct ns_inode in;
 	struct ns_xa xa;
 	struct smr_txn *t;
-	uint64_t key;
 	bool exists;
 	int rc;
 
@@ -280,17 +338,10 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
-	/* Whatever the name, the inode may hold a capability now. */
-	if (*ns_nocaps_slot(ns, ino) == ino)
-		*ns_nocaps_slot(ns, ino) = 0;
-	if (exists) {
-		key = xa.key;
-		rc = ns_xa_delete(ns, t, ino, &xa);
-	} else {
-		rc = ns_xa_free_slot(ns, ino, name, &key);
-	}
-	if (!rc)
-		rc = ns_xa_store(ns, t, ino, key, name, value, size);
+	if (ns_acl_type(name))
+		rc = ns_acl_set_locked(ns, t, cr, &in, name, value, size);
+	else
+		rc = ns_xattr_put_locked(ns, t, ino, name, value, size);
 	if (!rc) {
 		in.ctime = ns_now();
 		rc = ns_inode_put(ns, t, &in);
@@ -301,72 +352,74 @@ out_unlock:
 	return rc;
 }
 
-ssize_t smr_ns_getxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
-			uint64_t ino, const char *name, void *value,
-			size_t size)
+/* Read the @xa.vlen bytes of the value of @xa, named @name, into @out. */
+static int ns_xa_read(struct smr_ns *ns, uint64_t ino, const char *name,
+		      const struct ns_xa *xa, uint8_t *out)
 {
-	struct ns_inode in;
-	struct ns_xa xa;
-	uint8_t *item = NULL, *out = value;
-	ssize_t ret;
 	size_t off = 0, nlen = strlen(name);
-	int rc;
+	uint8_t *item;
+	int rc = 0;
 
-	pthread_mutex_lock(&ns->lock);
-	rc = ns_xa_begin(ns, cr, ino, name, false, &in);
-	if (rc)
-		goto out_unlock;
-	rc = ns_xa_find(ns, ino, name, &xa);
-	if (rc == -ENOENT)
-		rc = -ENODATA;
-	if (rc)
-		goto out_unlock;
-	if (size == 0) {
-		ret = xa.vlen;
-		goto out_ok;
-	}
-	if (size < xa.vlen) {
-		rc = -ERANGE;
-		goto out_unlock;
-	}
 	item = malloc(SMR_COW_MAX_ITEM);
-	if (!item) {
-		rc = -ENOMEM;
-		goto out_unlock;
-	}
-	for (uint32_t p = 0; p < xa.nparts; p++) {
-		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, xa.key + p);
+	if (!item)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < xa->nparts; p++) {
+		struct smr_key k = ns_key(ino, SMR_NS_T_XATTR, xa->key + p);
 		size_t len = SMR_COW_MAX_ITEM, skip = p ? 0 : NS_XA_HDR + nlen;
 
 		rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, item, &len);
 		if (rc == -ENOENT)
 			rc = smr_corrupt(UINT64_MAX, "xattr part missing");
 		if (rc)
-			goto out_unlock;
-		if (len < skip || off + (len - skip) > xa.vlen) {
+			break;
+		if (len < skip || off + (len - skip) > xa->vlen) {
 			rc = smr_corrupt(UINT64_MAX, "xattr part size");
-			goto out_unlock;
+			break;
 		}
 		memcpy(out + off, item + skip, len - skip);
 		off += len - skip;
 	}
-	if (off != xa.vlen) {
+	if (!rc && off != xa->vlen)
 		rc = smr_corrupt(UINT64_MAX, "xattr value short");
-		goto out_unlock;
-	}
-	ret = xa.vlen;
-out_ok:
-	pthread_mutex_unlock(&ns->lock);
 	free(item);
-	return ret;
-out_unlock:
+	return rc;
+}
+
+ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino, const char *name,
+			    void *value, size_t size)
+{
+	struct ns_xa xa;
+	int rc;
+
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc)
+		return rc == -ENOENT ? -ENODATA : rc;
+	if (size == 0)
+		return xa.vlen;
+	if (size < xa.vlen)
+		return -ERANGE;
+	rc = ns_xa_read(ns, ino, name, &xa, value);
+	return rc ? rc : (ssize_t)xa.vlen;
+}
+
+ssize_t smr_ns_getxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
+			uint64_t ino, const char *name, void *value,
+			size_t size)
+{
+	struct ns_inode in;
+	ssize_t rc;
+
+	pthread_mutex_lock(&ns->lock);
+	rc = ns_xa_begin(ns, cr, ino, name, false, &in);
+	if (!rc)
+		rc = ns_xattr_get_locked(ns, ino, name, value, size);
 	pthread_mutex_unlock(&ns->lock);
-	free(item);
 	return rc;
 }
 
 struct ns_xa_list {
 	const struct smr_ns_cred *cr;
+	bool acl;
 	char *list;
 	size_t size;
 	size_t len;
@@ -391,6 +444,9 @@ static int ns_xa_list_item(void *arg, const struct smr_key *key,
 	if (len < NS_XA_HDR + n)
 		goto out_corrupt;
 	if (l->cr->uid != 0 && n >= 8 && !memcmp(name, "trusted.", 8))
+		return 0;
+	/* ACLs kept while they were on: not there while they are off. */
+	if (!l->acl && n >= 7 && !memcmp(name, "system.", 7))
 		return 0;
 	if (l->size) {
 		if (l->len + n + 1 > l->size) {
@@ -417,6 +473,7 @@ ssize_t smr_ns_listxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	int rc;
 
 	pthread_mutex_lock(&ns->lock);
+	l.acl = ns->acl;
 	rc = ns_inode_get(ns, ino, &in);
 	if (!rc)
 		rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to,

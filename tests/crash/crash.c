@@ -341,7 +341,7 @@ static int cr_make_initial(struct cr_ctx *cx, int (*init)(struct cr_fs *))
 	struct smr_dev *dev;
 	struct cr_fs fs;
 	int rc;
-	static const struct smr_ns_cred root = { 0, 0, NULL, 0 };
+	static const struct smr_ns_cred root = { .uid = 0 };
 
 	snprintf(cx->path, sizeof(cx->path), "%s/%s",
 		 smr_test_tmpdir("crash"), d->name);
@@ -544,7 +544,7 @@ static int cr_fsck(struct cr_ctx *cx, struct smr_fsck_result *res)
 static void cr_check(struct cr_ctx *cx, const struct cr_rec *r,
 		     struct cr_point *p)
 {
-	static const struct smr_ns_cred root = { 0, 0, NULL, 0 };
+	static const struct smr_ns_cred root = { .uid = 0 };
 	struct smr_fsck_result res;
 	struct smr_dev *dev = NULL;
 	struct cr_fs fs = { 0 };

@@ -19,7 +19,7 @@
 #include "testutil.h"
 #include "crash/crash.h"
 
-static const struct smr_ns_cred cr_root = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred cr_root = { .uid = 0 };
 
 /* ------------------------------------------------------------------------
  * Paths

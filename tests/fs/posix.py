@@ -17,6 +17,7 @@ import errno
 import os
 import pickle
 import stat
+import struct
 import sys
 import time
 
@@ -1220,6 +1221,111 @@ def xattr_big(d):
     names = [x for x in os.listxattr(f) if x.startswith("user.n")]
     check(len(names) == 100, "100 xattrs: %d listed" % len(names))
     check(os.getxattr(f, "user.n042") == b"42", "one of 100")
+
+
+# ---------------------------------------------------------------------------
+# POSIX ACLs (system.posix_acl_*, in the kernel's xattr form)
+# ---------------------------------------------------------------------------
+
+A_UOBJ, A_USER, A_GOBJ, A_GROUP, A_MASK, A_OTHER = 1, 2, 4, 8, 0x10, 0x20
+NOID = 0xffffffff
+ACL_A, ACL_D = "system.posix_acl_access", "system.posix_acl_default"
+
+
+def acl(*entries):
+    """An ACL's xattr value from (tag, perm[, id]) entries."""
+    return struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", e[0], e[1], e[2] if len(e) > 2 else NOID)
+        for e in entries)
+
+
+def open_close(p, flags):
+    os.close(os.open(p, flags))
+
+
+@case
+def acl_access(d):
+    f = d + "/f"
+    create(f, 0o644)
+    # A named user and a named group (U1's supplementary one), as the mask
+    # allows: the mask is the group bits.
+    a = acl((A_UOBJ, 6), (A_USER, 6, U1), (A_GOBJ, 4), (A_GROUP, 2, G3),
+            (A_MASK, 6), (A_OTHER, 0))
+    age(f)
+    before = times(f)
+    os.setxattr(f, ACL_A, a)
+    changed(before, f, "c")
+    check(mode_of(f) == 0o660, "mode after an access ACL: %o" % mode_of(f))
+    check(os.getxattr(f, ACL_A) == a, "the ACL does not read back")
+    uexpect(0, U1, G1, open_close, f, os.O_RDWR)
+    uexpect(errno.EACCES, U2, G2, open_close, f, os.O_RDONLY)
+    uexpect(0, U2, G2, open_close, f, os.O_WRONLY, groups=[G3])
+    uexpect(errno.EACCES, U2, G2, open_close, f, os.O_RDONLY, groups=[G3])
+    # chmod sets the mask: the named user loses write.
+    os.chmod(f, 0o640)
+    check(os.getxattr(f, ACL_A) ==
+          acl((A_UOBJ, 6), (A_USER, 6, U1), (A_GOBJ, 4), (A_GROUP, 2, G3),
+              (A_MASK, 4), (A_OTHER, 0)), "chmod did not set the mask")
+    uexpect(errno.EACCES, U1, G1, open_close, f, os.O_WRONLY)
+    uexpect(0, U1, G1, open_close, f, os.O_RDONLY)
+    # One the mode says all of: the mode, and no ACL.
+    os.setxattr(f, ACL_A, acl((A_UOBJ, 7), (A_GOBJ, 5), (A_OTHER, 1)))
+    check(mode_of(f) == 0o751, "mode after a plain ACL: %o" % mode_of(f))
+    expect(errno.ENODATA, os.getxattr, f, ACL_A)
+    # Only the owner; valid ones only; a default one on a directory only.
+    os.chown(f, U1, G1)
+    uexpect(errno.EPERM, U2, G2, os.setxattr, f, ACL_A, a)
+    uexpect(0, U1, G1, os.setxattr, f, ACL_A, a)
+    expect(errno.EINVAL, os.setxattr, f, ACL_A,
+           acl((A_UOBJ, 6), (A_USER, 6, U1), (A_GOBJ, 4), (A_OTHER, 0)))
+    expect(errno.EINVAL, os.setxattr, f, ACL_A,
+           acl((A_GOBJ, 4), (A_UOBJ, 6), (A_OTHER, 0)))
+    expect(errno.EACCES, os.setxattr, f, ACL_D, a)
+    os.removexattr(f, ACL_A)
+    expect(errno.ENODATA, os.getxattr, f, ACL_A)
+    check(mode_of(f) == 0o660, "removing the ACL changed the mode")
+
+
+@case
+def acl_default(d):
+    top = d + "/top"
+    os.mkdir(top, 0o755)
+    dflt = acl((A_UOBJ, 7), (A_USER, 7, U1), (A_GOBJ, 5), (A_MASK, 7),
+               (A_OTHER, 5))
+    os.setxattr(top, ACL_D, dflt)
+    check(os.getxattr(top, ACL_D) == dflt, "the default ACL")
+    check(mode_of(top) == 0o755, "a default ACL changed the mode")
+    expect(errno.ENODATA, os.getxattr, top, ACL_A)
+    # The default ACL in place of the umask, masked by the mode asked for.
+    os.umask(0o077)
+    create(top + "/f", 0o666)
+    check(mode_of(top + "/f") == 0o664, "file mode %o" % mode_of(top + "/f"))
+    check(os.getxattr(top + "/f", ACL_A) ==
+          acl((A_UOBJ, 6), (A_USER, 7, U1), (A_GOBJ, 5), (A_MASK, 6),
+              (A_OTHER, 4)), "the file's access ACL")
+    expect(errno.ENODATA, os.getxattr, top + "/f", ACL_D)
+    os.mkdir(top + "/dir", 0o750)
+    check(mode_of(top + "/dir") == 0o750, "dir mode %o" %
+          mode_of(top + "/dir"))
+    check(os.getxattr(top + "/dir", ACL_D) == dflt, "the dir's default ACL")
+    check(os.getxattr(top + "/dir", ACL_A) ==
+          acl((A_UOBJ, 7), (A_USER, 7, U1), (A_GOBJ, 5), (A_MASK, 5),
+              (A_OTHER, 0)), "the dir's access ACL")
+    os.mkfifo(top + "/dir/p", 0o644)
+    check(mode_of(top + "/dir/p") == 0o644, "fifo mode %o" %
+          mode_of(top + "/dir/p"))
+    os.symlink("f", top + "/l")
+    expect(errno.EOPNOTSUPP, lambda: os.getxattr(top + "/l", ACL_A,
+                                                 follow_symlinks=False))
+    uexpect(0, U1, G1, open_close, top + "/f", os.O_RDWR)
+    uexpect(errno.EACCES, U2, G2, open_close, top + "/f", os.O_WRONLY)
+    # Without a default ACL, the umask.
+    create(d + "/g", 0o666)
+    check(mode_of(d + "/g") == 0o600, "umask: %o" % mode_of(d + "/g"))
+    expect(errno.ENODATA, os.getxattr, d + "/g", ACL_A)
+    # An empty one removes it.
+    os.setxattr(top, ACL_D, acl())
+    expect(errno.ENODATA, os.getxattr, top, ACL_D)
 
 
 @case

@@ -64,7 +64,7 @@ static void seed_close(FILE *f)
  * Filling a filesystem
  * ======================================================================== */
 
-static const struct smr_ns_cred root = { 0, 0, NULL, 0 };
+static const struct smr_ns_cred root = { .uid = 0 };
 
 static uint64_t mk_file(struct smr_ns *ns, uint64_t dir, const char *name,
 			uint64_t off, size_t len)

@@ -99,7 +99,7 @@ static void walk_file(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 void fuzz_ns_walk(struct smr_ns *ns, bool change)
 {
-	static const struct smr_ns_cred root = { 0, 0, NULL, 0 };
+	static const struct smr_ns_cred root = { .uid = 0 };
 	uint64_t dirs[WALK_MAX_DIRS];
 	size_t ndirs = 0, done = 0;
 	struct walk_dir d;

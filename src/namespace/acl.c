@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * acl.c - POSIX access control lists.
+ *
+ * An ACL is the xattr system.posix_acl_access (what a node grants) or
+ * system.posix_acl_default (what a directory's new nodes inherit), its value
+ * in Linux's xattr form (docs/FORMAT.md, "POSIX ACLs"). The kernel checks
+ * permissions against them itself (FUSE_POSIX_ACL, with
+ * default_permissions); what is left to the filesystem is to keep each ACL
+ * and the mode in step, as POSIX 1003.1e draft 17 and Linux do:
+ *
+ *  - setting an access ACL sets the mode's permission bits from it, and an
+ *    ACL that says no more than the mode is not kept at all;
+ *  - chmod sets the owner, group (or mask) and other entries of the access
+ *    ACL from the new mode;
+ *  - a new node in a directory with a default ACL gets that ACL, masked by
+ *    the mode it was created with, in place of the umask; a new directory
+ *    also inherits the default ACL itself.
+ */
+#include "namespace/ns_priv.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ACL_VERSION 2
+#define ACL_HDR 4
+#define ACL_ENTRY 8
+#define ACL_UNDEFINED_ID UINT32_MAX
+
+/* Entry tags, as in Linux's <linux/posix_acl.h>. */
+#define ACL_USER_OBJ 0x01
+#define ACL_USER 0x02
+#define ACL_GROUP_OBJ 0x04
+#define ACL_GROUP 0x08
+#define ACL_MASK 0x10
+#define ACL_OTHER 0x20
+
+static const char ACL_ACCESS_NAME[] = "system.posix_acl_access";
+static const char ACL_DEFAULT_NAME[] = "system.posix_acl_default";
+
+int ns_acl_type(const char *name)
+{
+	if (!strcmp(name, ACL_ACCESS_NAME))
+		return NS_ACL_ACCESS;
+	if (!strcmp(name, ACL_DEFAULT_NAME))
+		return NS_ACL_DEFAULT;
+	return 0;
+}
+
+void smr_ns_set_acl(struct smr_ns *ns, bool on)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns->acl = on;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+static uint16_t acl_tag(const uint8_t *v, unsigned int i)
+{
+	uint16_t x;
+
+	memcpy(&x, v + ACL_HDR + i * ACL_ENTRY, sizeof(x));
+	return le16toh(x);
+}
+
+static uint16_t acl_perm(const uint8_t *v, unsigned int i)
+{
+	uint16_t x;
+
+	memcpy(&x, v + ACL_HDR + i * ACL_ENTRY + 2, sizeof(x));
+	return le16toh(x);
+}
+
+static uint32_t acl_id(const uint8_t *v, unsigned int i)
+{
+	uint32_t x;
+
+	memcpy(&x, v + ACL_HDR + i * ACL_ENTRY + 4, sizeof(x));
+	return le32toh(x);
+}
+
+static void acl_set_perm(uint8_t *v, unsigned int i, uint32_t perm)
+{
+	uint16_t x = htole16((uint16_t)(perm & 7));
+
+	memcpy(v + ACL_HDR + i * ACL_ENTRY + 2, &x, sizeof(x));
+}
+
+/*
+ * Check an ACL's value: the version, whole entries, each tag once in its
+ * place (owner, named users by rising id, owning group, named groups by
+ * rising id, mask, other), a mask where there are named entries. Returns
+ * the number of entries (0: an empty ACL, which removes it) or -EINVAL.
+ */
+static int acl_check(const uint8_t *v, size_t len)
+{
+	enum { IN_OWNER, IN_USERS, IN_GROUPS, IN_OTHER, DONE } state = IN_OWNER;
+	uint32_t ver, prev = 0;
+	bool named = false, have_prev = false;
+	unsigned int n;
+
+	if (len < ACL_HDR || (len - ACL_HDR) % ACL_ENTRY)
+		return -EINVAL;
+	memcpy(&ver, v, sizeof(ver));
+	if (le32toh(ver) != ACL_VERSION)
+		return -EINVAL;
+	n = (unsigned int)((len - ACL_HDR) / ACL_ENTRY);
+	if (n == 0)
+		return 0;
+	for (unsigned int i = 0; i < n; i++) {
+		uint16_t tag = acl_tag(v, i);
+		uint32_t id = acl_id(v, i);
+
+		if (acl_perm(v, i) & ~7)
+			return -EINVAL;
+		switch (tag) {
+		case ACL_USER_OBJ:
+			if (state != IN_OWNER)
+				return -EINVAL;
+			state = IN_USERS;
+			break;
+		case ACL_USER:
+		case ACL_GROUP:
+			if (state != (tag == ACL_USER ? IN_USERS : IN_GROUPS) ||
+			    id == ACL_UNDEFINED_ID || (have_prev && id <= prev))
+				return -EINVAL;
+			prev = id;
+			have_prev = named = true;
+			break;
+		case ACL_GROUP_OBJ:
+			if (state != IN_USERS)
+				return -EINVAL;
+			state = IN_GROUPS;
+			have_prev = false;
+			break;
+		case ACL_MASK:
+			if (state != IN_GROUPS)
+				return -EINVAL;
+			state = IN_OTHER;
+			break;
+		case ACL_OTHER:
+			if (state != IN_OTHER && !(state == IN_GROUPS && !named))
+				return -EINVAL;
+			state = DONE;
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (state == DONE && i + 1 < n)
+			return -EINVAL;
+	}
+	return state == DONE ? (int)n : -EINVAL;
+}
+
+/*
+ * The entries of an ACL of @n checked entries that the mode's three classes
+ * of permission bits stand for: @cls[0] the owner, @cls[1] the group class
+ * (the mask if there is one, else the owning group), @cls[2] other.
+ * Returns whether the ACL says more than a mode can (a mask, named
+ * entries).
+ */
+static bool acl_classes(const uint8_t *v, unsigned int n, unsigned int cls[3])
+{
+	bool more = false;
+
+	for (unsigned int i = 0; i < n; i++) {
+		switch (acl_tag(v, i)) {
+		case ACL_USER_OBJ:
+			cls[0] = i;
+			break;
+		case ACL_GROUP_OBJ: /* before the mask, which replaces it */
+		case ACL_MASK:
+			cls[1] = i;
+			more |= acl_tag(v, i) == ACL_MASK;
+			break;
+		case ACL_OTHER:
+			cls[2] = i;
+			break;
+		default:
+			more = true;
+			break;
+		}
+	}
+	return more;
+}
+
+/* The mode's bits of class @c (0 owner, 1 group, 2 other). */
+static uint32_t class_shift(int c)
+{
+	return (uint32_t)(6 - 3 * c);
+}
+
+/* The permission bits an ACL of @n checked entries gives; *@equiv says
+ * whether the mode says all it does. */
+static uint32_t acl_mode(const uint8_t *v, unsigned int n, bool *equiv)
+{
+	unsigned int cls[3] = { 0 };
+	uint32_t mode = 0;
+
+	*equiv = !acl_classes(v, n, cls);
+	for (int c = 0; c < 3; c++)
+		mode |= (uint32_t)acl_perm(v, cls[c]) << class_shift(c);
+	return mode;
+}
+
+/*
+ * A new node's access ACL from its directory's default one (a copy, @n
+ * checked entries): owner, group class and other each keep only what the
+ * @mode it was created with allows, and the mode only what they allow
+ * (Linux's posix_acl_create_masq). Returns whether the ACL says more than
+ * the mode.
+ */
+static bool acl_create_masq(uint8_t *v, unsigned int n, uint32_t *mode)
+{
+	unsigned int cls[3] = { 0 };
+	bool more = acl_classes(v, n, cls);
+
+	for (int c = 0; c < 3; c++) {
+		uint32_t sh = class_shift(c);
+		uint32_t perm = acl_perm(v, cls[c]) & (*mode >> sh) & 7;
+
+		acl_set_perm(v, cls[c], perm);
+		*mode = (*mode & ~(7U << sh)) | perm << sh;
+	}
+	return more;
+}
+
+/* Owner, group class and other of an access ACL follow @mode (Linux's
+ * posix_acl_chmod). */
+static void acl_chmod(uint8_t *v, unsigned int n, uint32_t mode)
+{
+	unsigned int cls[3] = { 0 };
+
+	acl_classes(v, n, cls);
+	for (int c = 0; c < 3; c++)
+		acl_set_perm(v, cls[c], (mode >> class_shift(c)) & 7);
+}
+
+int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
+		      const struct smr_ns_cred *cr, struct ns_inode *ip,
+		      const char *name, const void *value, size_t size)
+{
+	int n = acl_check(value, size), rc;
+	uint32_t mode;
+	bool equiv;
+
+	if (n < 0)
+		return n;
+	if (ns_acl_type(name) == NS_ACL_DEFAULT) {
+		if (n == 0) {
+			rc = ns_xattr_del_locked(ns, t, ip->ino, name);
+			return rc == -ENODATA ? 0 : rc;
+		}
+		return ns_xattr_put_locked(ns, t, ip->ino, name, value, size);
+	}
+	if (n == 0) {
+		/* An empty access ACL: none, the mode as it is. */
+		rc = ns_xattr_del_locked(ns, t, ip->ino, name);
+		return rc == -ENODATA ? 0 : rc;
+	}
+	mode = acl_mode(value, (unsigned int)n, &equiv);
+	/* As chmod: the set-group-ID bit goes unless the caller is in the
+	 * file's group (or root). */
+	ip->mode = (ip->mode & ~(uint32_t)0777) | mode;
+	if (cr->uid != 0 && !ns_cred_in_group(cr, ip->gid))
+		ip->mode &= ~(uint32_t)S_ISGID;
+	if (equiv) {
+		rc = ns_xattr_del_locked(ns, t, ip->ino, name);
+		return rc == -ENODATA ? 0 : rc;
+	}
+	return ns_xattr_put_locked(ns, t, ip->ino, name, value, size);
+}
+
+int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
+			const struct ns_inode *ip)
+{
+	uint8_t *v;
+	ssize_t len;
+	int n, rc;
+
+	if (!ns->acl || S_ISLNK(ip->mode))
+		return 0;
+	len = ns_xattr_get_locked(ns, ip->ino, ACL_ACCESS_NAME, NULL, 0);
+	if (len == -ENODATA)
+		return 0;
+	if (len < 0)
+		return (int)len;
+	v = malloc((size_t)len ? (size_t)len : 1);
+	if (!v)
+		return -ENOMEM;
+	len = ns_xattr_get_locked(ns, ip->ino, ACL_ACCESS_NAME, v, (size_t)len);
+	n = len < 0 ? (int)len : acl_check(v, (size_t)len);
+	if (n > 0) {
+		acl_chmod(v, (unsigned int)n, ip->mode);
+		rc = ns_xattr_put_locked(ns, t, ip->ino, ACL_ACCESS_NAME, v,
+					 (size_t)len);
+	} else {
+		rc = len < 0 ? (int)len : smr_corrupt(UINT64_MAX, "access ACL");
+	}
+	free(v);
+	return rc;
+}
+
+int ns_acl_new_prepare(struct smr_ns *ns, uint64_t dir, uint32_t *mode,
+		       uint32_t umask, struct ns_acl_new *an)
+{
+	ssize_t len;
+	int n;
+
+	memset(an, 0, sizeof(*an));
+	if (S_ISLNK(*mode))
+		return 0;
+	len = ns->acl ? ns_xattr_get_locked(ns, dir, ACL_DEFAULT_NAME, NULL, 0) :
+			-ENODATA;
+	if (len == -ENODATA) {
+		*mode &= ~(umask & 0777);
+		return 0;
+	}
+	if (len < 0)
+		return (int)len;
+	/* The default ACL and the access ACL made from it. */
+	an->def = malloc(2 * (size_t)len);
+	if (!an->def)
+		return -ENOMEM;
+	an->acc = an->def + len;
+	len = ns_xattr_get_locked(ns, dir, ACL_DEFAULT_NAME, an->def,
+				  (size_t)len);
+	/* An empty default ACL is never kept (ns_acl_set_locked). */
+	n = len < 0 ? (int)len : acl_check(an->def, (size_t)len);
+	if (n <= 0) {
+		ns_acl_new_free(an);
+		return len < 0 ? (int)len :
+				 smr_corrupt(UINT64_MAX, "default ACL");
+	}
+	an->len = (size_t)len;
+	memcpy(an->acc, an->def, an->len);
+	an->store_acc = acl_create_masq(an->acc, (unsigned int)n, mode);
+	an->store_def = S_ISDIR(*mode);
+	return 0;
+}
+
+int ns_acl_new_store(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+		     const struct ns_acl_new *an)
+{
+	int rc = 0;
+
+	if (an->store_acc)
+		rc = ns_xattr_put_locked(ns, t, ino, ACL_ACCESS_NAME, an->acc,
+					 an->len);
+	if (!rc && an->store_def)
+		rc = ns_xattr_put_locked(ns, t, ino, ACL_DEFAULT_NAME, an->def,
+					 an->len);
+	return rc;
+}
+
+void ns_acl_new_free(struct ns_acl_new *an)
+{
+	free(an->def);
+	memset(an, 0, sizeof(*an));
+}
