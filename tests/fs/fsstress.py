@@ -10,7 +10,8 @@ run   PROCS processes (default 4) each do OPS operations (default 2000)
       under DIR: create, mkdir, rmdir, rename (also of directories, and
       RENAME_EXCHANGE), link, unlink, symlink, readlink, truncate, write,
       fallocate (punch hole), setxattr, getxattr, listxattr, removexattr,
-      chmod, chown, utimes, fsync, fdatasync, readdir and stat, all on
+      POSIX ACLs (access and default: new names inherit them), chmod,
+      chown, utimes, fsync, fdatasync, readdir and stat, all on
       names in the shared directories DIR/s*, where they collide. Each
       process also keeps files of its own in DIR/p<N>, whose contents and
       xattrs it models and checks after every change to them. An error
@@ -35,6 +36,7 @@ import json
 import os
 import random
 import signal
+import struct
 import sys
 import time
 
@@ -176,6 +178,27 @@ class Worker:
         os.removexattr(self.name(), "user.x%d" % self.r.randrange(4),
                        follow_symlinks=False)
 
+    def op_setacl(self):
+        """An access or default ACL with named entries and a mask, or one
+        of the mode's three entries only, or none."""
+        perm = lambda: self.r.randrange(8)
+        named = self.r.random() < 0.7
+        ents = [(0x01, perm(), 0xffffffff)]
+        if named:
+            ents.append((0x02, perm(), 65534))
+        ents.append((0x04, perm(), 0xffffffff))
+        if named:
+            ents += [(0x08, perm(), 65534), (0x10, perm(), 0xffffffff)]
+        ents.append((0x20, perm(), 0xffffffff))
+        name = self.r.choice(("system.posix_acl_access",
+                              "system.posix_acl_default"))
+        if self.r.random() < 0.2:
+            os.removexattr(self.name(), name, follow_symlinks=False)
+        else:
+            os.setxattr(self.name(), name, struct.pack("<I", 2) +
+                        b"".join(struct.pack("<HHI", *e) for e in ents),
+                        follow_symlinks=False)
+
     def op_chmod(self):
         os.chmod(self.name(), self.r.choice((0o644, 0o600, 0o755, 0o4755)))
 
@@ -291,7 +314,8 @@ class Worker:
            ("rename", 6), ("exchange", 2), ("link", 3), ("symlink", 3),
            ("readlink", 2), ("write", 8), ("read", 5), ("truncate", 3),
            ("punch", 2), ("setxattr", 3), ("getxattr", 2), ("listxattr", 2),
-           ("removexattr", 2), ("chmod", 2), ("chown", 2), ("utimes", 2),
+           ("removexattr", 2), ("setacl", 2), ("chmod", 2), ("chown", 2),
+           ("utimes", 2),
            ("fsync", 2), ("readdir", 4), ("stat", 4), ("own", 12)]
 
     def run(self, nops, deadline, lenient):
