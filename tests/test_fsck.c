@@ -1448,14 +1448,16 @@ check:
  * referenced data in it. Lowered by a block, or to zero: the allocator
  * then asks the reverse map before the reset and keeps the zone. The
  * repair rebuilds the allocator state from the write pointers and the
- * recount, and makes the unrelated repairs too (a link count); the cleaner
- * then empties the zone and the files read back.
+ * recount, and makes the unrelated repairs too (a link count), keeping the
+ * counters since mkfs; the cleaner then empties the zone and the files read
+ * back.
  */
 static void test_zone_low(void)
 {
 	for (int v = 0; v < 4; v++) {
 		int k = K_ZLOG + v / 2;
 		bool to_zero = v % 2;
+		struct smr_cow_gc_stats st0, st1;
 		struct smr_fsck_result r;
 		uint64_t off, lower;
 		uint32_t zno;
@@ -1479,6 +1481,7 @@ static void test_zone_low(void)
 		CU_ASSERT_EQUAL(after, before - (int64_t)lower);
 		CU_ASSERT_EQUAL(smr_dev_zone_cond(f.dev, zno),
 				SMR_ZONE_COND_FULL);
+		smr_cow_gc_stats(f.cow, &st0);
 		fs_close(&f);
 		CU_ASSERT_TRUE(f1_intact());
 		set_nlink(ino_f2, 7);
@@ -1492,6 +1495,14 @@ static void test_zone_low(void)
 		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
 		CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
 		CU_ASSERT_TRUE(f1_intact());
+		/* The counters went on from where they were. */
+		SMR_ASSERT_OK(fs_open(&f, false));
+		smr_cow_gc_stats(f.cow, &st1);
+		fs_close(&f);
+		CU_ASSERT(st0.user_bytes > 0);
+		CU_ASSERT(st1.user_bytes >= st0.user_bytes);
+		CU_ASSERT(st1.device_bytes >= st0.device_bytes);
+		CU_ASSERT(st1.zones_reset >= st0.zones_reset);
 		mounts_clean();
 		clean_zone_of(off);
 		CU_ASSERT_TRUE(f1_intact());

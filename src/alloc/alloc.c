@@ -84,7 +84,7 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		      uint64_t data_start, const uint8_t fs_uuid[16],
 		      const struct smr_alloc_ref *ref, bool rebuild,
-		      struct smr_alloc **ap)
+		      const struct smr_alloc_stats *keep, struct smr_alloc **ap)
 {
 	static const struct smr_alloc_ref zero_ref;
 	const struct smr_dev_info *info = smr_dev_info(dev);
@@ -105,6 +105,9 @@ static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 	a->info = info;
 	a->data_start = data_start;
 	a->rebuild = rebuild;
+	a->keep_stats = keep;
+	if (keep)
+		a->user_bytes = keep->user_bytes;
 	memcpy(a->fs_uuid, fs_uuid, sizeof(a->fs_uuid));
 	pthread_mutex_init(&a->lock, NULL);
 	for (int i = 0; i < SMR_STREAM_NR; i++) {
@@ -115,6 +118,7 @@ static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		ref = NULL;
 	pthread_mutex_lock(&a->lock);
 	rc = ops->init(a, ref);
+	a->keep_stats = NULL;
 	pthread_mutex_unlock(&a->lock);
 	if (rc) {
 		for (int i = 0; i < SMR_STREAM_NR; i++)
@@ -131,14 +135,16 @@ int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		   uint64_t data_start, const uint8_t fs_uuid[16],
 		   const struct smr_alloc_ref *ref, struct smr_alloc **ap)
 {
-	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, ap);
+	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, NULL, ap);
 }
 
 int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
 			   struct smr_dev *dev, uint64_t data_start,
-			   const uint8_t fs_uuid[16], struct smr_alloc **ap)
+			   const uint8_t fs_uuid[16],
+			   const struct smr_alloc_stats *keep,
+			   struct smr_alloc **ap)
 {
-	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, ap);
+	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, keep, ap);
 }
 
 void smr_alloc_set_in_use(struct smr_alloc *a,

@@ -333,8 +333,10 @@ struct smr_alloc {
 	 * afterwards). */
 	uint8_t stream_share[SMR_STREAM_NR];
 	/* Opened by smr_alloc_open_rebuild(): init has no state to read and
-	 * rebuilds from the device (constant after init). */
+	 * rebuilds from the device (constant after init), its counters
+	 * from keep_stats if not NULL (set during init only). */
 	bool rebuild;
+	const struct smr_alloc_stats *keep_stats;
 	/* Data smr_alloc_write() placed that the layer above has not yet
 	 * settled, and that set as the newest commit saw it (see "Unsettled
 	 * data" below); the ops never touch them. Protected by lock. */
@@ -391,12 +393,16 @@ int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
  * (empty: free; written: full, and finished by the first allocation or
  * commit if partly written; a conventional zone: full), and every written
  * byte counted live, so that no zone can be reset until the audit has
- * lowered its counter to the recount. The open writes nothing. Arguments
- * and errors as smr_alloc_open() with a NULL @ref.
+ * lowered its counter to the recount. The open writes nothing. The
+ * counters since mkfs go on from @keep (the state being replaced, if it
+ * could be read), else from zero. Arguments and errors as smr_alloc_open()
+ * with a NULL @ref.
  */
 int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
 			   struct smr_dev *dev, uint64_t data_start,
-			   const uint8_t fs_uuid[16], struct smr_alloc **ap);
+			   const uint8_t fs_uuid[16],
+			   const struct smr_alloc_stats *keep,
+			   struct smr_alloc **ap);
 void smr_alloc_close(struct smr_alloc *a);
 
 /* The lock that serialises the writes of @stream (see "Write order"). */

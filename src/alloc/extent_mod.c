@@ -127,6 +127,9 @@ int smr_xmod_init(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 	a->priv = m;
 
 	if (!ref) {
+		/* Made, or rebuilt (everything free). */
+		if (a->keep_stats)
+			m->st = *a->keep_stats;
 		rc = m->capacity ? smr_xidx_insert(&m->free, a->data_start,
 						   m->capacity) : 0;
 	} else {

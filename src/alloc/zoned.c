@@ -316,6 +316,8 @@ static void zoned_fresh(struct smr_alloc *a, struct zoned *m)
  */
 static void zoned_rebuild(struct smr_alloc *a, struct zoned *m)
 {
+	if (a->keep_stats)
+		m->st = *a->keep_stats;
 	for (uint32_t i = 0; i < m->nz; i++) {
 		struct zz *z = &m->z[i];
 		uint64_t wp;

@@ -481,10 +481,13 @@ static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
  * state, so take the newest valid one with an allocator rebuilt from the
  * device (smr_alloc_open_rebuild: everything free, or on a zoned device
  * every written byte live), for fsck's space audit to bring to what the
- * trees reference (smr_alloc_check) before anything is allocated.
+ * trees reference (smr_alloc_check) before anything is allocated. Its
+ * counters since mkfs go on from @keep, those of the state it replaces
+ * (NULL: none could be read).
  */
 static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
-			    const struct sd_cand *cand)
+			    const struct sd_cand *cand,
+			    const struct smr_alloc_stats *keep)
 {
 	const struct smr_alloc_ops *ops;
 	const char *name = c->opts.alloc ? c->opts.alloc : c->sb.alloc;
@@ -498,7 +501,7 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 	if (rc != 1)
 		return rc < 0 ? rc : -SMR_EFSCORRUPTED;
 	rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start, c->sb.uuid,
-				    &c->alloc);
+				    keep, &c->alloc);
 	if (rc)
 		return rc;
 	smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
@@ -737,10 +740,13 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	if (!rc && c->opts.rebuild_alloc_always) {
 		/* The state reads but is wrong (fsck found a zone counting
 		 * fewer live bytes than referenced): rebuilt, on the same
-		 * checkpoint. */
+		 * checkpoint, its counters kept. */
+		struct smr_alloc_stats keep;
+
+		smr_alloc_stats(c->alloc, &keep);
 		smr_alloc_close(c->alloc);
 		c->alloc = NULL;
-		rc = sd_rebuild_alloc(c, ck, &v[picked]);
+		rc = sd_rebuild_alloc(c, ck, &v[picked], &keep);
 	}
 	if (!rc && c->sb.ckpt_scheme != SMR_CKPT_ZONELOG) {
 		for (uint32_t i = 0; i < good; i++)
@@ -755,7 +761,7 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		rc = sd_log_gather(c, &v[picked], pc, npc);
 	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
 	    c->opts.rebuild_alloc)
-		rc = sd_rebuild_alloc(c, ck, &v[0]);
+		rc = sd_rebuild_alloc(c, ck, &v[0], NULL);
 	if (!good)
 		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
 	free(pc);
