@@ -1208,6 +1208,29 @@ static void test_acl(void)
 	SMR_ASSERT_RC(smr_ns_setxattr(ns, &root_cr, f, ACL_D, v, len, 0),
 		      -EACCES);
 
+	/* Touching the times is for those the ACL lets write, through the
+	 * mask: a named user whom the mode alone would not let in. */
+	{
+		struct smr_ns_setattr now = {
+			.valid = SMR_NS_SET_ATIME_NOW | SMR_NS_SET_MTIME_NOW,
+		};
+		uint64_t h = mkfile(ROOT, "h", 0600);
+
+		len = acl_make(v, 2, UOBJ, 6, NOID, UNAMED, 6, 1000, GOBJ, 0,
+			       NOID, MASK, 6, NOID, OTHER, 0, NOID, 0);
+		SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, h, ACL_A, v, len,
+					      0));
+		SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, h, &now, NULL));
+		SMR_ASSERT_RC(smr_ns_setattr(ns, &other_cr, h, &now, NULL),
+			      -EACCES);
+		len = acl_make(v, 2, UOBJ, 6, NOID, UNAMED, 6, 1000, GOBJ, 0,
+			       NOID, MASK, 4, NOID, OTHER, 0, NOID, 0);
+		SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, h, ACL_A, v, len,
+					      0));
+		SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, h, &now, NULL),
+			      -EACCES);
+	}
+
 	/* No default ACL: the umask. */
 	SMR_ASSERT_OK(smr_ns_create(ns, &umask_cr, ROOT, "u", 0666, &a));
 	CU_ASSERT_EQUAL(a.mode & 07777, 0640);

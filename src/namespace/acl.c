@@ -237,6 +237,37 @@ static void acl_chmod(uint8_t *v, unsigned int n, uint32_t mode)
 		acl_set_perm(v, cls[c], (mode >> class_shift(c)) & 7);
 }
 
+/*
+ * Read the ACL @name of @ino into *@vp (malloc'd: the caller frees it) and
+ * its length into *@lenp. Returns its number of entries, -ENODATA if there
+ * is none, or an error; one that does not check is corruption (an empty
+ * one is never kept: ns_acl_set_locked).
+ */
+static int acl_read(struct smr_ns *ns, uint64_t ino, const char *name,
+		    uint8_t **vp, size_t *lenp)
+{
+	ssize_t len = ns_xattr_get_locked(ns, ino, name, NULL, 0);
+	uint8_t *v;
+	int n;
+
+	if (len < 0)
+		return (int)len;
+	v = malloc((size_t)len ? (size_t)len : 1);
+	if (!v)
+		return -ENOMEM;
+	len = ns_xattr_get_locked(ns, ino, name, v, (size_t)len);
+	n = len < 0 ? (int)len : acl_check(v, (size_t)len);
+	if (len >= 0 && n <= 0)
+		n = smr_corrupt(UINT64_MAX, "stored ACL");
+	if (n < 0) {
+		free(v);
+		return n;
+	}
+	*vp = v;
+	*lenp = (size_t)len;
+	return n;
+}
+
 int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
 		      const struct smr_ns_cred *cr, struct ns_inode *ip,
 		      const char *name, const void *value, size_t size)
@@ -276,28 +307,71 @@ int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
 			const struct ns_inode *ip)
 {
 	uint8_t *v;
-	ssize_t len;
+	size_t len;
 	int n, rc;
 
 	if (!ns->acl || S_ISLNK(ip->mode))
 		return 0;
-	len = ns_xattr_get_locked(ns, ip->ino, ACL_ACCESS_NAME, NULL, 0);
-	if (len == -ENODATA)
-		return 0;
-	if (len < 0)
-		return (int)len;
-	v = malloc((size_t)len ? (size_t)len : 1);
-	if (!v)
-		return -ENOMEM;
-	len = ns_xattr_get_locked(ns, ip->ino, ACL_ACCESS_NAME, v, (size_t)len);
-	n = len < 0 ? (int)len : acl_check(v, (size_t)len);
-	if (n > 0) {
-		acl_chmod(v, (unsigned int)n, ip->mode);
-		rc = ns_xattr_put_locked(ns, t, ip->ino, ACL_ACCESS_NAME, v,
-					 (size_t)len);
-	} else {
-		rc = len < 0 ? (int)len : smr_corrupt(UINT64_MAX, "access ACL");
+	n = acl_read(ns, ip->ino, ACL_ACCESS_NAME, &v, &len);
+	if (n < 0)
+		return n == -ENODATA ? 0 : n;
+	acl_chmod(v, (unsigned int)n, ip->mode);
+	rc = ns_xattr_put_locked(ns, t, ip->ino, ACL_ACCESS_NAME, v, len);
+	free(v);
+	return rc;
+}
+
+int ns_acl_may_locked(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		      const struct ns_inode *ip, uint32_t want)
+{
+	uint8_t *v;
+	size_t len;
+	int n, rc = 0;
+	unsigned int i;
+	bool in_group = false;
+
+	n = acl_read(ns, ip->ino, ACL_ACCESS_NAME, &v, &len);
+	if (n < 0)
+		return n;
+	/* The first entry that names the caller decides (Linux's
+	 * posix_acl_permission): the owner's as it is, a named user's or a
+	 * group's through the mask; other only if no group matched. */
+	for (i = 0; i < (unsigned int)n; i++) {
+		uint32_t perm = acl_perm(v, i);
+
+		switch (acl_tag(v, i)) {
+		case ACL_USER_OBJ:
+			if (cr->uid == ip->uid) {
+				rc = (perm & want) == want;
+				goto out;
+			}
+			break;
+		case ACL_USER:
+			if (cr->uid == acl_id(v, i))
+				goto mask;
+			break;
+		case ACL_GROUP_OBJ:
+		case ACL_GROUP:
+			if (ns_cred_in_group(cr, acl_tag(v, i) == ACL_GROUP ?
+						     acl_id(v, i) :
+						     ip->gid)) {
+				in_group = true;
+				if ((perm & want) == want)
+					goto mask;
+			}
+			break;
+		case ACL_OTHER:
+			rc = !in_group && (perm & want) == want;
+			goto out;
+		}
 	}
+	goto out;
+mask:
+	rc = (acl_perm(v, i) & want) == want;
+	for (unsigned int j = i + 1; j < (unsigned int)n; j++)
+		if (acl_tag(v, j) == ACL_MASK)
+			rc = (acl_perm(v, i) & acl_perm(v, j) & want) == want;
+out:
 	free(v);
 	return rc;
 }
@@ -305,35 +379,24 @@ int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
 int ns_acl_new_prepare(struct smr_ns *ns, uint64_t dir, uint32_t *mode,
 		       uint32_t umask, struct ns_acl_new *an)
 {
-	ssize_t len;
 	int n;
 
 	memset(an, 0, sizeof(*an));
 	if (S_ISLNK(*mode))
 		return 0;
-	len = ns->acl ? ns_xattr_get_locked(ns, dir, ACL_DEFAULT_NAME, NULL, 0) :
-			-ENODATA;
-	if (len == -ENODATA) {
+	n = ns->acl ? acl_read(ns, dir, ACL_DEFAULT_NAME, &an->def, &an->len) :
+		      -ENODATA;
+	if (n == -ENODATA) {
 		*mode &= ~(umask & 0777);
 		return 0;
 	}
-	if (len < 0)
-		return (int)len;
-	/* The default ACL and the access ACL made from it. */
-	an->def = malloc(2 * (size_t)len);
-	if (!an->def)
-		return -ENOMEM;
-	an->acc = an->def + len;
-	len = ns_xattr_get_locked(ns, dir, ACL_DEFAULT_NAME, an->def,
-				  (size_t)len);
-	/* An empty default ACL is never kept (ns_acl_set_locked). */
-	n = len < 0 ? (int)len : acl_check(an->def, (size_t)len);
-	if (n <= 0) {
+	if (n < 0)
+		return n;
+	an->acc = malloc(an->len);
+	if (!an->acc) {
 		ns_acl_new_free(an);
-		return len < 0 ? (int)len :
-				 smr_corrupt(UINT64_MAX, "default ACL");
+		return -ENOMEM;
 	}
-	an->len = (size_t)len;
 	memcpy(an->acc, an->def, an->len);
 	an->store_acc = acl_create_masq(an->acc, (unsigned int)n, mode);
 	an->store_def = S_ISDIR(*mode);
@@ -357,5 +420,6 @@ int ns_acl_new_store(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 void ns_acl_new_free(struct ns_acl_new *an)
 {
 	free(an->def);
+	free(an->acc);
 	memset(an, 0, sizeof(*an));
 }

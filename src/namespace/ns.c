@@ -60,10 +60,17 @@ bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid)
 	return false;
 }
 
-bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip)
+bool ns_may_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		  const struct ns_inode *ip)
 {
 	if (cr->uid == 0)
 		return true;
+	if (ns->acl) {
+		int rc = ns_acl_may_locked(ns, cr, ip, S_IWOTH);
+
+		if (rc != -ENODATA)
+			return rc == 1;
+	}
 	if (cr->uid == ip->uid)
 		return ip->mode & S_IWUSR;
 	if (ns_cred_in_group(cr, ip->gid))
@@ -855,7 +862,7 @@ static bool ns_mode_drops_setid(uint32_t old, uint32_t mode)
 }
 
 /* The checks of setattr, before anything changes. */
-static int ns_setattr_check(const struct smr_ns_cred *cr,
+static int ns_setattr_check(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			    const struct ns_inode *ip,
 			    const struct smr_ns_setattr *sa)
 {
@@ -874,7 +881,7 @@ static int ns_setattr_check(const struct smr_ns_cred *cr,
 			  SMR_NS_SET_CTIME)) && !root && !owner)
 		return -EPERM;
 	if ((sa->valid & (SMR_NS_SET_ATIME_NOW | SMR_NS_SET_MTIME_NOW)) &&
-	    !root && !owner && !ns_may_write(cr, ip))
+	    !root && !owner && !ns_may_write(ns, cr, ip))
 		return -EACCES;
 	if (sa->valid & SMR_NS_SET_SIZE) {
 		if (S_ISDIR(ip->mode))
@@ -900,7 +907,7 @@ static int ns_setattr_once(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_inode_get(ns, ino, &in);
 	if (rc)
 		goto out_unlock;
-	rc = ns_setattr_check(cr, &in, sa);
+	rc = ns_setattr_check(ns, cr, &in, sa);
 	if (rc)
 		goto out_unlock;
 	rc = ns_txn_begin(ns, &t);

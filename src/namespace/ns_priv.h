@@ -198,7 +198,9 @@ int ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino);
 /* Update atime the relatime way (best effort). */
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip);
 bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid);
-bool ns_may_write(const struct smr_ns_cred *cr, const struct ns_inode *ip);
+/* May @cr write to @ip, by its ACL if it has one, else by its mode? */
+bool ns_may_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		  const struct ns_inode *ip);
 
 /* References */
 struct ns_ref *ns_ref_find(struct smr_ns *ns, uint64_t ino, bool create);
@@ -249,12 +251,17 @@ int ns_acl_type(const char *name);
 int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
 		      const struct smr_ns_cred *cr, struct ns_inode *ip,
 		      const char *name, const void *value, size_t size);
+/* Does @ip's access ACL grant @cr the permissions @want (S_IROTH,
+ * S_IWOTH, S_IXOTH bits)? 1 or 0; -ENODATA: it has none, the mode
+ * decides. Not for root, whom the caller lets in first. */
+int ns_acl_may_locked(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		      const struct ns_inode *ip, uint32_t want);
 /* @ip's mode changed: its access ACL, if any, follows. */
 int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
 			const struct ns_inode *ip);
 /* What a new node inherits from its directory's default ACL. */
 struct ns_acl_new {
-	uint8_t *def;   /* the default ACL (NULL: none), then acc */
+	uint8_t *def;   /* the default ACL (NULL: none) */
 	uint8_t *acc;   /* the access ACL made from it */
 	size_t len;     /* of each */
 	bool store_acc; /* the access ACL says more than the mode */

@@ -1259,6 +1259,9 @@ def acl_access(d):
     check(os.getxattr(f, ACL_A) == a, "the ACL does not read back")
     uexpect(0, U1, G1, open_close, f, os.O_RDWR)
     uexpect(errno.EACCES, U2, G2, open_close, f, os.O_RDONLY)
+    # Touching the times needs write permission, which the ACL gives.
+    uexpect(0, U1, G1, os.utime, f)
+    uexpect(errno.EACCES, U2, G2, os.utime, f)
     uexpect(0, U2, G2, open_close, f, os.O_WRONLY, groups=[G3])
     uexpect(errno.EACCES, U2, G2, open_close, f, os.O_RDONLY, groups=[G3])
     # chmod sets the mask: the named user loses write.
