@@ -260,26 +260,35 @@ static int ns_xa_begin(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	return 0;
 }
 
-int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
-			const char *name, const void *value, size_t size)
+/* Store @name's value in place of @xa (NULL: it has none yet). */
+static int ns_xa_replace(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			 const char *name, const void *value, size_t size,
+			 const struct ns_xa *xa)
 {
-	struct ns_xa xa;
 	uint64_t key;
 	int rc;
 
-	rc = ns_xa_find(ns, ino, name, &xa);
-	if (rc && rc != -ENOENT)
-		return rc;
 	/* Whatever the name, the inode may hold a capability now. */
 	if (*ns_nocaps_slot(ns, ino) == ino)
 		*ns_nocaps_slot(ns, ino) = 0;
-	if (rc == 0) {
-		key = xa.key;
-		rc = ns_xa_delete(ns, t, ino, &xa);
+	if (xa) {
+		key = xa->key;
+		rc = ns_xa_delete(ns, t, ino, xa);
 	} else {
 		rc = ns_xa_free_slot(ns, ino, name, &key);
 	}
 	return rc ? rc : ns_xa_store(ns, t, ino, key, name, value, size);
+}
+
+int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
+			const char *name, const void *value, size_t size)
+{
+	struct ns_xa xa;
+	int rc = ns_xa_find(ns, ino, name, &xa);
+
+	if (rc && rc != -ENOENT)
+		return rc;
+	return ns_xa_replace(ns, t, ino, name, value, size, rc ? NULL : &xa);
 }
 
 int ns_xattr_del_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
@@ -341,7 +350,8 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (ns_acl_type(name))
 		rc = ns_acl_set_locked(ns, t, cr, &in, name, value, size);
 	else
-		rc = ns_xattr_put_locked(ns, t, ino, name, value, size);
+		rc = ns_xa_replace(ns, t, ino, name, value, size,
+				   exists ? &xa : NULL);
 	if (!rc) {
 		in.ctime = ns_now();
 		rc = ns_inode_put(ns, t, &in);
