@@ -273,34 +273,26 @@ int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
 		      const char *name, const void *value, size_t size)
 {
 	int n = acl_check(value, size), rc;
-	uint32_t mode;
-	bool equiv;
+	bool keep = n > 0; /* an empty ACL removes it */
 
 	if (n < 0)
 		return n;
-	if (ns_acl_type(name) == NS_ACL_DEFAULT) {
-		if (n == 0) {
-			rc = ns_xattr_del_locked(ns, t, ip->ino, name);
-			return rc == -ENODATA ? 0 : rc;
-		}
+	if (keep && ns_acl_type(name) == NS_ACL_ACCESS) {
+		bool equiv;
+		uint32_t mode = acl_mode(value, (unsigned int)n, &equiv);
+
+		/* As chmod: the set-group-ID bit goes unless the caller is
+		 * in the file's group (or root). One the mode says all of
+		 * is not kept. */
+		ip->mode = (ip->mode & ~(uint32_t)0777) | mode;
+		if (cr->uid != 0 && !ns_cred_in_group(cr, ip->gid))
+			ip->mode &= ~(uint32_t)S_ISGID;
+		keep = !equiv;
+	}
+	if (keep)
 		return ns_xattr_put_locked(ns, t, ip->ino, name, value, size);
-	}
-	if (n == 0) {
-		/* An empty access ACL: none, the mode as it is. */
-		rc = ns_xattr_del_locked(ns, t, ip->ino, name);
-		return rc == -ENODATA ? 0 : rc;
-	}
-	mode = acl_mode(value, (unsigned int)n, &equiv);
-	/* As chmod: the set-group-ID bit goes unless the caller is in the
-	 * file's group (or root). */
-	ip->mode = (ip->mode & ~(uint32_t)0777) | mode;
-	if (cr->uid != 0 && !ns_cred_in_group(cr, ip->gid))
-		ip->mode &= ~(uint32_t)S_ISGID;
-	if (equiv) {
-		rc = ns_xattr_del_locked(ns, t, ip->ino, name);
-		return rc == -ENODATA ? 0 : rc;
-	}
-	return ns_xattr_put_locked(ns, t, ip->ino, name, value, size);
+	rc = ns_xattr_del_locked(ns, t, ip->ino, name);
+	return rc == -ENODATA ? 0 : rc;
 }
 
 int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
