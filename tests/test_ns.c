@@ -1284,6 +1284,54 @@ static void test_acl(void)
 	fs_teardown();
 }
 
+/* The audit finds an ACL out of step with the mode, and one that does
+ * not parse; a chmod while ACLs are off keeps them in step. */
+static void test_acl_check(void)
+{
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_MODE, .mode = 0600 };
+	struct smr_ns_inode_d d;
+	struct smr_key k, found;
+	uint8_t v[64], item[256];
+	struct smr_txn *t;
+	uint64_t f, g, problems = 0;
+	size_t len, ilen = sizeof(item), dlen = sizeof(d);
+
+	fs_setup();
+	smr_ns_set_acl(ns, true);
+	f = mkfile(ROOT, "f", 0644);
+	g = mkfile(ROOT, "g", 0644);
+	len = acl_make(v, 2, UOBJ, 6, NOID, UNAMED, 6, 1000, GOBJ, 4, NOID,
+		       MASK, 6, NOID, OTHER, 4, NOID, 0);
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, f, ACL_A, v, len, 0));
+	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, g, ACL_A, v, len, 0));
+	smr_ns_set_acl(ns, false);
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, NULL));
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+
+	/* f's mode changed behind the namespace's back; a permission of 9
+	 * in g's ACL. */
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	k = (struct smr_key){ .objid = f, .type = SMR_NS_T_INODE };
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &k, &d, &dlen));
+	d.mode = htole32((le32toh(d.mode) & ~0777U) | 0644);
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	k = (struct smr_key){ .objid = g, .type = SMR_NS_T_XATTR };
+	SMR_ASSERT_OK(smr_bt_next(cow, SMR_TREE_FS, &k, &found, item, &ilen));
+	CU_ASSERT_FATAL(found.objid == g && found.type == SMR_NS_T_XATTR &&
+			ilen > len);
+	item[ilen - len + 4 + 8 + 2] = 9;
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &found, item, ilen));
+	smr_txn_end(t);
+	smr_log_set_level(SMR_LOG_ERR - 1);
+	SMR_ASSERT_RC(smr_ns_check(ns, &problems), -SMR_EFSCORRUPTED);
+	smr_log_set_level(SMR_LOG_ERR);
+	CU_ASSERT_EQUAL(problems, 2);
+	smr_ns_close(ns);
+	ns = NULL;
+	engine_close();
+}
+
 static void test_xattr(void)
 {
 	static uint8_t big[65536 + 1], out[65536 + 1];
@@ -3433,6 +3481,7 @@ static const struct smr_test ns_tests[] = {
 	{ "permissions", test_permissions },
 	{ "xattr", test_xattr },
 	{ "acl", test_acl },
+	{ "acl_check", test_acl_check },
 	{ "orphans", test_orphans },
 #ifndef NS_TEST_REAL
 	{ "big_unlink", test_big_unlink },

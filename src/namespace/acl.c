@@ -204,6 +204,21 @@ static uint32_t acl_mode(const uint8_t *v, unsigned int n, bool *equiv)
 	return mode;
 }
 
+const char *ns_acl_stored_wrong(const char *name, const void *value,
+				size_t size, uint32_t mode)
+{
+	int n = acl_check(value, size);
+	bool equiv;
+
+	if (n <= 0)
+		return n ? "does not parse" : "is empty";
+	if (ns_acl_type(name) != NS_ACL_ACCESS)
+		return NULL;
+	if (acl_mode(value, (unsigned int)n, &equiv) != (mode & 0777))
+		return "disagrees with the mode";
+	return equiv ? "says no more than the mode" : NULL;
+}
+
 /*
  * A new node's access ACL from its directory's default one (a copy, @n
  * checked entries): owner, group class and other each keep only what the
@@ -302,7 +317,8 @@ int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
 	size_t len;
 	int n, rc;
 
-	if (!ns->acl || S_ISLNK(ip->mode))
+	/* Kept in step while ACLs are off too, for when they are on. */
+	if (S_ISLNK(ip->mode))
 		return 0;
 	n = acl_read(ns, ip->ino, ACL_ACCESS_NAME, &v, &len);
 	if (n < 0)

@@ -320,6 +320,44 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
 		    k->type == SMR_NS_T_DIRENT ? ref : k->offset, ino);
 }
 
+/*
+ * An ACL where a node may have one, and (if its value is all in the first
+ * part, as every ACL of fewer than some 370 entries is) well formed and in
+ * step with the mode.
+ */
+static void ck_acl(struct ck *ck, const struct ck_inode *ci, const void *val,
+		   size_t len)
+{
+	char name[SMR_NS_XATTR_NAME_MAX + 1];
+	struct smr_ns_xattr_d d;
+	const uint8_t *p = val;
+	const char *wrong;
+	size_t nlen;
+	int type;
+
+	if (len < sizeof(d))
+		return;
+	memcpy(&d, val, sizeof(d));
+	nlen = le16toh(d.name_len);
+	if (nlen > SMR_NS_XATTR_NAME_MAX || len < sizeof(d) + nlen)
+		return;
+	memcpy(name, p + sizeof(d), nlen);
+	name[nlen] = 0;
+	type = ns_acl_type(name);
+	if (!type)
+		return;
+	if (S_ISLNK(ci->mode) || (type == NS_ACL_DEFAULT && !S_ISDIR(ci->mode)))
+		wrong = "on a node that can have none";
+	else if (len == sizeof(d) + nlen + le32toh(d.value_len))
+		wrong = ns_acl_stored_wrong(name, p + sizeof(d) + nlen,
+					    len - sizeof(d) - nlen, ci->mode);
+	else
+		wrong = NULL;
+	if (wrong)
+		ck_report(ck, false, "inode %llu: %s %s",
+			  (unsigned long long)ci->ino, name, wrong);
+}
+
 /* Pass 2: everything that refers to inodes. */
 static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			 size_t len)
@@ -369,7 +407,10 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			  k->type, (unsigned long long)k->objid);
 		return 0;
 	}
-	if (k->type == SMR_NS_T_SYMLINK) {
+	if (k->type == SMR_NS_T_XATTR) {
+		if ((k->offset & 0xff) == 0)
+			ck_acl(ck, ci, val, len);
+	} else if (k->type == SMR_NS_T_SYMLINK) {
 		ci->link_bytes += len;
 	} else if (k->type == SMR_NS_T_EXTENT) {
 		struct smr_ns_extent_d d;

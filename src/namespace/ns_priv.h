@@ -256,7 +256,12 @@ int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
  * decides. Not for root, whom the caller lets in first. */
 int ns_acl_may_locked(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      const struct ns_inode *ip, uint32_t want);
-/* @ip's mode changed: its access ACL, if any, follows. */
+/* What is wrong with a stored ACL @name of @size bytes on an inode of
+ * @mode (FORMAT.md, "POSIX ACLs"), or NULL (ns_check). */
+const char *ns_acl_stored_wrong(const char *name, const void *value,
+				size_t size, uint32_t mode);
+/* @ip's mode changed: its access ACL, if any, follows (also while ACLs
+ * are off, so that they agree when they are on again). */
 int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
 			const struct ns_inode *ip);
 /* What a new node inherits from its directory's default ACL. */
