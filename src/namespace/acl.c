@@ -256,43 +256,34 @@ static void acl_chmod(uint8_t *v, unsigned int n, uint32_t mode)
  * Read the ACL @name of @ino into *@vp (malloc'd: the caller frees it) and
  * its length into *@lenp. Returns its number of entries, -ENODATA if there
  * is none, or an error; one that does not check is corruption (an empty
- * one is never kept: ns_acl_set_locked).
+ * one is never kept: ns_acl_set).
  */
 static int acl_read(struct smr_ns *ns, uint64_t ino, const char *name,
 		    uint8_t **vp, size_t *lenp)
 {
-	ssize_t len = ns_xattr_get_locked(ns, ino, name, NULL, 0);
-	uint8_t *v;
+	ssize_t len = ns_xattr_dup_locked(ns, ino, name, vp);
 	int n;
 
 	if (len < 0)
 		return (int)len;
-	v = malloc((size_t)len ? (size_t)len : 1);
-	if (!v)
-		return -ENOMEM;
-	len = ns_xattr_get_locked(ns, ino, name, v, (size_t)len);
-	n = len < 0 ? (int)len : acl_check(v, (size_t)len);
-	if (len >= 0 && n <= 0)
-		n = smr_corrupt(UINT64_MAX, "stored ACL");
-	if (n < 0) {
-		free(v);
-		return n;
+	n = acl_check(*vp, (size_t)len);
+	if (n <= 0) {
+		free(*vp);
+		return smr_corrupt(UINT64_MAX, "stored ACL");
 	}
-	*vp = v;
 	*lenp = (size_t)len;
 	return n;
 }
 
-int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
-		      const struct smr_ns_cred *cr, struct ns_inode *ip,
-		      const char *name, const void *value, size_t size)
+int ns_acl_set(const struct smr_ns_cred *cr, struct ns_inode *ip,
+	       const char *name, const void *value, size_t size, bool *keep)
 {
-	int n = acl_check(value, size), rc;
-	bool keep = n > 0; /* an empty ACL removes it */
+	int n = acl_check(value, size);
 
 	if (n < 0)
 		return n;
-	if (keep && ns_acl_type(name) == NS_ACL_ACCESS) {
+	*keep = n > 0; /* an empty ACL removes it */
+	if (*keep && ns_acl_type(name) == NS_ACL_ACCESS) {
 		bool equiv;
 		uint32_t mode = acl_mode(value, (unsigned int)n, &equiv);
 
@@ -302,12 +293,9 @@ int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
 		ip->mode = (ip->mode & ~(uint32_t)0777) | mode;
 		if (cr->uid != 0 && !ns_cred_in_group(cr, ip->gid))
 			ip->mode &= ~(uint32_t)S_ISGID;
-		keep = !equiv;
+		*keep = !equiv;
 	}
-	if (keep)
-		return ns_xattr_put_locked(ns, t, ip->ino, name, value, size);
-	rc = ns_xattr_del_locked(ns, t, ip->ino, name);
-	return rc == -ENODATA ? 0 : rc;
+	return 0;
 }
 
 int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,

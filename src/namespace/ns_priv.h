@@ -227,14 +227,13 @@ int ns_relocate_hook(void *arg, const struct smr_key *owner, uint64_t old_off,
 /* Xattrs (xattr.c) */
 int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
 			     uint64_t ino);
-/* An xattr's value, as smr_ns_getxattr without its checks. */
-ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino, const char *name,
-			    void *value, size_t size);
-/* Set an xattr, whether or not it exists; delete one (-ENODATA absent). */
+/* An xattr's value in *@vp, malloc'd (the caller frees it): its length,
+ * or -ENODATA absent, or an error. One lookup. */
+ssize_t ns_xattr_dup_locked(struct smr_ns *ns, uint64_t ino, const char *name,
+			    uint8_t **vp);
+/* Set an xattr, whether or not it exists. */
 int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 			const char *name, const void *value, size_t size);
-int ns_xattr_del_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
-			const char *name);
 /* A write, truncate or chown of a file drops its capabilities (the
  * security.capability xattr), as Linux does; the FUSE adapter leaves that
  * to us (see fuse_ops.c). */
@@ -246,11 +245,11 @@ int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
 #define NS_ACL_DEFAULT 2
 /* NS_ACL_ACCESS or NS_ACL_DEFAULT for the xattr names of ACLs, else 0. */
 int ns_acl_type(const char *name);
-/* Set the ACL @name of @ip to @value (checked: -EINVAL), and @ip's mode
- * from an access ACL; the caller puts @ip. */
-int ns_acl_set_locked(struct smr_ns *ns, struct smr_txn *t,
-		      const struct smr_ns_cred *cr, struct ns_inode *ip,
-		      const char *name, const void *value, size_t size);
+/* An ACL @value (checked: -EINVAL) for @name of @ip: an access ACL sets
+ * @ip's mode (the caller puts @ip); *@keep says whether to store it (one
+ * that says no more than the mode, or an empty one, is removed). */
+int ns_acl_set(const struct smr_ns_cred *cr, struct ns_inode *ip,
+	       const char *name, const void *value, size_t size, bool *keep);
 /* Does @ip's access ACL grant @cr the permissions @want (S_IROTH,
  * S_IWOTH, S_IXOTH bits)? 1 or 0; -ENODATA: it has none, the mode
  * decides. Not for root, whom the caller lets in first. */

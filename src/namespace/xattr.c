@@ -291,18 +291,6 @@ int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	return ns_xa_replace(ns, t, ino, name, value, size, rc ? NULL : &xa);
 }
 
-int ns_xattr_del_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
-			const char *name)
-{
-	struct ns_xa xa;
-	int rc;
-
-	rc = ns_xa_find(ns, ino, name, &xa);
-	if (rc)
-		return rc == -ENOENT ? -ENODATA : rc;
-	return ns_xa_delete(ns, t, ino, &xa);
-}
-
 int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		    uint64_t ino, const char *name, const void *value,
 		    size_t size, int flags)
@@ -310,7 +298,7 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	struct ns_inode in;
 	struct ns_xa xa;
 	struct smr_txn *t;
-	bool exists;
+	bool exists, keep = true;
 	int rc;
 
 	if (flags & ~(SMR_NS_XATTR_CREATE | SMR_NS_XATTR_REPLACE))
@@ -347,11 +335,15 @@ int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unlock;
+	/* An ACL sets the mode, and one that says no more than the mode (or
+	 * none at all) is not kept. */
 	if (ns_acl_type(name))
-		rc = ns_acl_set_locked(ns, t, cr, &in, name, value, size);
-	else
+		rc = ns_acl_set(cr, &in, name, value, size, &keep);
+	if (!rc && keep)
 		rc = ns_xa_replace(ns, t, ino, name, value, size,
 				   exists ? &xa : NULL);
+	else if (!rc && exists)
+		rc = ns_xa_delete(ns, t, ino, &xa);
 	if (!rc) {
 		in.ctime = ns_now();
 		rc = ns_inode_put(ns, t, &in);
@@ -395,8 +387,9 @@ static int ns_xa_read(struct smr_ns *ns, uint64_t ino, const char *name,
 	return rc;
 }
 
-ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino, const char *name,
-			    void *value, size_t size)
+/* An xattr's value, as smr_ns_getxattr without its checks. */
+static ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino,
+				   const char *name, void *value, size_t size)
 {
 	struct ns_xa xa;
 	int rc;
@@ -410,6 +403,26 @@ ssize_t ns_xattr_get_locked(struct smr_ns *ns, uint64_t ino, const char *name,
 		return -ERANGE;
 	rc = ns_xa_read(ns, ino, name, &xa, value);
 	return rc ? rc : (ssize_t)xa.vlen;
+}
+
+ssize_t ns_xattr_dup_locked(struct smr_ns *ns, uint64_t ino, const char *name,
+			    uint8_t **vp)
+{
+	struct ns_xa xa;
+	int rc;
+
+	rc = ns_xa_find(ns, ino, name, &xa);
+	if (rc)
+		return rc == -ENOENT ? -ENODATA : rc;
+	*vp = malloc(xa.vlen ? xa.vlen : 1);
+	if (!*vp)
+		return -ENOMEM;
+	rc = ns_xa_read(ns, ino, name, &xa, *vp);
+	if (rc) {
+		free(*vp);
+		return rc;
+	}
+	return xa.vlen;
 }
 
 ssize_t smr_ns_getxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
