@@ -1478,6 +1478,98 @@ static void test_orphans(void)
 	fs_teardown();
 }
 
+/* Inodes in use, as statfs counts them. */
+static uint64_t inodes_used(void)
+{
+	struct smr_ns_statfs st;
+
+	SMR_ASSERT_OK(smr_ns_statfs(ns, &st));
+	return st.files - st.ffree;
+}
+
+/*
+ * O_TMPFILE: a file made without a name is an orphan, open once; it
+ * changes no directory, smr_ns_link() may name it (once), and it goes at
+ * its last release or, left open when the namespace goes down, at the
+ * next open. Other unlinked files may not be named again.
+ */
+static void test_tmpfile(void)
+{
+	struct smr_ns_cred cr = { .uid = 1000, .gid = 1000, .umask = 022 };
+	struct smr_ns_attr a, g, dir_before, dir_after;
+	uint64_t used, f, d;
+	uint8_t buf[8];
+
+	fs_setup();
+	d = mkdir_(ROOT, "d");
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, d,
+		&(struct smr_ns_setattr){ .valid = SMR_NS_SET_MODE,
+					  .mode = 0777 }, NULL));
+	set_times(d, 1000);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, d, &dir_before));
+	used = inodes_used();
+
+	SMR_ASSERT_OK(smr_ns_tmpfile(ns, &cr, d, 0666, &a));
+	f = a.ino;
+	CU_ASSERT_EQUAL(a.nlink, 0);
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0644); /* the umask applies */
+	CU_ASSERT_EQUAL(a.uid, 1000);
+	CU_ASSERT_EQUAL(inodes_used(), used + 1);
+	SMR_ASSERT_OK(smr_ns_getattr(ns, d, &dir_after));
+	CU_ASSERT_EQUAL(dir_after.mtime.tv_sec, dir_before.mtime.tv_sec);
+	CU_ASSERT_EQUAL(dir_after.nlink, dir_before.nlink);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &cr, f, 0, "tmpdata", 7), 7);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(buf), buf), 7);
+	CU_ASSERT(!memcmp(buf, "tmpdata", 7));
+	/* No entry can be named "/", which FUSE gives the file. */
+	SMR_ASSERT_RC(smr_ns_lookup(ns, d, "/", &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_create(ns, &cr, d, "/", 0644, &a), -EINVAL);
+
+	/* Named: a file like any other, which may be linked again. */
+	SMR_ASSERT_OK(smr_ns_link(ns, f, d, "named", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	CU_ASSERT_EQUAL(a.nlink, 1);
+	SMR_ASSERT_OK(smr_ns_link(ns, f, ROOT, "again", &a));
+	CU_ASSERT_EQUAL(a.nlink, 2);
+	smr_ns_release(ns, f);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "named", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	CU_ASSERT_EQUAL(a.size, 7);
+	/* Unlinked again, it may not come back. */
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "named"));
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "again"));
+	SMR_ASSERT_RC(smr_ns_link(ns, f, d, "back", &a), -ENOENT);
+	smr_ns_release(ns, f);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, f, &a), -ENOENT);
+	CU_ASSERT_EQUAL(inodes_used(), used);
+
+	/* Never named: gone with its data at the last release. */
+	SMR_ASSERT_OK(smr_ns_tmpfile(ns, &cr, d, 0600, &g));
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &cr, g.ino, 0, "x", 1), 1);
+	smr_ns_release(ns, g.ino);
+	SMR_ASSERT_RC(smr_ns_getattr(ns, g.ino, &a), -ENOENT);
+	SMR_ASSERT_RC(smr_ns_link(ns, g.ino, d, "late", &a), -ENOENT);
+	CU_ASSERT_EQUAL(inodes_used(), used);
+
+	/* Only in a directory that still is one. */
+	SMR_ASSERT_RC(smr_ns_tmpfile(ns, &cr, mkfile(ROOT, "plain", 0644),
+				     0600, &a), -ENOTDIR);
+	SMR_ASSERT_OK(smr_ns_mkdir(ns, &root_cr, ROOT, "gone", 0755, &a));
+	SMR_ASSERT_OK(smr_ns_open_file(ns, a.ino, O_RDONLY));
+	SMR_ASSERT_OK(smr_ns_rmdir(ns, &root_cr, ROOT, "gone"));
+	SMR_ASSERT_RC(smr_ns_tmpfile(ns, &cr, a.ino, 0600, &g), -ENOENT);
+	smr_ns_release(ns, a.ino);
+
+	/* Open when the namespace goes down: freed at the next open. */
+	SMR_ASSERT_OK(smr_ns_tmpfile(ns, &cr, d, 0600, &g));
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &cr, g.ino, 0, "left", 4), 4);
+	smr_ns_close(ns);
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	SMR_ASSERT_RC(smr_ns_getattr(ns, g.ino, &a), -ENOENT);
+	fs_teardown();
+}
+
 #ifndef NS_TEST_REAL
 /*
  * A file that maps much is freed a part at a time after its unlink, each
@@ -1916,6 +2008,26 @@ static int ab_link(void)
 	return smr_ns_link(ns, ab_f, ab_b, "f2", &a);
 }
 
+static uint64_t ab_tmp; /* the O_TMPFILE the sweep of ab_tmpfile made */
+
+static int ab_tmpfile(void)
+{
+	struct smr_ns_attr a;
+	int rc = smr_ns_tmpfile(ns, &root_cr, ab_b, 0644, &a);
+
+	if (!rc)
+		ab_tmp = a.ino;
+	return rc;
+}
+
+/* Each failed try leaves it to be named by the next. */
+static int ab_link_tmpfile(void)
+{
+	struct smr_ns_attr a;
+
+	return smr_ns_link(ns, ab_tmp, ab_b, "tmp-named", &a);
+}
+
 static int ab_unlink_last(void)
 {
 	return smr_ns_unlink(ns, &root_cr, ab_b, "victim");
@@ -2046,6 +2158,8 @@ static void test_abort(void)
 		{ "mkdir", ab_mkdir },
 		{ "symlink", ab_symlink },
 		{ "link", ab_link },
+		{ "O_TMPFILE", ab_tmpfile },
+		{ "link of an O_TMPFILE", ab_link_tmpfile },
 		{ "unlink of the last link", ab_unlink_last },
 		{ "rename over a file", ab_rename_replace },
 		{ "rename of a directory", ab_rename_dir },
@@ -3483,6 +3597,7 @@ static const struct smr_test ns_tests[] = {
 	{ "acl", test_acl },
 	{ "acl_check", test_acl_check },
 	{ "orphans", test_orphans },
+	{ "tmpfile", test_tmpfile },
 #ifndef NS_TEST_REAL
 	{ "big_unlink", test_big_unlink },
 #endif

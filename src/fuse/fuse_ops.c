@@ -340,7 +340,11 @@ static void smr_fuse_create(fuse_req_t req, fuse_ino_t parent,
 	int rc;
 
 	req_cred_groups(req, &cr, groups);
-	rc = smr_ns_create(NS(req), &cr, parent, name, mode, &a);
+	/* O_TMPFILE (session_io.c) */
+	if (!strcmp(name, SMR_FUSE_TMPFILE_NAME))
+		rc = smr_ns_tmpfile(NS(req), &cr, parent, mode, &a);
+	else
+		rc = smr_ns_create(NS(req), &cr, parent, name, mode, &a);
 	if (rc)
 		return reply_err(req, rc);
 	memset(&e, 0, sizeof(e));

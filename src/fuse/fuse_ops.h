@@ -23,7 +23,7 @@
 struct smr_fuse_data {
 	struct smr_ns *ns;   /* first (the handlers read it as a struct
 			      * smr_ns **); set before the session is mounted */
-	/* killpriv.c: the INIT request whose reply is due (init_unique is
+	/* session_io.c: the INIT request whose reply is due (init_unique is
 	 * set before init_due, which every reply's thread loads: atomic),
 	 * and whether the kernel took FUSE_HANDLE_KILLPRIV_V2 */
 	uint64_t init_unique;
@@ -36,11 +36,15 @@ struct smr_fuse_data {
 extern const struct fuse_lowlevel_ops smr_fuse_ops;
 
 /*
- * Put the session's I/O through hooks that ask the kernel for
- * FUSE_HANDLE_KILLPRIV_V2 (killpriv.c), after fuse_session_mount(). 0, or
- * -1 as fuse_session_custom_io().
+ * Put the session's I/O through hooks (session_io.c), after
+ * fuse_session_mount(): they ask the kernel for FUSE_HANDLE_KILLPRIV_V2,
+ * and pass O_TMPFILE on as a CREATE of SMR_FUSE_TMPFILE_NAME. 0, or -1 as
+ * fuse_session_custom_io().
  */
-int smr_fuse_killpriv_hooks(struct fuse_session *se);
+int smr_fuse_session_hooks(struct fuse_session *se);
+
+/* The name the kernel gives an O_TMPFILE's dentry; no entry has it. */
+#define SMR_FUSE_TMPFILE_NAME "/"
 
 /* The ioctls of smrfs_ioctl.h (ioctl.c); FUSE's ioctl operation. */
 void smr_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,

@@ -4,7 +4,7 @@ sbin_PROGRAMS += src/fuse/mount.smrfs
 src_fuse_mount_smrfs_SOURCES = \
 	src/fuse/fuse_ops.h \
 	src/fuse/fuse_ops.c \
-	src/fuse/killpriv.c \
+	src/fuse/session_io.c \
 	src/fuse/main.c
 src_fuse_mount_smrfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 src_fuse_mount_smrfs_LDADD = libsmrfs.la $(FUSE_LIBS)
@@ -12,7 +12,7 @@ src_fuse_mount_smrfs_LDADD = libsmrfs.la $(FUSE_LIBS)
 # The same daemon over the in-memory engine of the tests: a fresh empty
 # filesystem per mount, for trying the adapter without a device.
 check_PROGRAMS += tests/mount_memcow
-tests_mount_memcow_SOURCES = src/fuse/fuse_ops.c src/fuse/killpriv.c \
+tests_mount_memcow_SOURCES = src/fuse/fuse_ops.c src/fuse/session_io.c \
 	src/fuse/main.c tests/memcow.c
 tests_mount_memcow_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_MEMCOW
 tests_mount_memcow_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
@@ -92,7 +92,7 @@ tests_mount_memcow_SOURCES += src/fuse/ioctl.c
 # The same daemon with the fault device (src/dev/fault.h) under the
 # filesystem, for the I/O error tests (tests/fs/fault_daemon.h).
 check_PROGRAMS += tests/mount_fault
-tests_mount_fault_SOURCES = src/fuse/fuse_ops.c src/fuse/killpriv.c \
+tests_mount_fault_SOURCES = src/fuse/fuse_ops.c src/fuse/session_io.c \
 	src/fuse/main.c src/fuse/ioctl.c tests/fs/fault_daemon.c \
 	tests/fs/fault_daemon.h
 tests_mount_fault_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_FAULT \

@@ -737,9 +737,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot mount on %s\n", mo.mnt);
 		goto out_signals;
 	}
-	if (smr_fuse_killpriv_hooks(se))
+	if (smr_fuse_session_hooks(se))
 		smr_warn("cannot hook the FUSE session's I/O: every write "
-			 "costs the kernel's capability check");
+			 "costs the kernel's capability check, and O_TMPFILE "
+			 "is not supported");
 	if (!mo.foreground) {
 		openlog(PROG, LOG_PID, LOG_DAEMON);
 		smr_log_set_sink(syslog_sink);

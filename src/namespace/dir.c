@@ -287,6 +287,7 @@ struct ns_new {
 	uint32_t mode;
 	uint64_t rdev;
 	const char *target; /* symlinks */
+	bool tmpfile;       /* no name: an orphan until linked */
 };
 
 static int ns_symlink_store(struct smr_ns *ns, struct smr_txn *t,
@@ -312,18 +313,19 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	struct ns_inode dir, in;
 	struct ns_acl_new an = { 0 };
 	struct smr_txn *t;
-	bool reffed = false;
+	bool reffed = false, listed = false;
 	int64_t now = ns_now();
 	uint32_t mode = nw->mode;
 	uint64_t ino;
 	int rc;
 
-	rc = ns_check_name(name);
+	rc = nw->tmpfile ? 0 : ns_check_name(name);
 	if (rc)
 		return rc;
 	smr_cow_clean_for_meta(ns->cow);
 	pthread_mutex_lock(&ns->lock);
-	rc = ns_get_dir_for_new(ns, parent, name, &dir);
+	rc = nw->tmpfile ? ns_get_dir(ns, parent, &dir) :
+			   ns_get_dir_for_new(ns, parent, name, &dir);
 	if (rc)
 		goto out_unlock;
 	if (S_ISDIR(nw->mode) && dir.nlink >= SMR_NS_LINK_MAX) {
@@ -334,6 +336,13 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (rc)
 		goto out_unlock;
 	ino = ns->next_ino;
+	if (nw->tmpfile) {
+		if (!ns_linkable_add(ns, ino)) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		listed = true;
+	}
 	if (open || ns->opts.track_lookups) {
 		if (!ns_ref_find(ns, ino, true)) {
 			rc = -ENOMEM;
@@ -356,7 +365,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if (!S_ISDIR(in.mode) && (in.mode & S_ISGID) && cr->uid != 0 &&
 	    !ns_cred_in_group(cr, in.gid))
 		in.mode &= ~S_ISGID;
-	in.nlink = S_ISDIR(in.mode) ? 2 : 1;
+	in.nlink = nw->tmpfile ? 0 : S_ISDIR(in.mode) ? 2 : 1;
 	in.atime = in.mtime = in.ctime = in.crtime = now;
 	in.gen = ns->next_gen;
 	if (S_ISCHR(in.mode) || S_ISBLK(in.mode))
@@ -367,21 +376,23 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	}
 	if (nw->target)
 		in.size = strlen(nw->target);
-	/* The inode, the name twice (entry and index), the target's parts,
-	 * the ACLs it inherits. */
+	/* The inode, the name twice (entry and index) or the orphan record,
+	 * the target's parts, the ACLs it inherits. */
 	rc = ns_admit_meta_locked(ns, 3 + (unsigned int)SMR_DIV_ROUND_UP(
 					      in.size, SMR_NS_SYMLINK_PART) +
 					      2 * !!an.def,
 				  sizeof(struct smr_ns_inode_d) +
-					  2 * strlen(name) + in.size +
-					  2 * an.len);
+					  (name ? 2 * strlen(name) : 0) +
+					  in.size + 2 * an.len);
 	if (rc)
 		goto out_unref;
 
 	rc = ns_txn_begin(ns, &t);
 	if (rc)
 		goto out_unref;
-	rc = ns_dirent_add(ns, t, &dir, name, in.ino, ns_dtype(in.mode));
+	rc = nw->tmpfile ? ns_orphan_put(ns, t, in.ino) :
+			   ns_dirent_add(ns, t, &dir, name, in.ino,
+					 ns_dtype(in.mode));
 	if (rc)
 		goto out_end;
 	if (nw->target) {
@@ -396,10 +407,13 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		goto out_end;
 	if (S_ISDIR(in.mode))
 		dir.nlink++;
-	dir.mtime = dir.ctime = now;
-	rc = ns_inode_put(ns, t, &dir);
-	if (rc)
-		goto out_end;
+	/* A file with no name changes no directory. */
+	if (!nw->tmpfile) {
+		dir.mtime = dir.ctime = now;
+		rc = ns_inode_put(ns, t, &dir);
+		if (rc)
+			goto out_end;
+	}
 	ns->next_ino++;
 	ns->next_gen++;
 	ns->nr_inodes++;
@@ -422,6 +436,8 @@ out_unref:
 	if (reffed)
 		ns_ref_drop_if_unused(ns, ino);
 out_unlock:
+	if (rc && listed)
+		ns_linkable_drop(ns, ino);
 	pthread_mutex_unlock(&ns->lock);
 	ns_acl_new_free(&an);
 	return rc;
@@ -458,6 +474,17 @@ int smr_ns_create(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	if ((mode & S_IFMT) && !S_ISREG(mode))
 		return -EINVAL;
 	return ns_make(ns, cr, parent, name, &nw, true, attr);
+}
+
+int smr_ns_tmpfile(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t parent, uint32_t mode, struct smr_ns_attr *attr)
+{
+	struct ns_new nw = { .mode = S_IFREG | (mode & 07777),
+			     .tmpfile = true };
+
+	if ((mode & S_IFMT) && !S_ISREG(mode))
+		return -EINVAL;
+	return ns_make(ns, cr, parent, NULL, &nw, true, attr);
 }
 
 int smr_ns_mkdir(struct smr_ns *ns, const struct smr_ns_cred *cr,
@@ -529,6 +556,7 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	struct ns_inode dir, in;
 	struct smr_txn *t;
 	int64_t now = ns_now();
+	bool tmp;
 	int rc;
 
 	rc = ns_check_name(newname);
@@ -543,7 +571,10 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 		rc = -EPERM;
 		goto out_unlock;
 	}
-	if (in.nlink == 0) {
+	/* Of the unlinked files only one made by smr_ns_tmpfile() may be
+	 * named, once. */
+	tmp = in.nlink == 0;
+	if (tmp && !ns_linkable_has(ns, ino)) {
 		rc = -ENOENT;
 		goto out_unlock;
 	}
@@ -561,6 +592,8 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	if (rc)
 		goto out_unlock;
 	rc = ns_dirent_add(ns, t, &dir, newname, ino, ns_dtype(in.mode));
+	if (!rc && tmp)
+		rc = ns_orphan_del(ns, t, ino);
 	if (rc)
 		goto out_end;
 	in.nlink++;
@@ -575,6 +608,8 @@ int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 	ns_lookup_ref(ns, ino);
 out_end:
 	rc = ns_txn_end(ns, t, rc);
+	if (!rc && tmp)
+		ns_linkable_drop(ns, ino);
 out_unlock:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

@@ -307,10 +307,10 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 	rc = ns_bt_delete(ns, t, &k);
 	if (rc)
 		return rc;
-	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
-	rc = ns_bt_delete(ns, t, &k);
+	rc = ns_orphan_del(ns, t, ip->ino);
 	if (rc && rc != -ENOENT)
 		return rc;
+	ns_linkable_drop(ns, ip->ino);
 	if (ns->nr_inodes)
 		ns->nr_inodes--;
 	/* No fsync or close of it can come to take its write error. */
@@ -466,18 +466,63 @@ bool ns_free_in_parts(const struct ns_inode *ip)
 int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 			     const struct ns_inode *ip)
 {
-	struct smr_key k;
 	int rc;
 
 	if (!ns_has_refs(ns, ip->ino) && !ns_free_in_parts(ip))
 		return ns_inode_destroy_locked(ns, t, ip);
 	rc = ns_inode_put(ns, t, ip);
-	if (rc)
-		return rc;
-	static const uint8_t none;
+	return rc ? rc : ns_orphan_put(ns, t, ip->ino);
+}
 
-	k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ip->ino);
+int ns_orphan_put(struct smr_ns *ns, struct smr_txn *t, uint64_t ino)
+{
+	static const uint8_t none;
+	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ino);
+
 	return ns_bt_put(ns, t, &k, &none, 0);
+}
+
+int ns_orphan_del(struct smr_ns *ns, struct smr_txn *t, uint64_t ino)
+{
+	struct smr_key k = ns_key(SMR_NS_META_OBJID, SMR_NS_T_ORPHAN, ino);
+
+	return ns_bt_delete(ns, t, &k);
+}
+
+/*
+ * The files smr_ns_tmpfile() made that have no name yet: smr_ns_link()
+ * names only these of the unlinked inodes, as Linux links only an
+ * O_TMPFILE (I_LINKABLE). Few at a time: a plain array.
+ */
+static size_t ns_linkable_at(const struct smr_ns *ns, uint64_t ino)
+{
+	size_t i = 0;
+
+	while (i < ns->nr_linkable && ns->linkable[i] != ino)
+		i++;
+	return i;
+}
+
+bool ns_linkable_add(struct smr_ns *ns, uint64_t ino)
+{
+	if (smr_array_grow((void **)&ns->linkable, &ns->cap_linkable,
+			   ns->nr_linkable, sizeof(*ns->linkable)))
+		return false;
+	ns->linkable[ns->nr_linkable++] = ino;
+	return true;
+}
+
+bool ns_linkable_has(const struct smr_ns *ns, uint64_t ino)
+{
+	return ns_linkable_at(ns, ino) < ns->nr_linkable;
+}
+
+void ns_linkable_drop(struct smr_ns *ns, uint64_t ino)
+{
+	size_t i = ns_linkable_at(ns, ino);
+
+	if (i < ns->nr_linkable)
+		ns->linkable[i] = ns->linkable[--ns->nr_linkable];
 }
 
 int ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino)
@@ -820,6 +865,7 @@ void smr_ns_close(struct smr_ns *ns)
 	ns_undo_free(ns);
 	for (unsigned int i = 0; i < NS_REF_SHARDS; i++)
 		free(ns->refs[i].refs);
+	free(ns->linkable);
 	pthread_cond_destroy(&ns->piece_cv);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);

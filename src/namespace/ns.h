@@ -217,6 +217,15 @@ int smr_ns_create(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		  uint64_t parent, const char *name, uint32_t mode,
 		  struct smr_ns_attr *attr);
 
+/*
+ * A regular file with no name (O_TMPFILE), opened (counts one open): an
+ * orphan, freed at its last release, or at the next read-write open after
+ * a crash, unless smr_ns_link() names it first. It changes no directory;
+ * @parent gives it its group and inherited ACL as smr_ns_create() would.
+ */
+int smr_ns_tmpfile(struct smr_ns *ns, const struct smr_ns_cred *cr,
+		   uint64_t parent, uint32_t mode, struct smr_ns_attr *attr);
+
 /* Copy up to @size bytes of the target (no NUL) to @buf; returns the
  * target's length. -EINVAL not a symlink, -ENOENT. */
 int smr_ns_readlink(struct smr_ns *ns, uint64_t ino, char *buf, size_t size);
@@ -244,7 +253,8 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		  uint64_t parent, const char *name, uint64_t newparent,
 		  const char *newname, unsigned int flags);
 
-/* -EPERM @ino is a directory, -EMLINK too many links. */
+/* -EPERM @ino is a directory, -EMLINK too many links, -ENOENT @ino has no
+ * links (unless smr_ns_tmpfile() made it and it was not named yet). */
 int smr_ns_link(struct smr_ns *ns, uint64_t ino, uint64_t newparent,
 		const char *newname, struct smr_ns_attr *attr);
 

@@ -139,6 +139,8 @@ struct smr_ns {
 	uint64_t next_gen;
 	uint64_t nr_inodes;
 	struct ns_ref_shard refs[NS_REF_SHARDS];
+	uint64_t *linkable;           /* O_TMPFILEs not named yet (ns.c) */
+	size_t nr_linkable, cap_linkable;
 	struct ns_undo *undo;         /* the running call's undo log */
 	uint64_t heat_clock;          /* bytes written by users, this mount */
 	uint64_t heat_window;         /* rewritten within this: hot */
@@ -191,6 +193,14 @@ int ns_inode_destroy_locked(struct smr_ns *ns, struct smr_txn *t,
 int ns_inode_unlinked_locked(struct smr_ns *ns, struct smr_txn *t,
 			     const struct ns_inode *ip);
 bool ns_free_in_parts(const struct ns_inode *ip);
+/* The orphan record of @ino: made, or deleted (-ENOENT if none). */
+int ns_orphan_put(struct smr_ns *ns, struct smr_txn *t, uint64_t ino);
+int ns_orphan_del(struct smr_ns *ns, struct smr_txn *t, uint64_t ino);
+/* Files made without a name that smr_ns_link() may name: added (false:
+ * no memory), asked about, dropped (no-op if not there). Lock held. */
+bool ns_linkable_add(struct smr_ns *ns, uint64_t ino);
+bool ns_linkable_has(const struct smr_ns *ns, uint64_t ino);
+void ns_linkable_drop(struct smr_ns *ns, uint64_t ino);
 /* If inode @ino has no links and no references left, free it, in parts
  * (a transaction each) if it maps much. No transaction open. Returns 0, or
  * the error that stopped it (logged; the orphan record stays). */

@@ -7,8 +7,9 @@ Usage: python3 fsstress.py run [-p PROCS] [-n OPS] [-s SEED] [--secs S] DIR
        python3 fsstress.py walk DIR
 
 run   PROCS processes (default 4) each do OPS operations (default 2000)
-      under DIR: create, mkdir, rmdir, rename (also of directories, and
-      RENAME_EXCHANGE), link, unlink, symlink, readlink, truncate, write,
+      under DIR: create, O_TMPFILE (named or not), mkdir, rmdir, rename
+      (also of directories, and RENAME_EXCHANGE), link, unlink, symlink,
+      readlink, truncate, write,
       fallocate (punch hole), setxattr, getxattr, listxattr, removexattr,
       POSIX ACLs (access and default: new names inherit them), chmod,
       chown, utimes, fsync, fdatasync, readdir and stat, all on
@@ -47,6 +48,7 @@ FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
 
 # Errors that the races between the processes (or the operation's rules)
 # explain. Everything else is a bug.
@@ -102,6 +104,19 @@ class Worker:
         fd = os.open(self.name(), os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.write(fd, self.data(self.r.choice((0, 100, 4096, 70000))))
+        finally:
+            os.close(fd)
+
+    def op_tmpfile(self):
+        # O_TMPFILE in a shared directory, named or not before the close.
+        fd = os.open(self.sdir(), os.O_TMPFILE | os.O_RDWR, 0o644)
+        try:
+            os.write(fd, self.data(self.r.choice((0, 100, 4096, 70000))))
+            if self.r.random() < 0.2:
+                os.fsync(fd)
+            if self.r.random() < 0.6:
+                check(libc.linkat(fd, b"", AT_FDCWD, self.name().encode(),
+                                  AT_EMPTY_PATH))
         finally:
             os.close(fd)
 
@@ -310,7 +325,7 @@ class Worker:
                        for n, m in self.model.items()}, f)
 
     # --- the loop -----------------------------------------------------
-    OPS = [("create", 8), ("mkdir", 4), ("rmdir", 3), ("unlink", 5),
+    OPS = [("create", 8), ("tmpfile", 2), ("mkdir", 4), ("rmdir", 3), ("unlink", 5),
            ("rename", 6), ("exchange", 2), ("link", 3), ("symlink", 3),
            ("readlink", 2), ("write", 8), ("read", 5), ("truncate", 3),
            ("punch", 2), ("setxattr", 3), ("getxattr", 2), ("listxattr", 2),

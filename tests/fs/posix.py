@@ -1542,25 +1542,51 @@ def zero_range(d):
 
 @case
 def tmpfile(d):
-    # O_TMPFILE: either it works (an unnamed file that linkat can name) or
-    # the filesystem says it does not support it, never another error.
+    # O_TMPFILE: an unnamed file, with the umask, that linkat(AT_EMPTY_PATH)
+    # can name and name again, unless it was made with O_EXCL. FUSE passes
+    # it on since Linux 6.1; before, the kernel says EOPNOTSUPP.
+    AT_EMPTY_PATH = 0x1000
+
+    def name(fd, path):
+        rc = libc.linkat(fd, b"", AT_FDCWD, path.encode(), AT_EMPTY_PATH)
+        return 0 if rc == 0 else ctypes.get_errno()
+
     try:
-        fd = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o600)
+        fd = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o666)
     except OSError as e:
-        check(e.errno == errno.EOPNOTSUPP, "O_TMPFILE: %s" % ename(e.errno))
+        old = tuple(int(x) for x in
+                    os.uname().release.split("-")[0].split(".")[:2]) < (6, 1)
+        check(e.errno == errno.EOPNOTSUPP and old,
+              "O_TMPFILE: %s" % ename(e.errno))
         return
     try:
+        st = os.fstat(fd)
+        check(stat.S_ISREG(st.st_mode) and st.st_nlink == 0,
+              "O_TMPFILE: mode %o, %d links" % (st.st_mode, st.st_nlink))
+        check(stat.S_IMODE(st.st_mode) == 0o644,
+              "O_TMPFILE with the umask 022: %o" % stat.S_IMODE(st.st_mode))
         os.write(fd, b"tmp")
         check(os.listdir(d) == [], "O_TMPFILE made a name")
-        # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc link.
-        rc = libc.linkat(AT_FDCWD, b"/proc/self/fd/%d" % fd, AT_FDCWD,
-                         (d + "/named").encode(), 0x400)
-        check(rc == 0, "linkat of the O_TMPFILE: %s" %
-              ename(ctypes.get_errno()))
+        rc = name(fd, d + "/named")
+        check(rc == 0, "linkat of the O_TMPFILE: %s" % ename(rc))
+        check(os.fstat(fd).st_nlink == 1, "named O_TMPFILE: %d links" %
+              os.fstat(fd).st_nlink)
+        rc = name(fd, d + "/again")
+        check(rc == 0, "second linkat of the O_TMPFILE: %s" % ename(rc))
     finally:
         os.close(fd)
     with open(d + "/named", "rb") as fp:
         check(fp.read() == b"tmp", "the linked O_TMPFILE's data")
+    check(os.stat(d + "/again").st_nlink == 2, "two names, two links")
+    fd = os.open(d, os.O_TMPFILE | os.O_WRONLY | os.O_EXCL, 0o600)
+    try:
+        rc = name(fd, d + "/excl")
+        check(rc == errno.ENOENT, "linkat of an O_EXCL O_TMPFILE: %s" %
+              ename(rc))
+    finally:
+        os.close(fd)
+    check(sorted(os.listdir(d)) == ["again", "named"],
+          "names: %s" % sorted(os.listdir(d)))
 
 
 @case
