@@ -185,6 +185,15 @@ static uint32_t nlink_of(uint64_t ino)
 	return a.nlink;
 }
 
+/* Inodes in use, as statfs counts them. */
+static uint64_t inodes_used(void)
+{
+	struct smr_ns_statfs st;
+
+	SMR_ASSERT_OK(smr_ns_statfs(ns, &st));
+	return st.files - st.ffree;
+}
+
 static void set_times(uint64_t ino, int64_t sec)
 {
 	struct smr_ns_setattr sa = {
@@ -483,7 +492,11 @@ static void test_rename(void)
 	mkfile(d3, "x", 0644);
 
 	/* Flags and missing names. */
-	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "c", 4),
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "c", 8),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "b",
+				    SMR_NS_RENAME_WHITEOUT |
+					    SMR_NS_RENAME_EXCHANGE),
 		      -EINVAL);
 	SMR_ASSERT_RC(smr_ns_rename(ns, &root_cr, ROOT, "a", ROOT, "b",
 				    SMR_NS_RENAME_NOREPLACE |
@@ -552,6 +565,75 @@ static void test_rename(void)
 	/* Same name: nothing. */
 	SMR_ASSERT_OK(smr_ns_rename(ns, &root_cr, ROOT, "b", ROOT, "b", 0));
 	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "b", &a));
+	fs_teardown();
+}
+
+/*
+ * RENAME_WHITEOUT, as an overlay filesystem's upper layer gets it: the old
+ * name names a whiteout (a character device 0:0 of mode 0, the caller's,
+ * with a setgid directory's group) made in the same call.
+ */
+static void test_rename_whiteout(void)
+{
+	struct smr_ns_cred cr = { .uid = 1001, .gid = 1001 };
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_MODE |
+					      SMR_NS_SET_GID,
+				     .mode = 02777, .gid = 500 };
+	struct smr_ns_attr a;
+	uint64_t d, f, sd, used;
+
+	fs_setup();
+	d = mkdir_(ROOT, "d");
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, d, &sa, NULL));
+	f = mkfile(d, "f", 0644);
+	sd = mkdir_(d, "sd");
+	mkfile(ROOT, "taken", 0644);
+	used = inodes_used();
+
+	/* Refused: nothing made. */
+	SMR_ASSERT_RC(smr_ns_rename(ns, &cr, d, "f", ROOT, "taken",
+				    SMR_NS_RENAME_WHITEOUT |
+					    SMR_NS_RENAME_NOREPLACE),
+		      -EEXIST);
+	SMR_ASSERT_RC(smr_ns_rename(ns, &cr, d, "none", ROOT, "x",
+				    SMR_NS_RENAME_WHITEOUT),
+		      -ENOENT);
+	CU_ASSERT_EQUAL(inodes_used(), used);
+
+	/* A file, out of the directory. */
+	SMR_ASSERT_OK(smr_ns_rename(ns, &cr, d, "f", ROOT, "f",
+				    SMR_NS_RENAME_WHITEOUT));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "f", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "f", &a));
+	CU_ASSERT_NOT_EQUAL(a.ino, f);
+	CU_ASSERT_EQUAL(a.mode, S_IFCHR);
+	CU_ASSERT_EQUAL(a.rdev, 0);
+	CU_ASSERT_EQUAL(a.nlink, 1);
+	CU_ASSERT_EQUAL(a.uid, 1001);
+	CU_ASSERT_EQUAL(a.gid, 500);
+	CU_ASSERT_EQUAL(inodes_used(), used + 1);
+
+	/* A directory, within the directory, over a file. */
+	SMR_ASSERT_OK(smr_ns_rename(ns, &cr, d, "sd", d, "sd2",
+				    SMR_NS_RENAME_WHITEOUT));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "sd2", &a));
+	CU_ASSERT_EQUAL(a.ino, sd);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, d, "sd", &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFCHR);
+	CU_ASSERT_EQUAL(nlink_of(d), 3);
+	SMR_ASSERT_OK(smr_ns_rename(ns, &cr, ROOT, "f", ROOT, "taken",
+				    SMR_NS_RENAME_WHITEOUT));
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "f", &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFCHR);
+	SMR_ASSERT_OK(smr_ns_lookup(ns, ROOT, "taken", &a));
+	CU_ASSERT_EQUAL(a.ino, f);
+	/* Three whiteouts came, the file the rename replaced went. */
+	CU_ASSERT_EQUAL(inodes_used(), used + 2);
+
+	/* A whiteout goes like any name. */
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "f"));
+	CU_ASSERT_EQUAL(inodes_used(), used + 1);
 	fs_teardown();
 }
 
@@ -1478,15 +1560,6 @@ static void test_orphans(void)
 	fs_teardown();
 }
 
-/* Inodes in use, as statfs counts them. */
-static uint64_t inodes_used(void)
-{
-	struct smr_ns_statfs st;
-
-	SMR_ASSERT_OK(smr_ns_statfs(ns, &st));
-	return st.files - st.ffree;
-}
-
 /*
  * O_TMPFILE: a file made without a name is an orphan, open once; it
  * changes no directory, smr_ns_link() may name it (once), and it goes at
@@ -2028,6 +2101,12 @@ static int ab_link_tmpfile(void)
 	return smr_ns_link(ns, ab_tmp, ab_b, "tmp-named", &a);
 }
 
+static int ab_rename_whiteout(void)
+{
+	return smr_ns_rename(ns, &root_cr, ab_b, "f2", ab_a, "f3",
+			     SMR_NS_RENAME_WHITEOUT);
+}
+
 static int ab_unlink_last(void)
 {
 	return smr_ns_unlink(ns, &root_cr, ab_b, "victim");
@@ -2160,6 +2239,7 @@ static void test_abort(void)
 		{ "link", ab_link },
 		{ "O_TMPFILE", ab_tmpfile },
 		{ "link of an O_TMPFILE", ab_link_tmpfile },
+		{ "rename with a whiteout", ab_rename_whiteout },
 		{ "unlink of the last link", ab_unlink_last },
 		{ "rename over a file", ab_rename_replace },
 		{ "rename of a directory", ab_rename_dir },
@@ -3578,6 +3658,7 @@ static const struct smr_test ns_tests[] = {
 	{ "links", test_links },
 	{ "symlinks", test_symlinks },
 	{ "rename", test_rename },
+	{ "rename_whiteout", test_rename_whiteout },
 	{ "read_write", test_read_write },
 	{ "drop_caps", test_drop_caps },
 	{ "large_offsets", test_large_offsets },

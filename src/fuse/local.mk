@@ -41,6 +41,7 @@ SMR_FS_TESTS = \
 	tests/fs/posix_tools.sh \
 	tests/fs/posix.sh \
 	tests/fs/killpriv.sh \
+	tests/fs/overlay.sh \
 	tests/fs/fsx.sh \
 	tests/fs/fsstress.sh \
 	tests/fs/space_retry.sh \

@@ -306,6 +306,40 @@ static int ns_symlink_store(struct smr_ns *ns, struct smr_txn *t,
 	return 0;
 }
 
+/* A new inode of @mode in directory @dir, numbered next: owner, group (a
+ * setgid directory's), links, times and generation set, nothing stored. */
+static void ns_inode_new(const struct smr_ns *ns, const struct smr_ns_cred *cr,
+			 const struct ns_inode *dir, uint32_t mode, int64_t now,
+			 struct ns_inode *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->ino = ns->next_ino;
+	in->mode = mode;
+	in->uid = cr->uid;
+	if (dir->mode & S_ISGID) {
+		in->gid = dir->gid;
+		if (S_ISDIR(in->mode))
+			in->mode |= S_ISGID;
+	} else {
+		in->gid = cr->gid;
+	}
+	if (!S_ISDIR(in->mode) && (in->mode & S_ISGID) && cr->uid != 0 &&
+	    !ns_cred_in_group(cr, in->gid))
+		in->mode &= ~S_ISGID;
+	in->nlink = S_ISDIR(in->mode) ? 2 : 1;
+	in->atime = in->mtime = in->ctime = in->crtime = now;
+	in->gen = ns->next_gen;
+}
+
+/* The inode ns_inode_new() gave out is stored in @t: count it. */
+static int ns_inode_count_new(struct smr_ns *ns, struct smr_txn *t)
+{
+	ns->next_ino++;
+	ns->next_gen++;
+	ns->nr_inodes++;
+	return ns_meta_put(ns, t);
+}
+
 static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		   uint64_t parent, const char *name, const struct ns_new *nw,
 		   bool open, struct smr_ns_attr *attr)
@@ -351,23 +385,9 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		reffed = true;
 	}
 
-	memset(&in, 0, sizeof(in));
-	in.ino = ino;
-	in.mode = mode;
-	in.uid = cr->uid;
-	if (dir.mode & S_ISGID) {
-		in.gid = dir.gid;
-		if (S_ISDIR(in.mode))
-			in.mode |= S_ISGID;
-	} else {
-		in.gid = cr->gid;
-	}
-	if (!S_ISDIR(in.mode) && (in.mode & S_ISGID) && cr->uid != 0 &&
-	    !ns_cred_in_group(cr, in.gid))
-		in.mode &= ~S_ISGID;
-	in.nlink = nw->tmpfile ? 0 : S_ISDIR(in.mode) ? 2 : 1;
-	in.atime = in.mtime = in.ctime = in.crtime = now;
-	in.gen = ns->next_gen;
+	ns_inode_new(ns, cr, &dir, mode, now, &in);
+	if (nw->tmpfile)
+		in.nlink = 0;
 	if (S_ISCHR(in.mode) || S_ISBLK(in.mode))
 		in.rdev = nw->rdev;
 	if (S_ISDIR(in.mode)) {
@@ -414,10 +434,7 @@ static int ns_make(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		if (rc)
 			goto out_end;
 	}
-	ns->next_ino++;
-	ns->next_gen++;
-	ns->nr_inodes++;
-	rc = ns_meta_put(ns, t);
+	rc = ns_inode_count_new(ns, t);
 	if (rc)
 		goto out_end;
 	if (reffed) {
@@ -899,6 +916,26 @@ static int ns_rename_move(struct smr_ns *ns, struct smr_txn *t,
 	return 0;
 }
 
+/*
+ * RENAME_WHITEOUT: the name @name the rename freed in @dir now names a
+ * whiteout, a character device 0:0 of mode 0, which an overlay filesystem
+ * takes for a deleted file of its lower layers (as Linux makes one: no
+ * ACL). @dir is stored by the caller.
+ */
+static int ns_whiteout(struct smr_ns *ns, struct smr_txn *t,
+		       const struct smr_ns_cred *cr, struct ns_inode *dir,
+		       const char *name, int64_t now)
+{
+	struct ns_inode wh;
+	int rc;
+
+	ns_inode_new(ns, cr, dir, S_IFCHR, now, &wh);
+	rc = ns_dirent_add(ns, t, dir, name, wh.ino, DT_CHR);
+	if (!rc)
+		rc = ns_inode_put(ns, t, &wh);
+	return rc ? rc : ns_inode_count_new(ns, t);
+}
+
 int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		  uint64_t parent, const char *name, uint64_t newparent,
 		  const char *newname, unsigned int flags)
@@ -908,10 +945,11 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	int64_t now = ns_now();
 	int rc;
 
-	if (flags & ~(SMR_NS_RENAME_NOREPLACE | SMR_NS_RENAME_EXCHANGE))
+	if (flags & ~(SMR_NS_RENAME_NOREPLACE | SMR_NS_RENAME_EXCHANGE |
+		      SMR_NS_RENAME_WHITEOUT))
 		return -EINVAL;
-	if ((flags & SMR_NS_RENAME_NOREPLACE) &&
-	    (flags & SMR_NS_RENAME_EXCHANGE))
+	if ((flags & SMR_NS_RENAME_EXCHANGE) &&
+	    (flags & (SMR_NS_RENAME_NOREPLACE | SMR_NS_RENAME_WHITEOUT)))
 		return -EINVAL;
 	rc = ns_check_name(name);
 	if (!rc)
@@ -925,6 +963,10 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_rename_check(ns, cr, rn, parent, name, newparent, newname,
 			     flags);
+	/* A whiteout is an inode and a name more. */
+	if (!rc && (flags & SMR_NS_RENAME_WHITEOUT))
+		rc = ns_admit_meta_locked(ns, 3, sizeof(struct smr_ns_inode_d) +
+						 2 * strlen(name));
 	if (rc) {
 		if (rc == 1)
 			rc = 0;
@@ -937,6 +979,8 @@ int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		rc = ns_rename_exchange(ns, t, rn, now);
 	else
 		rc = ns_rename_move(ns, t, rn, newname, now);
+	if (!rc && (flags & SMR_NS_RENAME_WHITEOUT))
+		rc = ns_whiteout(ns, t, cr, &rn->op, name, now);
 	if (rc)
 		goto out_end;
 	rn->src.ctime = now;

@@ -240,14 +240,17 @@ int smr_ns_rmdir(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 #define SMR_NS_RENAME_NOREPLACE (1u << 0) /* = RENAME_NOREPLACE */
 #define SMR_NS_RENAME_EXCHANGE (1u << 1)  /* = RENAME_EXCHANGE */
+#define SMR_NS_RENAME_WHITEOUT (1u << 2)  /* = RENAME_WHITEOUT */
 
 /*
  * Rename: -ENOENT source (or, exchanging, target) missing; -EEXIST target
- * exists with NOREPLACE; -EINVAL unknown flags, both flags, or a directory
- * moved into its own subtree; -ENOTDIR directory over a non-directory;
- * -EISDIR non-directory over a directory; -ENOTEMPTY target directory not
- * empty; -EMLINK; -EPERM sticky. Renaming onto another link of the same
- * inode does nothing.
+ * exists with NOREPLACE; -EINVAL unknown flags, EXCHANGE with another, or
+ * a directory moved into its own subtree; -ENOTDIR directory over a
+ * non-directory; -EISDIR non-directory over a directory; -ENOTEMPTY target
+ * directory not empty; -EMLINK; -EPERM sticky. Renaming onto another link
+ * of the same inode does nothing. WHITEOUT leaves at the old name, in the
+ * same transaction, a whiteout: a character device 0:0 of mode 0 owned by
+ * @cr (for overlay filesystems).
  */
 int smr_ns_rename(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		  uint64_t parent, const char *name, uint64_t newparent,

@@ -8,12 +8,12 @@ Usage: python3 fsstress.py run [-p PROCS] [-n OPS] [-s SEED] [--secs S] DIR
 
 run   PROCS processes (default 4) each do OPS operations (default 2000)
       under DIR: create, O_TMPFILE (named or not), mkdir, rmdir, rename
-      (also of directories, and RENAME_EXCHANGE), link, unlink, symlink,
-      readlink, truncate, write,
-      fallocate (punch hole), setxattr, getxattr, listxattr, removexattr,
-      POSIX ACLs (access and default: new names inherit them), chmod,
-      chown, utimes, fsync, fdatasync, readdir and stat, all on
-      names in the shared directories DIR/s*, where they collide. Each
+      (also of directories, RENAME_EXCHANGE and RENAME_WHITEOUT), link,
+      unlink, symlink, readlink, truncate, write, fallocate (punch hole),
+      setxattr, getxattr, listxattr, removexattr, POSIX ACLs (access and
+      default: new names inherit them), chmod, chown, utimes, fsync,
+      fdatasync, readdir and stat, all on names in the shared
+      directories DIR/s*, where they collide. Each
       process also keeps files of its own in DIR/p<N>, whose contents and
       xattrs it models and checks after every change to them. An error
       that a race explains (ENOENT, EEXIST, ENOTEMPTY, ...) counts; any
@@ -47,6 +47,7 @@ MAXLEN = 256 * 1024
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
 
@@ -135,6 +136,11 @@ class Worker:
     def op_exchange(self):
         check(libc.renameat2(AT_FDCWD, self.name().encode(), AT_FDCWD,
                              self.name().encode(), RENAME_EXCHANGE))
+
+    def op_whiteout(self):
+        # As an overlay's upper layer: a character device 0:0 is left.
+        check(libc.renameat2(AT_FDCWD, self.name().encode(), AT_FDCWD,
+                             self.name().encode(), RENAME_WHITEOUT))
 
     def op_link(self):
         os.link(self.name(), self.name())
@@ -325,8 +331,9 @@ class Worker:
                        for n, m in self.model.items()}, f)
 
     # --- the loop -----------------------------------------------------
-    OPS = [("create", 8), ("tmpfile", 2), ("mkdir", 4), ("rmdir", 3), ("unlink", 5),
-           ("rename", 6), ("exchange", 2), ("link", 3), ("symlink", 3),
+    OPS = [("create", 8), ("tmpfile", 2), ("mkdir", 4), ("rmdir", 3),
+           ("unlink", 5), ("rename", 6), ("exchange", 2), ("whiteout", 1),
+           ("link", 3), ("symlink", 3),
            ("readlink", 2), ("write", 8), ("read", 5), ("truncate", 3),
            ("punch", 2), ("setxattr", 3), ("getxattr", 2), ("listxattr", 2),
            ("removexattr", 2), ("setacl", 2), ("chmod", 2), ("chown", 2),

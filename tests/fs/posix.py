@@ -32,6 +32,7 @@ AT_FDCWD = -100
 AT_SYMLINK_NOFOLLOW = 0x100
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -688,6 +689,41 @@ def rename_errors(d):
     os.chmod(d, 0o777)
     uexpect(errno.EACCES, U1, G1, os.rename, d + "/ro/x", d + "/y")
     uexpect(errno.EACCES, U1, G1, os.rename, d + "/g", d + "/ro/y")
+
+
+@case
+def rename_whiteout(d):
+    # The old name becomes a whiteout, a character device 0:0 of mode 0
+    # owned by the caller (any user, since Linux 5.8); not with
+    # RENAME_EXCHANGE.
+    create(d + "/f")
+    create(d + "/g")
+    os.mkdir(d + "/sub")
+    expect(errno.EINVAL, renameat2, d + "/f", d + "/g",
+           RENAME_WHITEOUT | RENAME_EXCHANGE)
+    ino = os.stat(d + "/f").st_ino
+    expect(0, renameat2, d + "/f", d + "/g", RENAME_WHITEOUT)
+    check(os.stat(d + "/g").st_ino == ino, "the renamed file")
+    st = os.lstat(d + "/f")
+    check(stat.S_ISCHR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0 and
+          st.st_rdev == 0 and st.st_uid == 0 and st.st_nlink == 1,
+          "whiteout: mode %o, rdev %d, uid %d, %d links" % (
+              st.st_mode, st.st_rdev, st.st_uid, st.st_nlink))
+    nlink = os.stat(d).st_nlink
+    expect(0, renameat2, d + "/sub", d + "/sub2", RENAME_WHITEOUT)
+    check(stat.S_ISCHR(os.lstat(d + "/sub").st_mode) and
+          os.stat(d).st_nlink == nlink, "whiteout of a directory")
+    expect(errno.EEXIST, renameat2, d + "/g", d + "/f",
+           RENAME_WHITEOUT | RENAME_NOREPLACE)
+    os.chmod(d, 0o777)
+    uexpect(0, U1, G1, renameat2, d + "/g", d + "/h", RENAME_WHITEOUT)
+    st = os.lstat(d + "/g")
+    check(stat.S_ISCHR(st.st_mode) and (st.st_uid, st.st_gid) == (U1, G1),
+          "a user's whiteout: mode %o, owner %d:%d" % (
+              st.st_mode, st.st_uid, st.st_gid))
+    os.unlink(d + "/f")
+    check(sorted(os.listdir(d)) == ["g", "h", "sub", "sub2"],
+          "names: %s" % sorted(os.listdir(d)))
 
 
 @case
