@@ -437,6 +437,16 @@ struct fuse_dirbuf {
 	size_t size, len;
 };
 
+/* The entry fuse_add_direntry*() made takes @n bytes: 1 if they did not
+ * fit (nothing was written; the entry comes next time), else 0. */
+static int dirbuf_took(struct fuse_dirbuf *d, size_t n)
+{
+	if (n > d->size - d->len)
+		return 1;
+	d->len += n;
+	return 0;
+}
+
 static int fuse_filldir(void *arg, const char *name, size_t namelen,
 			uint64_t ino, uint32_t dtype, uint64_t next)
 {
@@ -449,14 +459,37 @@ static int fuse_filldir(void *arg, const char *name, size_t namelen,
 	st.st_mode = dtype << 12;
 	n = fuse_add_direntry(d->req, d->buf + d->len, d->size - d->len, name,
 			      &st, (off_t)next);
-	if (n > d->size - d->len)
-		return 1; /* full: this entry comes next time */
-	d->len += n;
-	return 0;
+	return dirbuf_took(d, n);
 }
 
-static void smr_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-			     off_t off, struct fuse_file_info *fi)
+static int fuse_filldir_plus(void *arg, const char *name, size_t namelen,
+			     uint64_t ino, uint32_t dtype,
+			     const struct smr_ns_attr *a, uint64_t next)
+{
+	struct fuse_dirbuf *d = arg;
+	struct fuse_entry_param e;
+	size_t n;
+
+	/* No attributes ("." and ".."): ino 0 makes the kernel leave the
+	 * entry alone. */
+	memset(&e, 0, sizeof(e));
+	if (a) {
+		e.ino = a->ino;
+		e.generation = a->gen;
+		attr_to_stat(a, &e.attr);
+		e.attr_timeout = SMR_FUSE_TIMEOUT;
+		e.entry_timeout = SMR_FUSE_TIMEOUT;
+	} else {
+		e.attr.st_ino = ino;
+		e.attr.st_mode = dtype << 12;
+	}
+	n = fuse_add_direntry_plus(d->req, d->buf + d->len, d->size - d->len,
+				   name, &e, (off_t)next);
+	return dirbuf_took(d, n);
+}
+
+static void fuse_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size,
+			     off_t off, bool plus)
 {
 	struct fuse_dirbuf d = { .req = req, .size = size };
 	int rc;
@@ -464,12 +497,29 @@ static void smr_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	d.buf = malloc(size ? size : 1);
 	if (!d.buf)
 		return reply_err(req, -ENOMEM);
-	rc = smr_ns_readdir(NS(req), ino, (uint64_t)off, fuse_filldir, &d);
+	rc = plus ? smr_ns_readdir_plus(NS(req), ino, (uint64_t)off,
+					fuse_filldir_plus, &d) :
+		    smr_ns_readdir(NS(req), ino, (uint64_t)off, fuse_filldir,
+				   &d);
 	if (rc)
 		reply_err(req, rc);
 	else
 		fuse_reply_buf(req, d.buf, d.len);
 	free(d.buf);
+}
+
+static void smr_fuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			     off_t off, struct fuse_file_info *fi)
+{
+	fuse_readdir_any(req, ino, size, off, false);
+}
+
+/* With attributes: a listing followed by a stat of each name (ls -l,
+ * find, du, rm -r) then costs no LOOKUP round trip per name. */
+static void smr_fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+				 off_t off, struct fuse_file_info *fi)
+{
+	fuse_readdir_any(req, ino, size, off, true);
 }
 
 static void smr_fuse_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -624,6 +674,7 @@ const struct fuse_lowlevel_ops smr_fuse_ops = {
 	.fsync = smr_fuse_fsync,
 	.opendir = smr_fuse_opendir,
 	.readdir = smr_fuse_readdir,
+	.readdirplus = smr_fuse_readdirplus,
 	.releasedir = smr_fuse_releasedir,
 	.fsyncdir = smr_fuse_fsyncdir,
 	.statfs = smr_fuse_statfs,

@@ -1019,8 +1019,22 @@ int smr_ns_opendir(struct smr_ns *ns, uint64_t ino)
 	return rc;
 }
 
+/* One entry of a batch of smr_ns_readdir_plus(). */
+struct ns_rdent {
+	uint64_t ino, next;
+	uint32_t dtype;
+	size_t len;
+	char name[SMR_NS_NAME_MAX + 1];
+};
+
+/* Entries are taken from the tree this many at a time, and their inodes
+ * looked up after (not from inside the tree's walk). */
+#define NS_RDPLUS_BATCH 64
+
 struct ns_readdir {
-	smr_ns_filldir_fn fill;
+	smr_ns_filldir_fn fill;         /* smr_ns_readdir */
+	struct ns_rdent *batch;         /* or smr_ns_readdir_plus */
+	unsigned int n;
 	void *arg;
 	int err;
 };
@@ -1033,6 +1047,7 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 		struct smr_ns_dirent_d d;
 		uint8_t b[NS_DIRENT_BUF + 1];
 	} v;
+	struct ns_rdent *e;
 	size_t nlen;
 
 	/* The engine's value may sit anywhere in a node: copy it to align. */
@@ -1047,8 +1062,16 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 		return rd->err;
 	}
 	v.b[len] = 0;
-	return rd->fill(rd->arg, (const char *)v.d.name, nlen,
-			le64toh(v.d.ino), v.d.dtype, key->offset);
+	if (rd->fill)
+		return rd->fill(rd->arg, (const char *)v.d.name, nlen,
+				le64toh(v.d.ino), v.d.dtype, key->offset);
+	e = &rd->batch[rd->n++];
+	e->ino = le64toh(v.d.ino);
+	e->next = key->offset;
+	e->dtype = v.d.dtype;
+	e->len = nlen;
+	memcpy(e->name, v.d.name, nlen + 1);
+	return rd->n == NS_RDPLUS_BATCH;
 }
 
 /* relatime: update atime only when it is not newer than mtime/ctime or is
@@ -1068,14 +1091,51 @@ void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
 	(void)ns_txn_end(ns, t, ns_inode_put(ns, t, ip));
 }
 
-int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
-		   smr_ns_filldir_fn fill, void *arg)
+/* Hand @fill the batch in @rd, each entry with its inode's attributes
+ * (none if the entry names no inode: the kernel then looks it up, which
+ * reports it); each entry taken counts a kernel lookup. 1 when @fill
+ * stopped, else 0 or an error. */
+static int ns_readdir_plus_batch(struct smr_ns *ns, struct ns_readdir *rd,
+				 smr_ns_filldir_plus_fn fill)
+{
+	struct smr_ns_attr attr;
+	struct ns_inode in;
+	int rc;
+
+	for (unsigned int i = 0; i < rd->n; i++) {
+		struct ns_rdent *e = &rd->batch[i];
+		bool have;
+
+		rc = ns_inode_get(ns, e->ino, &in);
+		if (rc && rc != -ENOENT)
+			return rc;
+		have = rc == 0;
+		if (have)
+			ns_inode_attr(ns, &in, &attr);
+		rc = fill(rd->arg, e->name, e->len, e->ino, e->dtype,
+			  have ? &attr : NULL, e->next);
+		if (rc)
+			return rc;
+		if (have)
+			ns_lookup_ref(ns, e->ino);
+	}
+	return 0;
+}
+
+static int ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
+		      smr_ns_filldir_fn fill, smr_ns_filldir_plus_fn fill_plus,
+		      void *arg)
 {
 	struct ns_readdir rd = { .fill = fill, .arg = arg };
 	struct smr_key from, to;
 	struct ns_inode in;
 	int rc;
 
+	if (fill_plus) {
+		rd.batch = malloc(NS_RDPLUS_BATCH * sizeof(*rd.batch));
+		if (!rd.batch)
+			return -ENOMEM;
+	}
 	pthread_mutex_lock(&ns->lock);
 	rc = ns_inode_get(ns, ino, &in);
 	if (rc)
@@ -1085,22 +1145,35 @@ int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
 		goto out;
 	}
 	if (cookie < 1) {
-		rc = fill(arg, ".", 1, ino, DT_DIR, 1);
+		rc = fill ? fill(arg, ".", 1, ino, DT_DIR, 1) :
+			    fill_plus(arg, ".", 1, ino, DT_DIR, NULL, 1);
 		if (rc)
 			goto out_stop;
 	}
 	if (cookie < 2) {
-		rc = fill(arg, "..", 2, in.parent, DT_DIR, 2);
+		rc = fill ? fill(arg, "..", 2, in.parent, DT_DIR, 2) :
+			    fill_plus(arg, "..", 2, in.parent, DT_DIR, NULL, 2);
 		if (rc)
 			goto out_stop;
 	}
-	from = ns_key(ino, SMR_NS_T_DIRINDEX,
-		      SMR_MAX(cookie + 1, (uint64_t)SMR_NS_FIRST_SEQ));
 	to = ns_key(ino, SMR_NS_T_DIRINDEX, UINT64_MAX);
-	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to, ns_readdir_item,
-			    &rd);
-	if (rd.err)
-		rc = rd.err;
+	do {
+		from = ns_key(ino, SMR_NS_T_DIRINDEX,
+			      SMR_MAX(cookie + 1, (uint64_t)SMR_NS_FIRST_SEQ));
+		rd.n = 0;
+		rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to,
+				    ns_readdir_item, &rd);
+		if (rd.err)
+			rc = rd.err;
+		if (rc < 0 || !fill_plus)
+			break;
+		rc = ns_readdir_plus_batch(ns, &rd, fill_plus);
+		/* A full batch stopped the walk, not the caller: go on. */
+		if (rc == 0 && rd.n < NS_RDPLUS_BATCH)
+			rc = 1;
+		if (rd.n)
+			cookie = rd.batch[rd.n - 1].next;
+	} while (rc == 0);
 out_stop:
 	if (rc == 1)
 		rc = 0;
@@ -1108,5 +1181,18 @@ out_stop:
 		ns_touch_atime_locked(ns, &in);
 out:
 	pthread_mutex_unlock(&ns->lock);
+	free(rd.batch);
 	return rc;
+}
+
+int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
+		   smr_ns_filldir_fn fill, void *arg)
+{
+	return ns_readdir(ns, ino, cookie, fill, NULL, arg);
+}
+
+int smr_ns_readdir_plus(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
+			smr_ns_filldir_plus_fn fill, void *arg)
+{
+	return ns_readdir(ns, ino, cookie, NULL, fill, arg);
 }

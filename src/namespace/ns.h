@@ -369,6 +369,21 @@ typedef int (*smr_ns_filldir_fn)(void *arg, const char *name, size_t namelen,
 int smr_ns_readdir(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
 		   smr_ns_filldir_fn fill, void *arg);
 
+/* As smr_ns_filldir_fn, with the entry's attributes: NULL for "." and
+ * "..", and for an entry that names no inode. */
+typedef int (*smr_ns_filldir_plus_fn)(void *arg, const char *name,
+				      size_t namelen, uint64_t ino,
+				      uint32_t dtype,
+				      const struct smr_ns_attr *attr,
+				      uint64_t next);
+/*
+ * smr_ns_readdir() with each entry's attributes (FUSE's READDIRPLUS): every
+ * entry with attributes that @fill takes counts one kernel lookup, as
+ * smr_ns_lookup() does, so the kernel forgets it like any other.
+ */
+int smr_ns_readdir_plus(struct smr_ns *ns, uint64_t ino, uint64_t cookie,
+			smr_ns_filldir_plus_fn fill, void *arg);
+
 struct smr_ns_statfs {
 	uint32_t bsize;
 	uint64_t blocks; /* capacity the allocator manages, in bsize */

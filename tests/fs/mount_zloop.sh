@@ -33,6 +33,30 @@ umount_fs "$M"
 note "remount: everything is there"
 mount_fs "$Z" "$M"
 python3 "$OPS" verify "$M" || fail "verify after remount"
+
+# A listing with attributes (READDIRPLUS) hands the kernel each inode, as a
+# lookup does: once the kernel forgets them, removed files are gone.
+if [ -w /proc/sys/vm/drop_caches ]; then
+	note "ls -l, rm -r: the inodes go once the kernel forgets them"
+	inodes() { python3 -c 'import os, sys; v = os.statvfs(sys.argv[1]); print(v.f_files - v.f_ffree)' "$M"; }
+	before=$(inodes)
+	mkdir "$M/rdplus" || fail "mkdir"
+	python3 -c 'import sys
+for i in range(300):
+    open("%s/rdplus/f%d" % (sys.argv[1], i), "w").write("x" * i)' "$M" ||
+		fail "300 files"
+	echo 3 >/proc/sys/vm/drop_caches
+	[ "$(ls -l "$M/rdplus" | grep -c '^-')" = 300 ] || fail "ls -l of 300 files"
+	[ "$(du -sb "$M/rdplus" | cut -f1)" -gt 0 ] || fail "du"
+	rm -r "$M/rdplus" || fail "rm -r"
+	echo 3 >/proc/sys/vm/drop_caches
+	i=0
+	while [ "$(inodes)" != "$before" ]; do
+		i=$((i + 1))
+		[ $i -le 50 ] || fail "$(inodes) inodes in use, $before before"
+		sleep 0.1
+	done
+fi
 umount_fs "$M"
 
 note "read-only"

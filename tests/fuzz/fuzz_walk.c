@@ -42,6 +42,22 @@ static int walk_fill(void *arg, const char *name, size_t namelen,
 	return 0;
 }
 
+/* The listing with attributes, as READDIRPLUS reads it: counted only. */
+static int walk_fill_plus(void *arg, const char *name, size_t namelen,
+			  uint64_t ino, uint32_t dtype,
+			  const struct smr_ns_attr *attr, uint64_t next)
+{
+	size_t *n = arg;
+
+	(void)name;
+	(void)namelen;
+	(void)ino;
+	(void)dtype;
+	(void)attr;
+	(void)next;
+	return ++*n == WALK_MAX_NAMES;
+}
+
 static void walk_xattrs(struct smr_ns *ns, const struct smr_ns_cred *cr,
 			uint64_t ino, bool change)
 {
@@ -101,7 +117,7 @@ void fuzz_ns_walk(struct smr_ns *ns, bool change)
 {
 	static const struct smr_ns_cred root = { .uid = 0 };
 	uint64_t dirs[WALK_MAX_DIRS];
-	size_t ndirs = 0, done = 0;
+	size_t ndirs = 0, done = 0, plus;
 	struct walk_dir d;
 	struct smr_ns_statfs sf;
 	uint64_t problems;
@@ -120,6 +136,8 @@ void fuzz_ns_walk(struct smr_ns *ns, bool change)
 		if (smr_ns_opendir(ns, dir) ||
 		    smr_ns_readdir(ns, dir, 0, walk_fill, &d) < 0)
 			continue;
+		plus = 0;
+		smr_ns_readdir_plus(ns, dir, 0, walk_fill_plus, &plus);
 		walk_xattrs(ns, &root, dir, change);
 		for (size_t i = 0; i < d.n; i++) {
 			const char *name = d.names[i].name;
