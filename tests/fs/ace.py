@@ -9,9 +9,11 @@ Usage: python3 ace.py [options] DEVICE MOUNTPOINT
 Each workload runs in a directory of its own on one filesystem (the
 earlier workloads' crash states stay, so later mounts also start from
 them). It makes a small file set (files a, b and d/c, directory d), makes
-it durable with fsync, then runs one to three operations from write (overwrite, append,
-unaligned, past the end), truncate, create, link, unlink, rename, mkdir,
-rmdir, symlink, punch hole, zero range and setxattr, with fsync or
+it durable with fsync, then runs one to three operations from write
+(overwrite, append, unaligned, past the end), truncate, create, an
+O_TMPFILE linked into place, link, unlink, rename (also with a whiteout
+left behind), mkdir, rmdir, symlink, punch hole, zero range and
+setxattr, with fsync or
 fdatasync of a file or a directory between and after them. Right after the
 last fsync returns the daemon gets SIGKILL. Then:
 
@@ -41,6 +43,7 @@ import hashlib
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -48,6 +51,9 @@ import time
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
 FALLOC_FL_ZERO_RANGE = 0x10
+RENAME_WHITEOUT = 4
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long,
@@ -85,20 +91,21 @@ LINKS = [("a", "d/la"), ("d/c", "lc"), ("n", "d/ln")]
 
 
 def choose_op(r):
-    kind = r.choice(["write", "write", "write", "trunc", "creat", "link",
-                     "unlink", "rename", "rename", "mkdir", "rmdir",
-                     "symlink", "punch", "zero", "setxattr"])
+    kind = r.choice(["write", "write", "write", "trunc", "creat",
+                     "tmpfile", "link", "unlink", "rename", "rename",
+                     "whiteout", "mkdir", "rmdir", "symlink", "punch",
+                     "zero", "setxattr"])
     if kind == "write":
         return (kind, r.choice(FILES), r.choice(RANGES))
     if kind == "trunc":
         return (kind, r.choice(FILES), r.choice(SIZES))
-    if kind == "creat":
+    if kind in ("creat", "tmpfile"):
         return (kind, r.choice(["n", "d/n"]))
     if kind == "link":
         return (kind,) + r.choice(LINKS)
     if kind == "unlink":
         return (kind, r.choice(["a", "b", "d/c", "n"]))
-    if kind == "rename":
+    if kind in ("rename", "whiteout"):
         return (kind,) + r.choice(RENAMES)
     if kind in ("mkdir", "rmdir"):
         return (kind, r.choice(["e", "d/e"]))
@@ -138,6 +145,10 @@ def run_op(w, op, tag):
     kind = op[0]
     p = lambda name: os.path.join(w, name)  # noqa: E731
     try:
+        if kind in ("write", "trunc", "punch", "zero", "setxattr", "fsync",
+                    "fdatasync") and \
+                stat.S_ISCHR(os.lstat(p(op[1])).st_mode):
+            return False  # a whiteout now: no file to work on
         if kind == "write":
             off, n = op[2]
             fd = os.open(p(op[1]), os.O_WRONLY)
@@ -156,12 +167,29 @@ def run_op(w, op, tag):
                 os.write(fd, pattern(tag, 2000))
             finally:
                 os.close(fd)
+        elif kind == "tmpfile":
+            # Written unnamed, then named: it appears whole or not at all.
+            fd = os.open(os.path.dirname(p(op[1])),
+                         os.O_TMPFILE | os.O_WRONLY, 0o644)
+            try:
+                os.write(fd, pattern(tag, 3000))
+                if libc.linkat(fd, b"", AT_FDCWD, os.fsencode(p(op[1])),
+                               AT_EMPTY_PATH) != 0:
+                    e = ctypes.get_errno()
+                    raise OSError(e, os.strerror(e))
+            finally:
+                os.close(fd)
         elif kind == "link":
             os.link(p(op[1]), p(op[2]))
         elif kind == "unlink":
             os.unlink(p(op[1]))
         elif kind == "rename":
             os.rename(p(op[1]), p(op[2]))
+        elif kind == "whiteout":
+            if libc.renameat2(AT_FDCWD, os.fsencode(p(op[1])), AT_FDCWD,
+                              os.fsencode(p(op[2])), RENAME_WHITEOUT) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, os.strerror(e))
         elif kind == "mkdir":
             os.mkdir(p(op[1]))
         elif kind == "rmdir":
@@ -224,6 +252,8 @@ def tree(w):
             st = os.lstat(path)
             if os.path.islink(path):
                 out[rel] = ("l", os.readlink(path))
+            elif stat.S_ISCHR(st.st_mode):  # a whiteout
+                out[rel] = ("c", st.st_rdev, st.st_mode)
             elif os.path.isdir(path):
                 out[rel] = ("d", st.st_mode & 0o7777)
             else:
