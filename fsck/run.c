@@ -1473,6 +1473,11 @@ static int fk_repair_ns(struct smr_cow *cow, struct smr_fsck_result *r)
 	if (rc)
 		return rc;
 	r->fixed += r->orphans;
+	rc = smr_ns_repair_acls(ns, &r->fixed);
+	if (rc) {
+		smr_ns_close(ns);
+		return rc;
+	}
 
 	/* 1. Entries: dangling ones dropped, missing halves restored. */
 	rc = fk_walk(cow, false, &w);

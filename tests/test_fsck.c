@@ -845,7 +845,10 @@ static struct smr_key key(uint64_t objid, uint8_t type, uint64_t off)
 }
 
 /* Set @ino's link count, or (@nlink UINT32_MAX) its size to @size. */
-static void set_inode(uint64_t ino, uint32_t nlink, uint64_t size)
+enum inode_field { F_NLINK, F_SIZE, F_MODE };
+
+/* Set one field of inode @ino's item, behind the namespace's back. */
+static void set_inode(uint64_t ino, enum inode_field field, uint64_t value)
 {
 	struct smr_key k = key(ino, SMR_NS_T_INODE, 0);
 	struct smr_ns_inode_d d;
@@ -855,10 +858,12 @@ static void set_inode(uint64_t ino, uint32_t nlink, uint64_t size)
 
 	SMR_ASSERT_OK(fs_open(&f, false));
 	SMR_ASSERT_OK(smr_bt_lookup(f.cow, SMR_TREE_FS, &k, &d, &len));
-	if (nlink == UINT32_MAX)
-		d.size = htole64(size);
+	if (field == F_SIZE)
+		d.size = htole64(value);
+	else if (field == F_NLINK)
+		d.nlink = htole32((uint32_t)value);
 	else
-		d.nlink = htole32(nlink);
+		d.mode = htole32((uint32_t)value);
 	SMR_ASSERT_OK(smr_txn_begin(f.cow, &t));
 	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
 	smr_txn_end(t);
@@ -867,7 +872,7 @@ static void set_inode(uint64_t ino, uint32_t nlink, uint64_t size)
 
 static void set_nlink(uint64_t ino, uint32_t nlink)
 {
-	set_inode(ino, nlink, 0);
+	set_inode(ino, F_NLINK, nlink);
 }
 
 /* Directories keep size 0: the root's and a subdirectory's set. */
@@ -878,8 +883,8 @@ static void test_dirsize(void)
 	struct fs f;
 
 	populate(K_FILE, 0);
-	set_inode(ROOT, UINT32_MAX, 123456);
-	set_inode(ino_sub, UINT32_MAX, 4096);
+	set_inode(ROOT, F_SIZE, 123456);
+	set_inode(ino_sub, F_SIZE, 4096);
 	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
 	CU_ASSERT_EQUAL(r.problems, 2);
 	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
@@ -909,6 +914,50 @@ static void test_nlink(void)
 	CU_ASSERT_EQUAL(a.nlink, 2);
 	SMR_ASSERT_OK(smr_ns_getattr(f.ns, ino_d, &a));
 	CU_ASSERT_EQUAL(a.nlink, 3);
+	fs_close(&f);
+	mounts_clean();
+}
+
+/*
+ * An access ACL out of step with the mode (the mode changed behind the
+ * namespace's back): fsck -y sets the ACL's owner, group class and other
+ * from the mode, as a chmod does, and keeps the named entry.
+ */
+static void test_acl(void)
+{
+	/* user::rw- user:1000:rw- group::r-- mask::rw- other::r-- */
+	static const uint8_t acl[] = {
+		2, 0, 0, 0,
+		0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		0x02, 0, 6, 0, 0xe8, 0x03, 0, 0,
+		0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	};
+	const char *name = "system.posix_acl_access";
+	uint8_t got[sizeof(acl) + 8], want[sizeof(acl)];
+	struct smr_ns_attr a;
+	struct fs f;
+
+	populate(K_FILE, 0);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	smr_ns_set_acl(f.ns, true);
+	SMR_ASSERT_OK(smr_ns_setxattr(f.ns, &cr, ino_f1, name, acl,
+				      sizeof(acl), 0));
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	fs_close(&f);
+	set_inode(ino_f1, F_MODE, S_IFREG | 0640);
+	check_repair_clean();
+	SMR_ASSERT_OK(fs_open(&f, true));
+	smr_ns_set_acl(f.ns, true);
+	SMR_ASSERT_OK(smr_ns_getattr(f.ns, ino_f1, &a));
+	CU_ASSERT_EQUAL(a.mode, S_IFREG | 0640);
+	memcpy(want, acl, sizeof(acl));
+	want[4 + 3 * 8 + 2] = 4; /* the mask: the mode's group r-- */
+	want[4 + 4 * 8 + 2] = 0; /* other: --- */
+	CU_ASSERT_EQUAL(smr_ns_getxattr(f.ns, &cr, ino_f1, name, got,
+					sizeof(got)), (ssize_t)sizeof(acl));
+	CU_ASSERT(!memcmp(got, want, sizeof(want)));
 	fs_close(&f);
 	mounts_clean();
 }
@@ -1840,7 +1889,7 @@ static void test_messages(void)
 	struct smr_fsck_result r;
 
 	populate(K_FILE, 0);
-	set_inode(ino_f2, UINT32_MAX, 100);
+	set_inode(ino_f2, F_SIZE, 100);
 	set_nlink(ino_empty, 5);
 	logged[0] = 0;
 	smr_log_set_sink(log_capture);
@@ -1867,6 +1916,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "node_root", test_node_root },
 	{ "fill", test_fill },
 	{ "nlink", test_nlink },
+	{ "acl", test_acl },
 	{ "dirsize", test_dirsize },
 	{ "missing_inode", test_missing_inode },
 	{ "dangling", test_dangling },

@@ -419,3 +419,126 @@ void ns_acl_new_free(struct ns_acl_new *an)
 	free(an->acc);
 	memset(an, 0, sizeof(*an));
 }
+
+/* ========================================================================
+ * Repair (fsck.smrfs -y)
+ * ======================================================================== */
+
+/* An ACL xattr the walk found: inode and NS_ACL_* type. */
+struct acl_found {
+	uint64_t ino;
+	int type;
+};
+
+struct acl_walk {
+	struct acl_found *v;
+	size_t n, cap;
+};
+
+static int acl_walk_item(void *arg, const struct smr_key *k, const void *val,
+			 size_t len)
+{
+	struct acl_walk *w = arg;
+	char name[SMR_NS_XATTR_NAME_MAX + 1];
+	struct smr_ns_xattr_d d;
+	size_t nlen;
+	int type;
+
+	if (k->type != SMR_NS_T_XATTR || len < sizeof(d))
+		return 0;
+	memcpy(&d, val, sizeof(d));
+	nlen = le16toh(d.name_len);
+	if (nlen > SMR_NS_XATTR_NAME_MAX || len < sizeof(d) + nlen)
+		return 0;
+	memcpy(name, (const uint8_t *)val + sizeof(d), nlen);
+	name[nlen] = 0;
+	type = ns_acl_type(name);
+	if (!type)
+		return 0;
+	if (smr_array_grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v)))
+		return -ENOMEM;
+	w->v[w->n++] = (struct acl_found){ .ino = k->objid, .type = type };
+	return 0;
+}
+
+/* Bring the ACL @f found to what ns_acl_stored_wrong() wants of it; what
+ * was done in *@what, NULL if nothing. Namespace lock held. */
+static int acl_repair_one(struct smr_ns *ns, struct smr_txn *t,
+			  const struct acl_found *f, const char **what)
+{
+	const char *name = f->type == NS_ACL_ACCESS ? ACL_ACCESS_NAME :
+						      ACL_DEFAULT_NAME;
+	struct ns_inode in;
+	uint8_t *v = NULL;
+	bool keep = false, equiv;
+	ssize_t len;
+	int n, rc;
+
+	*what = NULL;
+	rc = ns_inode_get(ns, f->ino, &in);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc; /* fsck drops its items */
+	len = ns_xattr_dup_locked(ns, f->ino, name, &v);
+	if (len < 0)
+		return len == -ENODATA ? 0 : (int)len;
+	n = acl_check(v, (size_t)len);
+	if (S_ISLNK(in.mode) ||
+	    (f->type == NS_ACL_DEFAULT && !S_ISDIR(in.mode))) {
+		*what = "dropped: the node can have none";
+	} else if (n <= 0) {
+		*what = n ? "dropped: it does not parse" : "dropped: it is empty";
+	} else if (f->type == NS_ACL_ACCESS &&
+		   acl_mode(v, (unsigned int)n, &equiv) != (in.mode & 0777)) {
+		/* As a chmod to the mode, which is what the kernel was told;
+		 * one that then says no more than it goes. */
+		acl_chmod(v, (unsigned int)n, in.mode);
+		acl_mode(v, (unsigned int)n, &equiv);
+		keep = !equiv;
+		*what = keep ? "set from the mode" :
+			       "dropped: set from the mode, it says no more";
+	} else if (f->type == NS_ACL_ACCESS && equiv) {
+		*what = "dropped: it says no more than the mode";
+	}
+	if (keep)
+		rc = ns_xattr_put_locked(ns, t, f->ino, name, v, (size_t)len);
+	else if (*what)
+		rc = ns_xattr_remove_locked(ns, t, f->ino, name);
+	free(v);
+	return rc;
+}
+
+int smr_ns_repair_acls(struct smr_ns *ns, uint64_t *fixed)
+{
+	struct smr_key from = ns_key(0, 0, 0),
+		       to = ns_key(UINT64_MAX, UINT8_MAX, UINT64_MAX);
+	struct acl_walk w = { 0 };
+	int rc;
+
+	/* Found first, repaired after: nothing changes the tree under the
+	 * walk's shared lock. */
+	pthread_mutex_lock(&ns->lock);
+	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to, acl_walk_item,
+			    &w);
+	for (size_t i = 0; rc == 0 && i < w.n; i++) {
+		const char *what;
+		struct smr_txn *t;
+
+		if (i && w.v[i].ino == w.v[i - 1].ino &&
+		    w.v[i].type == w.v[i - 1].type)
+			continue; /* a value in several parts */
+		rc = ns_txn_begin(ns, &t);
+		if (rc)
+			break;
+		rc = ns_txn_end(ns, t, acl_repair_one(ns, t, &w.v[i], &what));
+		if (!rc && what) {
+			smr_info("inode %llu: %s %s", (unsigned long long)w.v[i].ino,
+				 w.v[i].type == NS_ACL_ACCESS ? ACL_ACCESS_NAME :
+								ACL_DEFAULT_NAME,
+				 what);
+			++*fixed;
+		}
+	}
+	pthread_mutex_unlock(&ns->lock);
+	free(w.v);
+	return rc;
+}

@@ -354,7 +354,7 @@ static void ck_acl(struct ck *ck, const struct ck_inode *ci, const void *val,
 	else
 		wrong = NULL;
 	if (wrong)
-		ck_report(ck, false, "inode %llu: %s %s",
+		ck_report(ck, true, "inode %llu: %s %s",
 			  (unsigned long long)ci->ino, name, wrong);
 }
 

@@ -446,6 +446,15 @@ int smr_ns_removexattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 int smr_ns_check(struct smr_ns *ns, uint64_t *nr_problems);
 
 /*
+ * fsck.smrfs -y: bring every stored POSIX ACL to what smr_ns_check()
+ * wants of it, each in a transaction of its own: one on a node that can
+ * have none, or that does not parse, goes; an access ACL out of step with
+ * the mode is set from the mode, as a chmod would (and goes if it then
+ * says no more than the mode). Adds the ACLs changed to *@fixed.
+ */
+int smr_ns_repair_acls(struct smr_ns *ns, uint64_t *fixed);
+
+/*
  * Call @fn for every data extent the namespace references, in key order
  * (inode, then file offset), with the device range it maps; for fsck's
  * space audit. @fn runs under the engine's shared lock and must not call

@@ -241,6 +241,9 @@ int ns_xattr_free_all_locked(struct smr_ns *ns, struct smr_txn *t,
  * or -ENODATA absent, or an error. One lookup. */
 ssize_t ns_xattr_dup_locked(struct smr_ns *ns, uint64_t ino, const char *name,
 			    uint8_t **vp);
+/* Remove an xattr: -ENODATA if there is none. */
+int ns_xattr_remove_locked(struct smr_ns *ns, struct smr_txn *t,
+			   uint64_t ino, const char *name);
 /* Set an xattr, whether or not it exists. */
 int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 			const char *name, const void *value, size_t size);

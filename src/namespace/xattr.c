@@ -291,6 +291,17 @@ int ns_xattr_put_locked(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	return ns_xa_replace(ns, t, ino, name, value, size, rc ? NULL : &xa);
 }
 
+int ns_xattr_remove_locked(struct smr_ns *ns, struct smr_txn *t,
+			   uint64_t ino, const char *name)
+{
+	struct ns_xa xa;
+	int rc = ns_xa_find(ns, ino, name, &xa);
+
+	if (rc)
+		return rc == -ENOENT ? -ENODATA : rc;
+	return ns_xa_delete(ns, t, ino, &xa);
+}
+
 int smr_ns_setxattr(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		    uint64_t ino, const char *name, const void *value,
 		    size_t size, int flags)
