@@ -35,6 +35,8 @@ enum cr_kind {
 	CR_SYNC,
 	CR_CLEAN,    /* the cleaner, synchronously: up to len zones */
 	CR_ORPHAN,   /* open a and unlink it, left open: an orphan */
+	CR_TMPFILE,  /* O_TMPFILE in a's directory, len bytes, linked as a */
+	CR_WHITEOUT, /* a -> b, a whiteout left at a (RENAME_WHITEOUT) */
 	CR_NR_KINDS
 };
 

@@ -139,11 +139,28 @@ int cr_op_run(struct cr_fs *fs, const struct cr_op *op, uint64_t seed)
 			return smr_ns_rmdir(fs->ns, &cr_root, dir, leaf);
 		return smr_ns_unlink(fs->ns, &cr_root, dir, leaf);
 	case CR_RENAME:
+	case CR_WHITEOUT:
 		rc = cr_parent(fs, op->a, &dir, leaf);
 		if (!rc)
 			rc = cr_parent(fs, op->b, &dir2, leaf2);
 		return rc ? rc : smr_ns_rename(fs->ns, &cr_root, dir, leaf,
-					       dir2, leaf2, 0);
+					       dir2, leaf2,
+					       op->kind == CR_WHITEOUT ?
+						       SMR_NS_RENAME_WHITEOUT :
+						       0);
+	case CR_TMPFILE:
+		/* Written unnamed, then named: it appears whole or not at
+		 * all. */
+		rc = cr_parent(fs, op->a, &dir, leaf);
+		if (!rc)
+			rc = smr_ns_tmpfile(fs->ns, &cr_root, dir, 0644, &a);
+		if (rc)
+			return rc;
+		rc = cr_write(fs, a.ino, 0, op->len, seed);
+		if (!rc)
+			rc = smr_ns_link(fs->ns, a.ino, dir, leaf, NULL);
+		smr_ns_release(fs->ns, a.ino);
+		return rc;
 	default:
 		break;
 	}
@@ -208,6 +225,7 @@ static const char *const cr_kind_names[CR_NR_KINDS] = {
 	[CR_RMXATTR] = "removexattr", [CR_FALLOC] = "fallocate",
 	[CR_CHMOD] = "chmod", [CR_FSYNC] = "fsync", [CR_SYNC] = "sync",
 	[CR_CLEAN] = "clean", [CR_ORPHAN] = "open+unlink",
+	[CR_TMPFILE] = "tmpfile+link", [CR_WHITEOUT] = "rename+whiteout",
 };
 
 void cr_op_str(const struct cr_op *op, char *buf, size_t size)
@@ -236,6 +254,9 @@ void cr_op_str(const struct cr_op *op, char *buf, size_t size)
 	case CR_SETXATTR:
 		snprintf(buf, size, "%s %s %s %" PRIu64, k, op->a, op->b,
 			 op->len);
+		break;
+	case CR_TMPFILE:
+		snprintf(buf, size, "%s %s %" PRIu64, k, op->a, op->len);
 		break;
 	case CR_SYNC:
 		snprintf(buf, size, "%s", k);
@@ -693,10 +714,21 @@ void cr_random_workload(struct cr_workload *w, uint64_t seed, size_t n)
 			o.b = CR_PICK(cr_files, &s);
 			break;
 		case 9:
-			o.kind = smr_test_rand(&s) % 3 ? CR_UNLINK : CR_ORPHAN;
+			switch (smr_test_rand(&s) % 4) {
+			case 0:
+				o.kind = CR_ORPHAN;
+				break;
+			case 1:
+				o.kind = CR_TMPFILE;
+				o.len = 1 + smr_test_rand(&s) % 20000;
+				break;
+			default:
+				o.kind = CR_UNLINK;
+			}
 			break;
 		case 10:
-			o.kind = CR_RENAME;
+			o.kind = smr_test_rand(&s) % 4 ? CR_RENAME :
+							 CR_WHITEOUT;
 			if (smr_test_rand(&s) % 4 == 0) {
 				o.a = CR_PICK(cr_dirs, &s);
 				o.b = CR_PICK(cr_dirs, &s);
