@@ -38,7 +38,8 @@ extern const struct fuse_lowlevel_ops smr_fuse_ops;
 /*
  * Put the session's I/O through hooks (session_io.c), after
  * fuse_session_mount(): they ask the kernel for FUSE_HANDLE_KILLPRIV_V2,
- * and pass O_TMPFILE on as a CREATE of SMR_FUSE_TMPFILE_NAME. 0, or -1 as
+ * pass O_TMPFILE on as a CREATE of SMR_FUSE_TMPFILE_NAME, and answer
+ * FUSE_STATX (birth times) themselves. 0, or -1 as
  * fuse_session_custom_io().
  */
 int smr_fuse_session_hooks(struct fuse_session *se);

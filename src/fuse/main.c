@@ -739,8 +739,8 @@ int main(int argc, char **argv)
 	}
 	if (smr_fuse_session_hooks(se))
 		smr_warn("cannot hook the FUSE session's I/O: every write "
-			 "costs the kernel's capability check, and O_TMPFILE "
-			 "is not supported");
+			 "costs the kernel's capability check, and neither "
+			 "O_TMPFILE nor birth times are supported");
 	if (!mo.foreground) {
 		openlog(PROG, LOG_PID, LOG_DAEMON);
 		smr_log_set_sink(syslog_sink);

@@ -19,14 +19,120 @@
  * EOPNOTSUPP. The read hook makes it a CREATE of "/", a name no real
  * CREATE can carry, which smr_fuse_create() takes for a file without a
  * name (smr_ns_tmpfile).
+ *
+ * Birth times. statx(2) asking for more than the basic fields (stat(1)
+ * asks for the birth time) reaches the daemon as FUSE_STATX (Linux 6.6);
+ * libfuse 3.14 has no operation for it and answers ENOSYS, after which the
+ * kernel never asks again and reports no birth time. The read hook
+ * answers it from the namespace itself and reads on.
  */
 #include "fuse/fuse_ops.h"
 
 #include <linux/fuse.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+/* FUSE_STATX and its structures, as the protocol (7.39) lays them out:
+ * Debian 12's <linux/fuse.h> predates them. */
+#define SIO_FUSE_STATX 52
+
+struct sio_sx_time {
+	int64_t tv_sec;
+	uint32_t tv_nsec;
+	int32_t reserved;
+};
+
+struct sio_statx_in {
+	uint32_t getattr_flags;
+	uint32_t reserved;
+	uint64_t fh;
+	uint32_t sx_flags;
+	uint32_t sx_mask;
+};
+
+struct sio_statx {
+	uint32_t mask;
+	uint32_t blksize;
+	uint64_t attributes;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint16_t mode;
+	uint16_t spare0;
+	uint64_t ino;
+	uint64_t size;
+	uint64_t blocks;
+	uint64_t attributes_mask;
+	struct sio_sx_time atime, btime, ctime, mtime;
+	uint32_t rdev_major, rdev_minor;
+	uint32_t dev_major, dev_minor;
+	uint64_t spare2[14];
+};
+
+struct sio_statx_out {
+	uint64_t attr_valid;
+	uint32_t attr_valid_nsec;
+	uint32_t flags;
+	uint64_t spare[2];
+	struct sio_statx stat;
+};
+
+_Static_assert(sizeof(struct sio_statx_in) == 24, "fuse_statx_in");
+_Static_assert(sizeof(struct sio_statx) == 256, "fuse_statx");
+_Static_assert(sizeof(struct sio_statx_out) == 288, "fuse_statx_out");
+
+static void io_sx_time(struct sio_sx_time *t, const struct timespec *ts)
+{
+	t->tv_sec = ts->tv_sec;
+	t->tv_nsec = (uint32_t)ts->tv_nsec;
+}
+
+/* Answer the FUSE_STATX request @in (@n bytes) on @fd: every basic field
+ * and the birth time. False, and nothing sent, if it is too short. */
+static bool io_statx(int fd, ssize_t n, const struct fuse_in_header *in,
+		     struct smr_fuse_data *d)
+{
+	struct fuse_out_header out = { .unique = in->unique };
+	struct sio_statx_out o;
+	struct sio_statx *sx = &o.stat;
+	struct iovec iov[2] = { { &out, sizeof(out) }, { &o, sizeof(o) } };
+	struct smr_ns_attr a;
+	int rc;
+
+	if ((size_t)n < sizeof(*in) + sizeof(struct sio_statx_in))
+		return false;
+	memset(&o, 0, sizeof(o));
+	rc = smr_ns_getattr(d->ns, in->nodeid, &a);
+	if (!rc) {
+		o.attr_valid = (uint64_t)SMR_FUSE_TIMEOUT;
+		sx->mask = STATX_BASIC_STATS | STATX_BTIME;
+		sx->blksize = a.blksize;
+		sx->nlink = a.nlink;
+		sx->uid = a.uid;
+		sx->gid = a.gid;
+		sx->mode = (uint16_t)a.mode;
+		sx->ino = a.ino;
+		sx->size = a.size;
+		sx->blocks = a.blocks;
+		io_sx_time(&sx->atime, &a.atime);
+		io_sx_time(&sx->btime, &a.crtime);
+		io_sx_time(&sx->ctime, &a.ctime);
+		io_sx_time(&sx->mtime, &a.mtime);
+		sx->rdev_major = major(a.rdev);
+		sx->rdev_minor = minor(a.rdev);
+	}
+	out.error = rc;
+	out.len = (uint32_t)(sizeof(out) + (rc ? 0 : sizeof(o)));
+	/* As libfuse's replies: a request the kernel no longer waits for
+	 * (interrupted) fails here, and that is all. */
+	(void)writev(fd, iov, rc ? 1 : 2);
+	return true;
+}
 
 /* A FUSE_TMPFILE request of @n bytes made a CREATE of "/", if it has
  * exactly the form of one (else libfuse refuses it). */
@@ -46,13 +152,18 @@ static void io_tmpfile(void *buf, ssize_t n, struct fuse_in_header *in)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct smr_fuse_data *d = userdata;
-	ssize_t n = read(fd, buf, len);
 	struct fuse_in_header in;
 	struct fuse_init_in init;
+	ssize_t n;
 
-	if (n < (ssize_t)sizeof(in))
-		return n;
-	memcpy(&in, buf, sizeof(in));
+	for (;;) {
+		n = read(fd, buf, len);
+		if (n < (ssize_t)sizeof(in))
+			return n;
+		memcpy(&in, buf, sizeof(in));
+		if (in.opcode != SIO_FUSE_STATX || !io_statx(fd, n, &in, d))
+			break;
+	}
 	if (in.opcode == FUSE_TMPFILE)
 		io_tmpfile(buf, n, &in);
 	if (in.opcode != FUSE_INIT ||

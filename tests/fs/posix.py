@@ -18,6 +18,7 @@ import os
 import pickle
 import stat
 import struct
+import subprocess
 import sys
 import time
 
@@ -172,6 +173,11 @@ def symlink_loop(d):
 
 def mode_of(p):
     return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+def kernel_at_least(major, minor):
+    rel = os.uname().release.split("-")[0].split(".")
+    return tuple(int(x) for x in rel[:2]) >= (major, minor)
 
 
 def write_file(p, data):
@@ -1590,9 +1596,7 @@ def tmpfile(d):
     try:
         fd = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o666)
     except OSError as e:
-        old = tuple(int(x) for x in
-                    os.uname().release.split("-")[0].split(".")[:2]) < (6, 1)
-        check(e.errno == errno.EOPNOTSUPP and old,
+        check(e.errno == errno.EOPNOTSUPP and not kernel_at_least(6, 1),
               "O_TMPFILE: %s" % ename(e.errno))
         return
     try:
@@ -1623,6 +1627,34 @@ def tmpfile(d):
         os.close(fd)
     check(sorted(os.listdir(d)) == ["again", "named"],
           "names: %s" % sorted(os.listdir(d)))
+
+
+@case
+def birth_time(d):
+    # statx's birth time (stat(1) asks for it): set when the file is made,
+    # kept by writes and renames. FUSE passes the request on since Linux
+    # 6.6; before, no filesystem of it has one.
+    def birth(p):
+        out = subprocess.run(["stat", "-c", "%W", p], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        return int(out) if out.isdigit() else 0
+
+    f = d + "/f"
+    before = int(time.time())
+    create(f)
+    b = birth(f)
+    if b == 0 and not kernel_at_least(6, 6):
+        return
+    check(before - 1 <= b <= int(time.time()) + 1,
+          "birth time %d, made at %d" % (b, before))
+    time.sleep(1.1)
+    write_file(f, b"later")
+    os.rename(f, d + "/g")
+    check(birth(d + "/g") == b, "birth time %d after a write and a rename, "
+          "%d before" % (birth(d + "/g"), b))
+    check(os.stat(d + "/g").st_mtime > b, "mtime not after the birth")
+    os.mkdir(d + "/sub")
+    check(birth(d + "/sub") >= b, "a directory's birth time")
 
 
 @case
