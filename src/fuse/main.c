@@ -58,6 +58,7 @@ struct mount_opts {
 	bool gc_off;
 	bool noacl;
 	int gc_policy;     /* enum smr_cow_gc_policy */
+	int log_level;     /* enum smr_log_level; 0: the default */
 	unsigned int gc_low, gc_high;
 	char *fsname;      /* owned */
 	char *subtype;     /* owned */
@@ -101,6 +102,8 @@ static void usage(FILE *f)
 		"                   (default gc_low + 1 plus 16 MiB of zones,\n"
 		"                   1 to a 64th of them); both below the\n"
 		"                   device's number of zones\n"
+		"     log=LEVEL     what the daemon logs: error, warning, info\n"
+		"                   (the default) or debug; -d logs debug\n"
 		"     allow_other   let other users see the files (FUSE option;\n"
 		"                   on by default when root mounts)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
@@ -229,6 +232,27 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 				mo->gc_low = (unsigned int)v;
 			else
 				mo->gc_high = (unsigned int)v;
+		} else if (!strncmp(o, "log=", 4)) {
+			static const struct {
+				const char *name;
+				int level;
+			} levels[] = {
+				{ "error", SMR_LOG_ERR },
+				{ "warning", SMR_LOG_WARN },
+				{ "info", SMR_LOG_INFO },
+				{ "debug", SMR_LOG_DEBUG },
+			};
+
+			mo->log_level = 0;
+			for (size_t i = 0; i < SMR_ARRAY_SIZE(levels); i++)
+				if (!strcmp(o + 4, levels[i].name))
+					mo->log_level = levels[i].level;
+			if (!mo->log_level) {
+				fprintf(stderr,
+					PROG ": bad log level '%s' (error, warning, info, debug)\n",
+					o + 4);
+				rc = -EINVAL;
+			}
 		} else if (!strncmp(o, "fsname=", 7)) {
 			free(mo->fsname);
 			mo->fsname = strdup(o + 7);
@@ -697,6 +721,8 @@ int main(int argc, char **argv)
 	}
 	if (mo.debug)
 		smr_log_set_level(SMR_LOG_DEBUG);
+	else if (mo.log_level)
+		smr_log_set_level((enum smr_log_level)mo.log_level);
 	if (smr_failpoint_init())
 		goto out_opts;
 #ifdef SMR_FUSE_FAULT

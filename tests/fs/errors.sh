@@ -20,6 +20,8 @@ expect_fail "unknown option" "$MOUNT" "$T/x" "$M" --bogus
 expect_fail "bad commit=" "$MOUNT" "$T/x" "$M" -o commit=soon
 grep -q "commit" "$T/out" || fail "commit= message: $(cat "$T/out")"
 expect_fail "bad cache=" "$MOUNT" "$T/x" "$M" -o cache=lots
+expect_fail "bad log=" "$MOUNT" "$T/x" "$M" -o log=loud
+grep -q "bad log level 'loud'" "$T/out" || fail "log= message: $(cat "$T/out")"
 expect_fail "gc_high not above gc_low" "$MOUNT" "$T/x" "$M" -o gc_low=8,gc_high=8
 grep -q "gc_high (8) must be above gc_low (8)" "$T/out" ||
 	fail "gc_high message: $(cat "$T/out")"

@@ -55,6 +55,14 @@ for i in 1 2 3 4; do
 done
 rm -r "$M/tree" || fail "rm -r"
 umount_fs "$M"
+grep -q "mounted on" "$T/daemon.err" ||
+	fail "no mount line logged: $(cat "$T/daemon.err")"
+
+note "log=error: no line but errors"
+mount_fs "$IMG" "$M" log=error
+python3 "$OPS" verify "$M" || fail "verify with log=error"
+umount_fs "$M"
+[ ! -s "$T/daemon.err" ] || fail "log=error logged: $(cat "$T/daemon.err")"
 
 # A loop device has 512-byte sectors, so mkfs makes 512-byte blocks on it;
 # its backing file (4096 by default) mounts at the filesystem's block size.
