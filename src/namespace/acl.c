@@ -49,6 +49,39 @@ int ns_acl_type(const char *name)
 	return 0;
 }
 
+const char *ns_acl_name(int type)
+{
+	return type == NS_ACL_ACCESS ? ACL_ACCESS_NAME : ACL_DEFAULT_NAME;
+}
+
+int ns_acl_item(const struct smr_key *k, const void *val, size_t len,
+		const void **value, size_t *size)
+{
+	char name[SMR_NS_XATTR_NAME_MAX + 1];
+	struct smr_ns_xattr_d d;
+	size_t nlen;
+	int type;
+
+	/* Only the first item of an xattr holds its name. */
+	if (k->type != SMR_NS_T_XATTR || (k->offset & 0xff) ||
+	    len < sizeof(d))
+		return 0;
+	memcpy(&d, val, sizeof(d));
+	nlen = le16toh(d.name_len);
+	if (nlen > SMR_NS_XATTR_NAME_MAX || len < sizeof(d) + nlen)
+		return 0;
+	memcpy(name, (const uint8_t *)val + sizeof(d), nlen);
+	name[nlen] = 0;
+	type = ns_acl_type(name);
+	*value = NULL;
+	*size = 0;
+	if (type && len == sizeof(d) + nlen + le32toh(d.value_len)) {
+		*value = (const uint8_t *)val + sizeof(d) + nlen;
+		*size = len - sizeof(d) - nlen;
+	}
+	return type;
+}
+
 void smr_ns_set_acl(struct smr_ns *ns, bool on)
 {
 	pthread_mutex_lock(&ns->lock);
@@ -204,19 +237,38 @@ static uint32_t acl_mode(const uint8_t *v, unsigned int n, bool *equiv)
 	return mode;
 }
 
-const char *ns_acl_stored_wrong(const char *name, const void *value,
-				size_t size, uint32_t mode)
+enum ns_acl_fault ns_acl_fault(int type, const void *value, size_t size,
+			       uint32_t mode)
 {
-	int n = acl_check(value, size);
 	bool equiv;
+	int n;
 
+	if (S_ISLNK(mode) || (type == NS_ACL_DEFAULT && !S_ISDIR(mode)))
+		return NS_ACL_MISPLACED;
+	if (!value)
+		return NS_ACL_FINE;
+	n = acl_check(value, size);
 	if (n <= 0)
-		return n ? "does not parse" : "is empty";
-	if (ns_acl_type(name) != NS_ACL_ACCESS)
-		return NULL;
+		return n ? NS_ACL_UNPARSED : NS_ACL_EMPTY;
+	if (type != NS_ACL_ACCESS)
+		return NS_ACL_FINE;
 	if (acl_mode(value, (unsigned int)n, &equiv) != (mode & 0777))
-		return "disagrees with the mode";
-	return equiv ? "says no more than the mode" : NULL;
+		return NS_ACL_OUT_OF_STEP;
+	return equiv ? NS_ACL_REDUNDANT : NS_ACL_FINE;
+}
+
+const char *ns_acl_fault_str(enum ns_acl_fault f)
+{
+	static const char *const what[] = {
+		[NS_ACL_FINE] = "is fine",
+		[NS_ACL_MISPLACED] = "on a node that can have none",
+		[NS_ACL_UNPARSED] = "does not parse",
+		[NS_ACL_EMPTY] = "is empty",
+		[NS_ACL_OUT_OF_STEP] = "disagrees with the mode",
+		[NS_ACL_REDUNDANT] = "says no more than the mode",
+	};
+
+	return what[f];
 }
 
 /*
@@ -439,20 +491,10 @@ static int acl_walk_item(void *arg, const struct smr_key *k, const void *val,
 			 size_t len)
 {
 	struct acl_walk *w = arg;
-	char name[SMR_NS_XATTR_NAME_MAX + 1];
-	struct smr_ns_xattr_d d;
-	size_t nlen;
-	int type;
+	const void *value;
+	size_t size;
+	int type = ns_acl_item(k, val, len, &value, &size);
 
-	if (k->type != SMR_NS_T_XATTR || len < sizeof(d))
-		return 0;
-	memcpy(&d, val, sizeof(d));
-	nlen = le16toh(d.name_len);
-	if (nlen > SMR_NS_XATTR_NAME_MAX || len < sizeof(d) + nlen)
-		return 0;
-	memcpy(name, (const uint8_t *)val + sizeof(d), nlen);
-	name[nlen] = 0;
-	type = ns_acl_type(name);
 	if (!type)
 		return 0;
 	if (smr_array_grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v)))
@@ -461,48 +503,39 @@ static int acl_walk_item(void *arg, const struct smr_key *k, const void *val,
 	return 0;
 }
 
-/* Bring the ACL @f found to what ns_acl_stored_wrong() wants of it; what
- * was done in *@what, NULL if nothing. Namespace lock held. */
+/* Bring the ACL @f found to what ns_acl_fault() wants of it: *@fault says
+ * what was wrong (NS_ACL_FINE: nothing done). Namespace lock held. */
 static int acl_repair_one(struct smr_ns *ns, struct smr_txn *t,
-			  const struct acl_found *f, const char **what)
+			  const struct acl_found *f, enum ns_acl_fault *fault)
 {
-	const char *name = f->type == NS_ACL_ACCESS ? ACL_ACCESS_NAME :
-						      ACL_DEFAULT_NAME;
+	const char *name = ns_acl_name(f->type);
 	struct ns_inode in;
 	uint8_t *v = NULL;
-	bool keep = false, equiv;
 	ssize_t len;
-	int n, rc;
+	bool equiv;
+	int rc;
 
-	*what = NULL;
+	*fault = NS_ACL_FINE;
 	rc = ns_inode_get(ns, f->ino, &in);
 	if (rc)
 		return rc == -ENOENT ? 0 : rc; /* fsck drops its items */
 	len = ns_xattr_dup_locked(ns, f->ino, name, &v);
 	if (len < 0)
 		return len == -ENODATA ? 0 : (int)len;
-	n = acl_check(v, (size_t)len);
-	if (S_ISLNK(in.mode) ||
-	    (f->type == NS_ACL_DEFAULT && !S_ISDIR(in.mode))) {
-		*what = "dropped: the node can have none";
-	} else if (n <= 0) {
-		*what = n ? "dropped: it does not parse" : "dropped: it is empty";
-	} else if (f->type == NS_ACL_ACCESS &&
-		   acl_mode(v, (unsigned int)n, &equiv) != (in.mode & 0777)) {
+	*fault = ns_acl_fault(f->type, v, (size_t)len, in.mode);
+	if (*fault == NS_ACL_OUT_OF_STEP) {
 		/* As a chmod to the mode, which is what the kernel was told;
 		 * one that then says no more than it goes. */
+		int n = acl_check(v, (size_t)len);
+
 		acl_chmod(v, (unsigned int)n, in.mode);
 		acl_mode(v, (unsigned int)n, &equiv);
-		keep = !equiv;
-		*what = keep ? "set from the mode" :
-			       "dropped: set from the mode, it says no more";
-	} else if (f->type == NS_ACL_ACCESS && equiv) {
-		*what = "dropped: it says no more than the mode";
-	}
-	if (keep)
-		rc = ns_xattr_put_locked(ns, t, f->ino, name, v, (size_t)len);
-	else if (*what)
+		rc = equiv ? ns_xattr_remove_locked(ns, t, f->ino, name) :
+			     ns_xattr_put_locked(ns, t, f->ino, name, v,
+						 (size_t)len);
+	} else if (*fault != NS_ACL_FINE) {
 		rc = ns_xattr_remove_locked(ns, t, f->ino, name);
+	}
 	free(v);
 	return rc;
 }
@@ -520,21 +553,19 @@ int smr_ns_repair_acls(struct smr_ns *ns, uint64_t *fixed)
 	rc = smr_bt_iterate(ns->cow, SMR_TREE_FS, &from, &to, acl_walk_item,
 			    &w);
 	for (size_t i = 0; rc == 0 && i < w.n; i++) {
-		const char *what;
+		enum ns_acl_fault fault;
 		struct smr_txn *t;
 
-		if (i && w.v[i].ino == w.v[i - 1].ino &&
-		    w.v[i].type == w.v[i - 1].type)
-			continue; /* a value in several parts */
 		rc = ns_txn_begin(ns, &t);
 		if (rc)
 			break;
-		rc = ns_txn_end(ns, t, acl_repair_one(ns, t, &w.v[i], &what));
-		if (!rc && what) {
-			smr_info("inode %llu: %s %s", (unsigned long long)w.v[i].ino,
-				 w.v[i].type == NS_ACL_ACCESS ? ACL_ACCESS_NAME :
-								ACL_DEFAULT_NAME,
-				 what);
+		rc = ns_txn_end(ns, t, acl_repair_one(ns, t, &w.v[i], &fault));
+		if (!rc && fault != NS_ACL_FINE) {
+			smr_info("inode %llu: %s %s: %s",
+				 (unsigned long long)w.v[i].ino,
+				 ns_acl_name(w.v[i].type), ns_acl_fault_str(fault),
+				 fault == NS_ACL_OUT_OF_STEP ?
+					 "set from the mode" : "dropped");
 			++*fixed;
 		}
 	}

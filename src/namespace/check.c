@@ -325,37 +325,21 @@ static void ck_dirent(struct ck *ck, struct ck_inode *dir,
  * part, as every ACL of fewer than some 370 entries is) well formed and in
  * step with the mode.
  */
-static void ck_acl(struct ck *ck, const struct ck_inode *ci, const void *val,
-		   size_t len)
+static void ck_acl(struct ck *ck, const struct ck_inode *ci,
+		   const struct smr_key *k, const void *val, size_t len)
 {
-	char name[SMR_NS_XATTR_NAME_MAX + 1];
-	struct smr_ns_xattr_d d;
-	const uint8_t *p = val;
-	const char *wrong;
-	size_t nlen;
-	int type;
+	const void *value;
+	size_t size;
+	int type = ns_acl_item(k, val, len, &value, &size);
+	enum ns_acl_fault fault;
 
-	if (len < sizeof(d))
-		return;
-	memcpy(&d, val, sizeof(d));
-	nlen = le16toh(d.name_len);
-	if (nlen > SMR_NS_XATTR_NAME_MAX || len < sizeof(d) + nlen)
-		return;
-	memcpy(name, p + sizeof(d), nlen);
-	name[nlen] = 0;
-	type = ns_acl_type(name);
 	if (!type)
 		return;
-	if (S_ISLNK(ci->mode) || (type == NS_ACL_DEFAULT && !S_ISDIR(ci->mode)))
-		wrong = "on a node that can have none";
-	else if (len == sizeof(d) + nlen + le32toh(d.value_len))
-		wrong = ns_acl_stored_wrong(name, p + sizeof(d) + nlen,
-					    len - sizeof(d) - nlen, ci->mode);
-	else
-		wrong = NULL;
-	if (wrong)
+	fault = ns_acl_fault(type, value, size, ci->mode);
+	if (fault != NS_ACL_FINE)
 		ck_report(ck, true, "inode %llu: %s %s",
-			  (unsigned long long)ci->ino, name, wrong);
+			  (unsigned long long)ci->ino, ns_acl_name(type),
+			  ns_acl_fault_str(fault));
 }
 
 /* Pass 2: everything that refers to inodes. */
@@ -408,8 +392,7 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 		return 0;
 	}
 	if (k->type == SMR_NS_T_XATTR) {
-		if ((k->offset & 0xff) == 0)
-			ck_acl(ck, ci, val, len);
+		ck_acl(ck, ci, k, val, len);
 	} else if (k->type == SMR_NS_T_SYMLINK) {
 		ci->link_bytes += len;
 	} else if (k->type == SMR_NS_T_EXTENT) {

@@ -258,6 +258,8 @@ int ns_xattr_drop_caps_locked(struct smr_ns *ns, struct smr_txn *t,
 #define NS_ACL_DEFAULT 2
 /* NS_ACL_ACCESS or NS_ACL_DEFAULT for the xattr names of ACLs, else 0. */
 int ns_acl_type(const char *name);
+/* The xattr name of ACL type @type (NS_ACL_ACCESS or NS_ACL_DEFAULT). */
+const char *ns_acl_name(int type);
 /* An ACL @value (checked: -EINVAL) for @name of @ip: an access ACL sets
  * @ip's mode (the caller puts @ip); *@keep says whether to store it (one
  * that says no more than the mode, or an empty one, is removed). */
@@ -268,10 +270,25 @@ int ns_acl_set(const struct smr_ns_cred *cr, struct ns_inode *ip,
  * decides. Not for root, whom the caller lets in first. */
 int ns_acl_may_locked(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      const struct ns_inode *ip, uint32_t want);
-/* What is wrong with a stored ACL @name of @size bytes on an inode of
- * @mode (FORMAT.md, "POSIX ACLs"), or NULL (ns_check). */
-const char *ns_acl_stored_wrong(const char *name, const void *value,
-				size_t size, uint32_t mode);
+/* If (@k, @val, @len) is the first item of an ACL xattr: its NS_ACL_*
+ * type, and in *@value and *@size its value if the item holds all of it
+ * (else NULL). 0 for any other item. */
+int ns_acl_item(const struct smr_key *k, const void *val, size_t len,
+		const void **value, size_t *size);
+/* What is wrong with a stored ACL of @type, @size bytes at @value, on an
+ * inode of @mode (FORMAT.md, "POSIX ACLs"): the check reports it, the
+ * repair mends it. @value NULL: its place only. */
+enum ns_acl_fault {
+	NS_ACL_FINE,
+	NS_ACL_MISPLACED,   /* a symlink's, or a non-directory's default */
+	NS_ACL_UNPARSED,
+	NS_ACL_EMPTY,
+	NS_ACL_OUT_OF_STEP, /* an access ACL the mode disagrees with */
+	NS_ACL_REDUNDANT,   /* an access ACL that says no more than it */
+};
+enum ns_acl_fault ns_acl_fault(int type, const void *value, size_t size,
+			       uint32_t mode);
+const char *ns_acl_fault_str(enum ns_acl_fault f);
 /* @ip's mode changed: its access ACL, if any, follows (also while ACLs
  * are off, so that they agree when they are on again). */
 int ns_acl_chmod_locked(struct smr_ns *ns, struct smr_txn *t,
