@@ -27,6 +27,7 @@
 #define ZONE (2 * SMR_MIB)
 #define NZONES 40
 #define FSZ (128 * SMR_KIB)
+#define BS 4096
 #define MAXF 1024
 
 static const struct smr_ns_cred cr = { .uid = 0 };
@@ -295,6 +296,106 @@ static void test_clean_zone(void)
 	for (int i = 0; i < 24; i++)
 		CU_ASSERT(file_is(&f, ino[i], i % 2 ? (uint64_t)i :
 					 (uint64_t)i + 100, FSZ));
+	audit(&f);
+	fx_close(&f);
+	free(buf);
+}
+
+/* ------------------------------------------------------------------------
+ * Files written in small pieces stay in few pieces
+ * ------------------------------------------------------------------------ */
+
+static int count_item(void *arg, const struct smr_key *k, const void *v,
+		      size_t len)
+{
+	(void)k;
+	(void)v;
+	(void)len;
+	(*(unsigned int *)arg)++;
+	return 0;
+}
+
+static unsigned int rmap_items(struct fx *f)
+{
+	struct smr_key a = { 0, 0, 0 }, b = { UINT64_MAX, 0xff, UINT64_MAX };
+	unsigned int n = 0;
+
+	SMR_ASSERT_OK(smr_bt_iterate(f->cow, SMR_TREE_RMAP, &a, &b, count_item,
+				     &n));
+	return n;
+}
+
+struct ino_ext {
+	uint64_t ino, dev;
+	unsigned int n;
+};
+
+static int ino_ext(void *arg, uint64_t ino, uint64_t foff, uint64_t dev,
+		   uint64_t len)
+{
+	struct ino_ext *w = arg;
+
+	(void)foff;
+	(void)len;
+	if (ino == w->ino) {
+		w->n++;
+		w->dev = dev;
+	}
+	return 0;
+}
+
+/*
+ * A file appended a block at a time: the blocks of one commit get one
+ * reverse-map entry, not one each, and the copies of blocks written
+ * across commits are merged again into items as the cleaner moves them,
+ * or the map would grow by an item per block and the cleaner move them
+ * one by one.
+ */
+static void test_small_writes(void)
+{
+	uint8_t *buf = malloc(64 * BS), *filler;
+	struct ino_ext w = { 0 };
+	uint64_t one, each;
+	unsigned int before;
+	struct fx f;
+
+	fx_new(&f, "small");
+	one = mkfile(&f, "one");
+	each = mkfile(&f, "each");
+	pattern(buf, 64 * BS, 1);
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	before = rmap_items(&f);
+	for (int i = 0; i < 64; i++)
+		SMR_ASSERT_OK(write_file(&f, one, (uint64_t)i * BS,
+					 buf + i * BS, BS));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	/* One run, in one zone or across two. */
+	CU_ASSERT(rmap_items(&f) - before <= 2);
+	before = rmap_items(&f);
+	for (int i = 0; i < 64; i++) {
+		SMR_ASSERT_OK(write_file(&f, each, (uint64_t)i * BS,
+					 buf + i * BS, BS));
+		SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	}
+	CU_ASSERT(rmap_items(&f) - before >= 64);
+	/* Items of 32 blocks, whatever the commits. */
+	w.ino = each;
+	/* The zone is cleaned only once it is full. */
+	filler = malloc(ZONE);
+	CU_ASSERT_FATAL(filler != NULL);
+	pattern(filler, ZONE, 2);
+	SMR_ASSERT_OK(write_file(&f, mkfile(&f, "filler"), 0, filler, ZONE));
+	free(filler);
+	SMR_ASSERT_OK(smr_ns_for_each_extent(f.ns, ino_ext, &w));
+	CU_ASSERT(w.n <= 3);
+	SMR_ASSERT_OK(smr_cow_clean_zone(f.cow,
+					 smr_dev_zone_no(f.dev, w.dev)));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	w.n = 0;
+	SMR_ASSERT_OK(smr_ns_for_each_extent(f.ns, ino_ext, &w));
+	CU_ASSERT(w.n <= 3);
+	CU_ASSERT(file_is(&f, one, 1, 64 * BS));
+	CU_ASSERT(file_is(&f, each, 1, 64 * BS));
 	audit(&f);
 	fx_close(&f);
 	free(buf);
@@ -1040,6 +1141,7 @@ static void test_file_refill(void)
 
 static const struct smr_test tests[] = {
 	{ "clean_zone", test_clean_zone },
+	{ "small_writes", test_small_writes },
 	{ "empty_root", test_empty_root },
 	{ "file_refill", test_file_refill },
 	{ "stale_move", test_stale_move },

@@ -327,6 +327,32 @@ static int rp_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/*
+ * Join the sorted entries @v[@n] that continue one another on the device
+ * and in their owner, within a zone: a file written in small pieces gets
+ * an entry per run rather than per write, so the map stays small and the
+ * cleaner moves the run in one piece. Returns the new count.
+ */
+static uint32_t rp_join(struct smr_cow *c, struct rmap_ent *v, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 1; i < n; i++) {
+		struct rmap_ent *p = &v[k];
+
+		if (p->off + p->len == v[i].off &&
+		    p->owner.objid == v[i].owner.objid &&
+		    p->owner.type == v[i].owner.type &&
+		    p->owner.offset + p->len == v[i].owner.offset &&
+		    smr_dev_zone_no(c->dev, p->off) ==
+			    smr_dev_zone_no(c->dev, v[i].off))
+			p->len += v[i].len;
+		else
+			v[++k] = v[i];
+	}
+	return n ? k + 1 : 0;
+}
+
 int smr_rmap_flush_locked(struct smr_cow *c)
 {
 	struct rmap_ent *v;
@@ -345,6 +371,7 @@ int smr_rmap_flush_locked(struct smr_cow *c)
 			v[n++] = c->rp[i].e;
 	/* In address order: each put lands next to the one before. */
 	qsort(v, n, sizeof(*v), rp_cmp);
+	n = rp_join(c, v, n);
 	for (uint32_t i = 0; i < n && !rc; i++)
 		rc = rmap_put_locked(c, &v[i]);
 	free(v);
