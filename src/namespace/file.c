@@ -1514,17 +1514,13 @@ int smr_ns_flush(struct smr_ns *ns, uint64_t ino)
  * ======================================================================== */
 
 /*
- * Point [@foff, @foff + @len) of inode @ino at @new_off if all of it is
- * mapped to @old_off onwards now. 1 moved, 0 not, or an error.
- */
-/*
  * The moved @piece starts where its item starts: if it continues the extent
  * before it (the cleaner's previous copy, as a rule), the item goes and the
  * extent before takes it in (returns 1), or the copies of a file written in
  * small pieces would each stay an item. 0: not merged; @prev is scratch.
  */
 static int ns_reloc_merge(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
-			  const struct ns_ext *piece, struct ns_ext *prev)
+			  struct ns_ext *piece, struct ns_ext *prev)
 {
 	struct smr_key k = ns_key(ino, SMR_NS_T_EXTENT, piece->foff);
 	int rc;
@@ -1537,15 +1533,15 @@ static int ns_reloc_merge(struct smr_ns *ns, struct smr_txn *t, uint64_t ino,
 	if (!ns_ext_merges(prev, piece))
 		return 0;
 	rc = ns_bt_delete(ns, t, &k);
-	if (rc)
-		return rc;
-	memcpy(prev->csums + prev->n, piece->csums, 8 * (size_t)piece->n);
-	prev->n += piece->n;
-	prev->len += piece->len;
-	rc = ns_ext_put(ns, t, ino, prev);
+	if (!rc)
+		rc = ns_ext_insert(ns, t, ino, piece, prev);
 	return rc ? rc : 1;
 }
 
+/*
+ * Point [@foff, @foff + @len) of inode @ino at @new_off if all of it is
+ * mapped to @old_off onwards now. 1 moved, 0 not, or an error.
+ */
 static int ns_relocate_locked(struct smr_ns *ns, struct smr_txn *t,
 			      uint64_t ino, uint64_t foff, uint64_t old_off,
 			      uint64_t new_off, uint64_t len)
