@@ -183,28 +183,40 @@ static void audit(struct fx *f)
 	free(l.x);
 }
 
-/* Bytes the reverse map holds. */
-static int rmap_sum(void *arg, const struct smr_key *k, const void *v,
+/* What the reverse map holds: its entries, and the bytes they name. */
+struct rmap_tally {
+	uint64_t bytes;
+	unsigned int items;
+};
+
+static int rmap_add(void *arg, const struct smr_key *k, const void *v,
 		    size_t len)
 {
+	struct rmap_tally *r = arg;
 	struct smr_rmap_d d;
 
 	(void)k;
 	if (len != sizeof(d))
 		return -EINVAL;
 	memcpy(&d, v, sizeof(d));
-	*(uint64_t *)arg += le64toh(d.len);
+	r->bytes += le64toh(d.len);
+	r->items++;
 	return 0;
+}
+
+static struct rmap_tally rmap_tally(struct fx *f)
+{
+	struct smr_key a = { 0, 0, 0 }, b = { UINT64_MAX, 0xff, UINT64_MAX };
+	struct rmap_tally r = { 0 };
+
+	SMR_ASSERT_OK(smr_bt_iterate(f->cow, SMR_TREE_RMAP, &a, &b, rmap_add,
+				     &r));
+	return r;
 }
 
 static uint64_t rmap_bytes(struct fx *f)
 {
-	struct smr_key a = { 0, 0, 0 }, b = { UINT64_MAX, 0xff, UINT64_MAX };
-	uint64_t sum = 0;
-
-	SMR_ASSERT_OK(smr_bt_iterate(f->cow, SMR_TREE_RMAP, &a, &b, rmap_sum,
-				     &sum));
-	return sum;
+	return rmap_tally(f).bytes;
 }
 
 static int ext_sum(void *arg, uint64_t ino, uint64_t foff, uint64_t dev,
@@ -305,24 +317,9 @@ static void test_clean_zone(void)
  * Files written in small pieces stay in few pieces
  * ------------------------------------------------------------------------ */
 
-static int count_item(void *arg, const struct smr_key *k, const void *v,
-		      size_t len)
-{
-	(void)k;
-	(void)v;
-	(void)len;
-	(*(unsigned int *)arg)++;
-	return 0;
-}
-
 static unsigned int rmap_items(struct fx *f)
 {
-	struct smr_key a = { 0, 0, 0 }, b = { UINT64_MAX, 0xff, UINT64_MAX };
-	unsigned int n = 0;
-
-	SMR_ASSERT_OK(smr_bt_iterate(f->cow, SMR_TREE_RMAP, &a, &b, count_item,
-				     &n));
-	return n;
+	return rmap_tally(f).items;
 }
 
 struct ino_ext {
