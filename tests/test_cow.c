@@ -1177,6 +1177,78 @@ static void data_and_trees(enum kind k)
 static void test_data_file(void) { data_and_trees(K_FILE); }
 static void test_data_zloop(void) { data_and_trees(K_ZLOOP_SEQ); }
 
+struct pin_commits {
+	struct smr_cow *c;
+	int rc;
+	int done;
+};
+
+static void *pin_commits_run(void *arg)
+{
+	struct pin_commits *p = arg;
+
+	p->rc = smr_cow_commit(p->c);
+	if (!p->rc)
+		p->rc = smr_cow_commit(p->c);
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* While a read pin is held, the commits that would make freed data
+ * reusable wait, and the data reads back whole. */
+static void read_pin(enum kind k)
+{
+	const char *path = make_dev(k, "pin");
+	const uint64_t len = 64 * 1024;
+	uint8_t *buf = smr_cow_buf_alloc(len), *back = smr_cow_buf_alloc(len);
+	struct smr_data_extent ext[8];
+	struct pin_commits p = { 0 };
+	struct smr_dev *dev;
+	struct smr_txn *t;
+	pthread_t th;
+	uint64_t at = 0;
+	int n;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 5 + 1);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, NULL, &dev, &p.c));
+	if (!p.c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(p.c, &t));
+	n = smr_cow_data_write(p.c, SMR_DATA_HOT, 0, buf, len, ext, 8);
+	CU_ASSERT_FATAL(n >= 1);
+	for (int i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_cow_data_settle(t, ext[i].off, ext[i].len));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(p.c));
+
+	smr_cow_read_pin(p.c);
+	SMR_ASSERT_OK(smr_txn_begin(p.c, &t));
+	for (int i = 0; i < n; i++)
+		SMR_ASSERT_OK(smr_cow_data_free(t, ext[i].off, ext[i].len));
+	smr_txn_end(t);
+	CU_ASSERT_FATAL(!pthread_create(&th, NULL, pin_commits_run, &p));
+	usleep(100000);
+	CU_ASSERT_EQUAL(__atomic_load_n(&p.done, __ATOMIC_ACQUIRE), 0);
+	for (int i = 0; i < n; i++) {
+		SMR_ASSERT_OK(smr_cow_data_read(p.c, ext[i].off, back + at,
+						ext[i].len));
+		at += ext[i].len;
+	}
+	CU_ASSERT_EQUAL(memcmp(buf, back, len), 0);
+	smr_cow_read_unpin(p.c);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(p.done, 1);
+	SMR_ASSERT_OK(p.rc);
+	close_fs(dev, p.c);
+	smr_cow_buf_free(buf);
+	smr_cow_buf_free(back);
+}
+
+static void test_read_pin_file(void) { read_pin(K_FILE); }
+static void test_read_pin_zloop(void) { read_pin(K_ZLOOP_SEQ); }
+
 /* A device that fails writes: the commit fails, the engine turns read-only
  * and the last good checkpoint is what the next open finds. */
 /*
@@ -1840,6 +1912,8 @@ static const struct smr_test cow_tests[] = {
 	{ "misplaced_node_zloop", test_misplaced_node_zloop },
 	{ "data_file", test_data_file },
 	{ "data_zloop", test_data_zloop },
+	{ "read_pin_file", test_read_pin_file },
+	{ "read_pin_zloop", test_read_pin_zloop },
 	{ "unsettled_file", test_unsettled_file },
 	{ "unsettled_zloop", test_unsettled_zloop },
 	{ "rmap_pending", test_rmap_pending },

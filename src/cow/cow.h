@@ -405,6 +405,17 @@ int smr_cow_data_write(struct smr_cow *c, enum smr_data_temp temp,
 		       struct smr_data_extent *ext, unsigned int max);
 /* Read @len bytes at device offset @off (within extents the caller owns). */
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len);
+/*
+ * A read of data that does not hold the lock under which its caller found
+ * the extent: between smr_cow_read_pin() and smr_cow_read_unpin() no space
+ * is made reusable (no freed range becomes free, no zone is reset or
+ * discarded; the commit that would do it waits), so an extent that was
+ * referenced at the pin still holds its data, even if it is freed meanwhile.
+ * Pin while the map is held, read, unpin; never wait for a commit or take
+ * a lock a commit may wait on (the layer above's) while pinned.
+ */
+void smr_cow_read_pin(struct smr_cow *c);
+void smr_cow_read_unpin(struct smr_cow *c);
 /* The extent is no longer referenced once @t's transaction commits. */
 int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len);
 /*

@@ -207,6 +207,11 @@ struct smr_cow {
 	 * lock, then cache_lock; the allocator's mutex after any of them.
 	 */
 	pthread_rwlock_t lock;   /* the trees and everything below */
+	/* Held shared by readers of data outside the layer above's lock
+	 * (smr_cow_read_pin), exclusive while a commit makes freed space
+	 * reusable (smr_alloc_committed); prefers the writer, so that a
+	 * stream of reads cannot hold a commit off. Taken after lock. */
+	pthread_rwlock_t reuse_lock;
 	struct smr_tree trees[SMR_COW_MAX_TREE + 1]; /* index = id */
 	/* The registered tree types (smr_cow_tree_register); set under
 	 * lock exclusive, read with lock held. */

@@ -1188,7 +1188,9 @@ static int sd_checkpoint(struct smr_cow *c, struct smr_ckpt *ck)
 	/* The checkpoint is durable: the commit has happened, whatever
 	 * follows. A zone reset that fails leaves the zone full and dead;
 	 * the allocator tries again after the next commit. */
+	pthread_rwlock_wrlock(&c->reuse_lock);
 	rc = smr_alloc_committed(c->alloc);
+	pthread_rwlock_unlock(&c->reuse_lock);
 	/* The reserve may have changed (smr_cow_reserve). */
 	__atomic_store_n(&c->reserve1, 0, __ATOMIC_RELAXED);
 	if (rc)
@@ -1536,6 +1538,16 @@ int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 	if (off < c->sb.data_start || off + len > c->sb.capacity)
 		return -EINVAL;
 	return smr_dev_read(c->dev, buf, len, off);
+}
+
+void smr_cow_read_pin(struct smr_cow *c)
+{
+	pthread_rwlock_rdlock(&c->reuse_lock);
+}
+
+void smr_cow_read_unpin(struct smr_cow *c)
+{
+	pthread_rwlock_unlock(&c->reuse_lock);
 }
 
 int smr_cow_data_free(struct smr_txn *t, uint64_t off, uint64_t len)

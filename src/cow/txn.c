@@ -443,9 +443,15 @@ static void stop_timer(struct smr_cow *c)
 
 int smr_cow_setup(struct smr_cow *c)
 {
+	pthread_rwlockattr_t ra;
 	pthread_condattr_t ca;
 
 	pthread_rwlock_init(&c->lock, NULL);
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&c->reuse_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->txn_lock, NULL);
 	pthread_mutex_init(&c->commit_lock, NULL);
@@ -472,6 +478,7 @@ void smr_cow_teardown(struct smr_cow *c)
 	smr_rmap_pend_fini(c);
 	smr_log_fini(c);
 	pthread_rwlock_destroy(&c->lock);
+	pthread_rwlock_destroy(&c->reuse_lock);
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->txn_lock);
 	pthread_mutex_destroy(&c->commit_lock);
