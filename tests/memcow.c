@@ -21,6 +21,9 @@ struct mc_item {
 
 struct smr_cow {
 	pthread_rwlock_t lock;
+	/* Read pins (smr_cow_read_pin): a commit frees nothing while one is
+	 * held. Taken before lock. */
+	pthread_rwlock_t reuse;
 	struct mc_item *items; /* sorted by key */
 	size_t n, cap;
 	uint8_t *data;
@@ -45,6 +48,9 @@ struct smr_cow {
 	int data_err; /* the next data write's, after it took its space */
 	void (*on_commit)(void *);
 	void *on_commit_arg;
+	/* Called once at the start of the next data read. */
+	void (*on_read)(void *);
+	void *on_read_arg;
 	uint64_t user_bytes; /* smr_cow_count_user()'s */
 };
 
@@ -97,6 +103,7 @@ int memcow_create(uint64_t capacity, uint32_t block_size, struct smr_cow **cp)
 		return -ENOMEM;
 	}
 	pthread_rwlock_init(&c->lock, NULL);
+	pthread_rwlock_init(&c->reuse, NULL);
 	*cp = c;
 	return 0;
 }
@@ -159,6 +166,7 @@ int smr_cow_close(struct smr_cow *c)
 	free(c->data);
 	free(c->state);
 	pthread_rwlock_destroy(&c->lock);
+	pthread_rwlock_destroy(&c->reuse);
 	free(c);
 	return 0;
 }
@@ -219,6 +227,7 @@ int smr_cow_commit(struct smr_cow *c)
 		c->on_commit = NULL;
 		fn(c->on_commit_arg);
 	}
+	pthread_rwlock_wrlock(&c->reuse);
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint64_t b = 0; b < c->nblocks; b++)
 		if (c->state[b] == MC_FREEING)
@@ -226,6 +235,7 @@ int smr_cow_commit(struct smr_cow *c)
 	c->commits++;
 	c->changes_committed = c->changes;
 	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_unlock(&c->reuse);
 	return 0;
 }
 
@@ -351,6 +361,14 @@ void memcow_on_commit(struct smr_cow *c, void (*fn)(void *), void *arg)
 {
 	c->on_commit = fn;
 	c->on_commit_arg = arg;
+}
+
+void memcow_on_data_read(struct smr_cow *c, void (*fn)(void *), void *arg)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	c->on_read = fn;
+	c->on_read_arg = arg;
+	pthread_rwlock_unlock(&c->lock);
 }
 
 /* Is this change the one to fail? (Counted under the write lock.) */
@@ -683,8 +701,16 @@ bool smr_cow_data_write_quick(struct smr_cow *c, uint64_t len)
 
 int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 {
+	void (*fn)(void *);
+
 	if (off % c->bs || len % c->bs || off + len > c->nblocks * c->bs)
 		return -EINVAL;
+	pthread_rwlock_wrlock(&c->lock);
+	fn = c->on_read;
+	c->on_read = NULL;
+	pthread_rwlock_unlock(&c->lock);
+	if (fn)
+		fn(c->on_read_arg);
 	pthread_rwlock_rdlock(&c->lock);
 	for (uint64_t b = off / c->bs; b < (off + len) / c->bs; b++)
 		if (c->state[b] == MC_FREE)
@@ -692,6 +718,16 @@ int smr_cow_data_read(struct smr_cow *c, uint64_t off, void *buf, uint64_t len)
 	memcpy(buf, c->data + off, len);
 	pthread_rwlock_unlock(&c->lock);
 	return 0;
+}
+
+void smr_cow_read_pin(struct smr_cow *c)
+{
+	pthread_rwlock_rdlock(&c->reuse);
+}
+
+void smr_cow_read_unpin(struct smr_cow *c)
+{
+	pthread_rwlock_unlock(&c->reuse);
 }
 
 /* Blocks of [@off, @off + @len) in a state of the @from mask go to @to;

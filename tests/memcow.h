@@ -62,6 +62,9 @@ void memcow_on_data_written(struct smr_cow *c, void (*fn)(void *),
 /* Call @fn(@arg) once, at the start of the next commit: what a crash
  * right after that commit would find. NULL: none. */
 void memcow_on_commit(struct smr_cow *c, void (*fn)(void *), void *arg);
+/* Call @fn(@arg) once, at the start of the next data read (before its
+ * blocks are looked at). */
+void memcow_on_data_read(struct smr_cow *c, void (*fn)(void *), void *arg);
 
 /* A hash of every item and of the number of data blocks in use: equal
  * digests mean an unchanged engine. */

@@ -3083,6 +3083,76 @@ static void test_threads_overlap(void)
 	fs_teardown();
 }
 
+#ifndef NS_TEST_REAL
+/* ------------------------------------------------------------------------
+ * Reads leave the namespace lock during the device read, under a read pin
+ * ------------------------------------------------------------------------ */
+
+struct read_race {
+	uint64_t ino;
+	const uint8_t *data; /* what the overwrite writes */
+	pthread_t th;
+	bool started;
+	int written;         /* the overwrite has returned */
+	int during;          /* ...before the read's device read went on */
+	ssize_t wrote;
+	int synced;
+};
+
+static void *read_race_run(void *arg)
+{
+	struct read_race *r = arg;
+
+	r->wrote = smr_ns_write(ns, &root_cr, r->ino, 0, r->data, 4096);
+	__atomic_store_n(&r->written, 1, __ATOMIC_RELEASE);
+	/* Frees the block the read is reading, unless the read holds it. */
+	r->synced = smr_ns_sync(ns);
+	return NULL;
+}
+
+/* At the start of the read's device read: overwrite the block and commit
+ * from another thread, and give both time to end. */
+static void read_race_fn(void *arg)
+{
+	struct read_race *r = arg;
+
+	r->started = !pthread_create(&r->th, NULL, read_race_run, r);
+	for (int i = 0; i < 500 && r->started &&
+			!__atomic_load_n(&r->written, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	r->during = __atomic_load_n(&r->written, __ATOMIC_ACQUIRE);
+	usleep(20000);
+}
+
+static void test_read_unlocked(void)
+{
+	uint8_t old[4096], new[4096], out[4096];
+	struct read_race r = { .data = new };
+
+	fs_setup();
+	fill_pattern(old, sizeof(old), 1);
+	fill_pattern(new, sizeof(new), 2);
+	r.ino = mkfile(ROOT, "f", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, r.ino, 0, old, 4096), 4096);
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	memcow_on_data_read(cow, read_race_fn, &r);
+	CU_ASSERT_EQUAL(smr_ns_read(ns, r.ino, 0, 4096, out), 4096);
+	CU_ASSERT(r.started);
+	if (r.started)
+		pthread_join(r.th, NULL);
+	/* The overwrite did not wait for the read's device read... */
+	CU_ASSERT_EQUAL(r.during, 1);
+	CU_ASSERT_EQUAL(r.wrote, 4096);
+	SMR_ASSERT_OK(r.synced);
+	/* ...and the read got the data it looked up, from a block the commit
+	 * did not free under it (engine_close counts reads of free blocks). */
+	CU_ASSERT(!memcmp(out, old, sizeof(out)));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, r.ino, 0, 4096, out), 4096);
+	CU_ASSERT(!memcmp(out, new, sizeof(out)));
+	fs_teardown();
+}
+#endif
+
 /* ------------------------------------------------------------------------
  * Writes answered before they are mapped (smr_ns_write_ack)
  * ------------------------------------------------------------------------ */
@@ -3821,6 +3891,7 @@ static const struct smr_test ns_tests[] = {
 #ifndef NS_TEST_REAL
 	{ "overwrite_raced", test_overwrite_raced },
 	{ "enospc_waits", test_enospc_waits },
+	{ "read_unlocked", test_read_unlocked },
 #endif
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },

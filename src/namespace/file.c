@@ -298,70 +298,129 @@ int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
  * Reading
  * ======================================================================== */
 
+/*
+ * What holds @pos of a read that ends at @end: a hole is zeroed into @dst
+ * (which stands for @pos) at once and 0 returned; an extent is left in @e
+ * and 1 returned. Either way *@next is where that part of the read ends.
+ * Namespace lock held.
+ */
+static int ns_read_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
+			uint64_t end, struct ns_ext *e, uint8_t *dst,
+			uint64_t *next)
+{
+	int rc = ns_ext_find(ns, ino, pos, e);
+
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc != 0) {
+		/* A hole up to the next extent or the end. */
+		*next = rc == 1 ? SMR_MIN(e->foff, end) : end;
+		memset(dst, 0, *next - pos);
+		return 0;
+	}
+	*next = SMR_MIN(end, e->foff + e->len);
+	return 1;
+}
+
+/*
+ * Read [@pos, @next) of extent @e into @dst, every block it touches
+ * verified. Touches no namespace state: the caller holds the namespace
+ * lock, or a read pin (smr_cow_read_pin) taken while it held it.
+ */
+static int ns_read_extent(struct smr_ns *ns, uint64_t ino,
+			  const struct ns_ext *e, uint64_t pos, uint64_t next,
+			  uint8_t *dst)
+{
+	uint64_t bs = ns->bsize;
+	uint64_t b0 = (pos - e->foff) / bs;
+	uint64_t b1 = SMR_DIV_ROUND_UP(next - e->foff, bs);
+	uint64_t nbytes = (b1 - b0) * bs;
+	uint8_t *dbuf;
+	int rc;
+
+	/* The read fills it whole (holes of a zone as zeros). */
+	dbuf = smr_cow_buf_alloc_uninit(nbytes);
+	if (!dbuf)
+		return -ENOMEM;
+	rc = smr_cow_data_read(ns->cow, e->dev + b0 * bs, dbuf, nbytes);
+	if (rc) {
+		smr_err("inode %llu: reading file offset %llu: %d",
+			(unsigned long long)ino,
+			(unsigned long long)(e->foff + b0 * bs), rc);
+		smr_cow_buf_free(dbuf);
+		return rc;
+	}
+	for (uint64_t i = b0; i < b1; i++) {
+		uint64_t foff = e->foff + i * bs;
+
+		if (ns_block_csum(ns, dbuf + (i - b0) * bs, ino, foff,
+				  e->gen) == e->csums[i])
+			continue;
+		smr_err("inode %llu: data checksum mismatch at file offset %llu (device offset %llu)",
+			(unsigned long long)ino, (unsigned long long)foff,
+			(unsigned long long)(e->dev + i * bs));
+		rc = -EIO;
+		break;
+	}
+	if (!rc)
+		memcpy(dst, dbuf + (pos - e->foff - b0 * bs), next - pos);
+	smr_cow_buf_free(dbuf);
+	return rc;
+}
+
 /* Read [@off, @off + @len) of the map into @buf: holes as zeros, every
- * block verified. No size clamping. */
+ * block verified. No size clamping. Namespace lock held throughout. */
 static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
 			  uint64_t off, uint64_t len, uint8_t *buf)
 {
-	uint64_t pos = off, end = off + len, bs = ns->bsize;
-	struct ns_ext ebuf, *e = &ebuf;
+	uint64_t pos = off, end = off + len, next;
+	struct ns_ext e;
 	int rc = 0;
 
-	while (pos < end) {
-		uint64_t b0, b1, piece_end, nbytes;
-		uint8_t *dbuf;
-
-		rc = ns_ext_find(ns, ip->ino, pos, e);
-		if (rc < 0 && rc != -ENOENT)
-			break;
-		if (rc != 0) {
-			/* A hole up to the next extent or the end. */
-			piece_end = rc == 1 ? SMR_MIN(e->foff, end) : end;
-			memset(buf + (pos - off), 0, piece_end - pos);
-			pos = piece_end;
-			rc = 0;
-			continue;
-		}
-		piece_end = SMR_MIN(end, e->foff + e->len);
-		b0 = (pos - e->foff) / bs;
-		b1 = SMR_DIV_ROUND_UP(piece_end - e->foff, bs);
-		nbytes = (b1 - b0) * bs;
-		/* The read fills it whole (holes of a zone as zeros). */
-		dbuf = smr_cow_buf_alloc_uninit(nbytes);
-		if (!dbuf) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = smr_cow_data_read(ns->cow, e->dev + b0 * bs, dbuf, nbytes);
-		if (rc) {
-			smr_err("inode %llu: reading file offset %llu: %d",
-				(unsigned long long)ip->ino,
-				(unsigned long long)(e->foff + b0 * bs), rc);
-			smr_cow_buf_free(dbuf);
-			break;
-		}
-		for (uint64_t i = b0; i < b1; i++) {
-			uint64_t foff = e->foff + i * bs;
-
-			if (ns_block_csum(ns, dbuf + (i - b0) * bs, ip->ino,
-					  foff, e->gen) == e->csums[i])
-				continue;
-			smr_err("inode %llu: data checksum mismatch at file offset %llu (device offset %llu)",
-				(unsigned long long)ip->ino,
-				(unsigned long long)foff,
-				(unsigned long long)(e->dev + i * bs));
-			rc = -EIO;
-			break;
-		}
-		if (!rc)
-			memcpy(buf + (pos - off),
-			       dbuf + (pos - e->foff - b0 * bs),
-			       piece_end - pos);
-		smr_cow_buf_free(dbuf);
-		if (rc)
-			break;
-		pos = piece_end;
+	while (pos < end && rc >= 0) {
+		rc = ns_read_find(ns, ip->ino, pos, end, &e, buf + (pos - off),
+				  &next);
+		if (rc == 1)
+			rc = ns_read_extent(ns, ip->ino, &e, pos, next,
+					    buf + (pos - off));
+		pos = next;
 	}
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * As ns_read_locked, but the device reads run without the namespace lock,
+ * under a read pin, so that reads do not wait for one another and nothing
+ * else waits for the device while it seeks. Called with the lock held,
+ * returns with it released. A write or truncate that runs between two
+ * extents of the read may show in the later ones, as when it comes just
+ * before the read.
+ */
+static int ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
+			  uint64_t len, uint8_t *buf)
+{
+	uint64_t pos = off, end = off + len, next;
+	struct ns_ext e;
+	int rc;
+
+	for (;;) {
+		rc = ns_read_find(ns, ino, pos, end, &e, buf + (pos - off),
+				  &next);
+		if (rc == 1) {
+			smr_cow_read_pin(ns->cow);
+			pthread_mutex_unlock(&ns->lock);
+			rc = ns_read_extent(ns, ino, &e, pos, next,
+					    buf + (pos - off));
+			smr_cow_read_unpin(ns->cow);
+			if (rc || next == end)
+				return rc;
+			pthread_mutex_lock(&ns->lock);
+		}
+		if (rc < 0 || next == end)
+			break;
+		pos = next;
+	}
+	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
 
@@ -369,39 +428,29 @@ ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
 		    size_t size, void *buf)
 {
 	struct ns_inode in;
-	ssize_t rc;
 	int err;
 
 	if (off > NS_MAX_FILE_END)
 		return -EINVAL;
 	pthread_mutex_lock(&ns->lock);
 	err = ns_inode_get(ns, ino, &in);
-	if (err)
-		goto out_err;
-	if (S_ISDIR(in.mode)) {
+	if (!err && S_ISDIR(in.mode))
 		err = -EISDIR;
-		goto out_err;
-	}
-	if (!S_ISREG(in.mode)) {
+	else if (!err && !S_ISREG(in.mode))
 		err = -EINVAL;
-		goto out_err;
+	if (err) {
+		pthread_mutex_unlock(&ns->lock);
+		return err;
 	}
+	/* Before the read, so that the lock need not be taken again after. */
+	ns_touch_atime_locked(ns, &in);
 	if (off >= in.size || size == 0) {
-		rc = 0;
-		goto out_touch;
+		pthread_mutex_unlock(&ns->lock);
+		return 0;
 	}
 	size = (size_t)SMR_MIN((uint64_t)size, in.size - off);
-	err = ns_read_locked(ns, &in, off, size, buf);
-	if (err)
-		goto out_err;
-	rc = (ssize_t)size;
-out_touch:
-	ns_touch_atime_locked(ns, &in);
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
-out_err:
-	pthread_mutex_unlock(&ns->lock);
-	return err;
+	err = ns_read_unlock(ns, ino, off, size, buf);
+	return err ? err : (ssize_t)size;
 }
 
 /* ========================================================================
