@@ -3151,6 +3151,38 @@ static void test_read_unlocked(void)
 	CU_ASSERT(!memcmp(out, new, sizeof(out)));
 	fs_teardown();
 }
+
+/* At the first extent's device read, cut the file to its first block. */
+static void read_cut_fn(void *arg)
+{
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE, .size = 4096 };
+	struct smr_ns_attr a;
+
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, *(uint64_t *)arg, &sa, &a));
+}
+
+/* A truncate that lands between two extents of a read ends it there. */
+static void test_read_cut(void)
+{
+	uint8_t data[8192], out[8192];
+	uint64_t f, g;
+
+	fs_setup();
+	fill_pattern(data, sizeof(data), 3);
+	f = mkfile(ROOT, "f", 0644);
+	g = mkfile(ROOT, "g", 0644);
+	/* Two extents: the second block lands after another file's. */
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, data, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, g, 0, data, 4096), 4096);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 4096, data + 4096,
+				     4096), 4096);
+	memcow_on_data_read(cow, read_cut_fn, &f);
+	memset(out, 0xee, sizeof(out));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 8192, out), 4096);
+	CU_ASSERT(!memcmp(out, data, 4096));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 8192, out), 4096);
+	fs_teardown();
+}
 #endif
 
 /* ------------------------------------------------------------------------
@@ -3892,6 +3924,7 @@ static const struct smr_test ns_tests[] = {
 	{ "overwrite_raced", test_overwrite_raced },
 	{ "enospc_waits", test_enospc_waits },
 	{ "read_unlocked", test_read_unlocked },
+	{ "read_cut", test_read_cut },
 #endif
 	{ "random_names", test_random_names },
 	{ "threads", test_threads },

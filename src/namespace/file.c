@@ -392,14 +392,16 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
  * As ns_read_locked, but the device reads run without the namespace lock,
  * under a read pin, so that reads do not wait for one another and nothing
  * else waits for the device while it seeks. Called with the lock held,
- * returns with it released. A write or truncate that runs between two
- * extents of the read may show in the later ones, as when it comes just
- * before the read.
+ * returns with it released: the bytes read, or an error. A change that
+ * lands between two extents of the read shows in the later ones, as if it
+ * had come just before the read; a truncate below them ends the read
+ * there, short, as the kernel's own reads end at a size that shrank.
  */
-static int ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
-			  uint64_t len, uint8_t *buf)
+static ssize_t ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
+			      uint64_t len, uint8_t *buf)
 {
 	uint64_t pos = off, end = off + len, next;
+	struct ns_inode in;
 	struct ns_ext e;
 	int rc;
 
@@ -412,16 +414,21 @@ static int ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
 			rc = ns_read_extent(ns, ino, &e, pos, next,
 					    buf + (pos - off));
 			smr_cow_read_unpin(ns->cow);
-			if (rc || next == end)
+			if (rc)
 				return rc;
+			if (next == end)
+				return (ssize_t)len;
 			pthread_mutex_lock(&ns->lock);
+			rc = ns_inode_get(ns, ino, &in);
+			if (!rc && in.size < end)
+				end = SMR_MAX(in.size, next);
 		}
 		if (rc < 0 || next == end)
 			break;
 		pos = next;
 	}
 	pthread_mutex_unlock(&ns->lock);
-	return rc;
+	return rc < 0 ? rc : (ssize_t)(next - off);
 }
 
 ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
@@ -449,8 +456,7 @@ ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
 		return 0;
 	}
 	size = (size_t)SMR_MIN((uint64_t)size, in.size - off);
-	err = ns_read_unlock(ns, ino, off, size, buf);
-	return err ? err : (ssize_t)size;
+	return ns_read_unlock(ns, ino, off, size, buf);
 }
 
 /* ========================================================================
