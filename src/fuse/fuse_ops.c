@@ -12,9 +12,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NS(req) (*(struct smr_ns **)fuse_req_userdata(req))
 #define FUSE_MAX_GROUPS 64
@@ -25,36 +27,73 @@ static void reply_err(fuse_req_t req, int rc)
 	fuse_reply_err(req, rc < 0 ? -rc : rc);
 }
 
-static void req_cred(fuse_req_t req, struct smr_ns_cred *cr)
+/*
+ * Who sent a request. The supplementary groups come from /proc (an open, a
+ * read and a close, some 10 us), so they are read only when a rule asks
+ * whether the caller is in a group other than its own (ns_cred_in_group),
+ * and once per request; by the sender's thread id, not through the
+ * request, which a write may have answered by then.
+ */
+struct req_who {
+	pid_t pid;
+	int ngroups; /* -1: not read yet */
+	uint32_t groups[FUSE_MAX_GROUPS];
+};
+
+/* The "Groups:" line of /proc/TID/task/TID/status, as libfuse's
+ * fuse_req_getgroups() reads it; none if the thread is gone. */
+static int who_groups(void *arg, const uint32_t **groups)
+{
+	struct req_who *w = arg;
+	char path[64], buf[8192], *p, *end;
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	*groups = w->groups;
+	if (w->ngroups >= 0)
+		return w->ngroups;
+	w->ngroups = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)w->pid,
+		 (int)w->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (n < sizeof(buf) - 1 &&
+	       (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = 0;
+	p = strstr(buf, "\nGroups:");
+	if (!p)
+		return 0;
+	/* Numbers up to the next line, whose name ends the conversion. */
+	for (p += 8; w->ngroups < FUSE_MAX_GROUPS; p = end) {
+		unsigned long g = strtoul(p, &end, 10);
+
+		if (end == p)
+			break;
+		w->groups[w->ngroups++] = (uint32_t)g;
+	}
+	return w->ngroups;
+}
+
+static void req_cred(fuse_req_t req, struct smr_ns_cred *cr,
+		     struct req_who *w)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
+	w->pid = ctx->pid;
+	w->ngroups = -1;
 	cr->uid = ctx->uid;
 	cr->gid = ctx->gid;
 	cr->groups = NULL;
 	cr->ngroups = 0;
+	cr->get_groups = who_groups;
+	cr->get_groups_arg = w;
 	/* Sent with creates (zero otherwise); the kernel leaves it to us
 	 * with FUSE_CAP_DONT_MASK, else it masked the mode already. */
 	cr->umask = ctx->umask;
-}
-
-/* Credentials with the supplementary groups (read from /proc, so only
- * where the rules need them). */
-static void req_cred_groups(fuse_req_t req, struct smr_ns_cred *cr,
-			    uint32_t *groups)
-{
-	gid_t list[FUSE_MAX_GROUPS];
-	int n;
-
-	req_cred(req, cr);
-	n = fuse_req_getgroups(req, FUSE_MAX_GROUPS, list);
-	if (n <= 0)
-		return;
-	n = SMR_MIN(n, FUSE_MAX_GROUPS);
-	for (int i = 0; i < n; i++)
-		groups[i] = list[i];
-	cr->groups = groups;
-	cr->ngroups = (unsigned int)n;
 }
 
 static void attr_to_stat(const struct smr_ns_attr *a, struct stat *st)
@@ -173,8 +212,8 @@ static void smr_fuse_setattr(fuse_req_t req, fuse_ino_t ino,
 {
 	struct smr_ns_setattr sa;
 	struct smr_ns_cred cr;
+	struct req_who who;
 	struct smr_ns_attr a;
-	uint32_t groups[FUSE_MAX_GROUPS];
 	struct stat st;
 	int rc;
 
@@ -213,10 +252,7 @@ static void smr_fuse_setattr(fuse_req_t req, fuse_ino_t ino,
 		sa.valid |= SMR_NS_SET_CTIME;
 		sa.ctime = attr->st_ctim;
 	}
-	if (sa.valid & (SMR_NS_SET_MODE | SMR_NS_SET_GID))
-		req_cred_groups(req, &cr, groups);
-	else
-		req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	rc = smr_ns_setattr(NS(req), &cr, ino, &sa, &a);
 	if (rc)
 		return reply_err(req, rc);
@@ -239,11 +275,11 @@ static void smr_fuse_mknod(fuse_req_t req, fuse_ino_t parent,
 			   const char *name, mode_t mode, dev_t rdev)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 	struct smr_ns_attr a;
-	uint32_t groups[FUSE_MAX_GROUPS];
 	int rc;
 
-	req_cred_groups(req, &cr, groups);
+	req_cred(req, &cr, &who);
 	rc = smr_ns_mknod(NS(req), &cr, parent, name, mode, rdev, &a);
 	if (rc)
 		return reply_err(req, rc);
@@ -254,10 +290,11 @@ static void smr_fuse_mkdir(fuse_req_t req, fuse_ino_t parent,
 			   const char *name, mode_t mode)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 	struct smr_ns_attr a;
 	int rc;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	rc = smr_ns_mkdir(NS(req), &cr, parent, name, mode, &a);
 	if (rc)
 		return reply_err(req, rc);
@@ -268,8 +305,9 @@ static void smr_fuse_unlink(fuse_req_t req, fuse_ino_t parent,
 			    const char *name)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	reply_err(req, smr_ns_unlink(NS(req), &cr, parent, name));
 }
 
@@ -277,8 +315,9 @@ static void smr_fuse_rmdir(fuse_req_t req, fuse_ino_t parent,
 			   const char *name)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	reply_err(req, smr_ns_rmdir(NS(req), &cr, parent, name));
 }
 
@@ -286,10 +325,11 @@ static void smr_fuse_symlink(fuse_req_t req, const char *link,
 			     fuse_ino_t parent, const char *name)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 	struct smr_ns_attr a;
 	int rc;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	rc = smr_ns_symlink(NS(req), &cr, parent, name, link, &a);
 	if (rc)
 		return reply_err(req, rc);
@@ -301,8 +341,9 @@ static void smr_fuse_rename(fuse_req_t req, fuse_ino_t parent,
 			    const char *newname, unsigned int flags)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	reply_err(req, smr_ns_rename(NS(req), &cr, parent, name, newparent,
 				     newname, flags));
 }
@@ -335,11 +376,11 @@ static void smr_fuse_create(fuse_req_t req, fuse_ino_t parent,
 {
 	struct fuse_entry_param e;
 	struct smr_ns_cred cr;
+	struct req_who who;
 	struct smr_ns_attr a;
-	uint32_t groups[FUSE_MAX_GROUPS];
 	int rc;
 
-	req_cred_groups(req, &cr, groups);
+	req_cred(req, &cr, &who);
 	/* O_TMPFILE (session_io.c) */
 	if (!strcmp(name, SMR_FUSE_TMPFILE_NAME))
 		rc = smr_ns_tmpfile(NS(req), &cr, parent, mode, &a);
@@ -407,10 +448,11 @@ static void smr_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 			   size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
 	if (off < 0)
 		return reply_err(req, -EINVAL);
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	smr_ns_write_ack(NS(req), &cr, ino, (uint64_t)off, buf, size,
 			 write_ack, req);
 }
@@ -560,8 +602,9 @@ static void smr_fuse_setxattr(fuse_req_t req, fuse_ino_t ino,
 			      size_t size, int flags)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	reply_err(req, smr_ns_setxattr(NS(req), &cr, ino, name, value, size,
 				       flags));
 }
@@ -570,10 +613,11 @@ static void smr_fuse_getxattr(fuse_req_t req, fuse_ino_t ino,
 			      const char *name, size_t size)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 	void *buf = NULL;
 	ssize_t n;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	if (size) {
 		buf = malloc(size);
 		if (!buf)
@@ -592,10 +636,11 @@ static void smr_fuse_getxattr(fuse_req_t req, fuse_ino_t ino,
 static void smr_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 	char *buf = NULL;
 	ssize_t n;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	if (size) {
 		buf = malloc(size);
 		if (!buf)
@@ -615,8 +660,9 @@ static void smr_fuse_removexattr(fuse_req_t req, fuse_ino_t ino,
 				 const char *name)
 {
 	struct smr_ns_cred cr;
+	struct req_who who;
 
-	req_cred(req, &cr);
+	req_cred(req, &cr, &who);
 	reply_err(req, smr_ns_removexattr(NS(req), &cr, ino, name));
 }
 

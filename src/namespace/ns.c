@@ -52,10 +52,15 @@ uint64_t smr_ns_name_hash(const char *name, size_t len)
 
 bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid)
 {
+	const uint32_t *g = cr->groups;
+	int n = (int)cr->ngroups;
+
 	if (cr->gid == gid)
 		return true;
-	for (unsigned int i = 0; i < cr->ngroups; i++)
-		if (cr->groups[i] == gid)
+	if (!g && cr->get_groups)
+		n = cr->get_groups(cr->get_groups_arg, &g);
+	for (int i = 0; i < n; i++)
+		if (g[i] == gid)
 			return true;
 	return false;
 }

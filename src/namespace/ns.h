@@ -50,12 +50,20 @@ struct smr_ns;
 #define SMR_NS_XATTR_SIZE_MAX 65536
 #define SMR_NS_LINK_MAX 65000
 
-/* Who is asking. groups may be NULL when ngroups is 0; gid is always one. */
+/*
+ * Who is asking: gid and the supplementary groups, @ngroups of @groups, or,
+ * where @groups is NULL and @get_groups is set, the @n it returns in
+ * *@groups the first time a rule needs them (a group other than @gid;
+ * called with the namespace lock held, so it must not call the namespace;
+ * it may keep them in @get_groups_arg for later calls).
+ */
 struct smr_ns_cred {
 	uint32_t uid;
 	uint32_t gid;
 	const uint32_t *groups;
 	unsigned int ngroups;
+	int (*get_groups)(void *arg, const uint32_t **groups);
+	void *get_groups_arg;
 	/* Permission bits a new node does not get, where its directory has
 	 * no default ACL (0: the caller masked the mode already). */
 	uint32_t umask;
