@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -755,6 +756,12 @@ int main(int argc, char **argv)
 		goto out_status;
 	data.ns = fs.ns;
 	held_replay();
+	/* A shell starts a job in the background with SIGINT ignored, and
+	 * libfuse leaves an ignored signal alone; SIGINT and SIGTERM commit
+	 * and unmount whoever started the daemon. (SIGHUP stays as it came:
+	 * nohup.) */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, PROG ": cannot set signal handlers\n");
 		goto out_fs;

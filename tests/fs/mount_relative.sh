@@ -3,7 +3,8 @@
 # A device and a mount point given as relative paths, the daemon in the
 # background (it changes to /): the mount table names the device by its
 # absolute path, and SIGTERM and SIGINT commit, unmount and exit, leaving
-# no dead mount behind. Relative paths that do not exist get one line.
+# no dead mount behind, also when a shell started the mount in the
+# background (SIGINT ignored). Relative paths that do not exist get one line.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 # Names unique to this run: the daemon is found by its arguments.
@@ -42,7 +43,9 @@ grep -qi "no such" "$T/out" || fail "missing mount point: $(cat "$T/out")"
 for sig in TERM INT; do
 	note "relative paths, background daemon, SIG$sig"
 	"$MKFS" -f "$T/$Z" >/dev/null || fail "mkfs"
-	"$MOUNT" "$Z" "$M" -o commit=600 || fail "background mount"
+	# As a shell's background job, which starts with SIGINT ignored.
+	"$MOUNT" "$Z" "$M" -o commit=600 &
+	wait $! || fail "background mount"
 	MOUNTS="$MOUNTS $T/$M"
 	pid=$(daemon_pid) || fail "the daemon is not running"
 	PIDS="$PIDS $pid"
