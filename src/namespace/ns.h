@@ -52,10 +52,11 @@ struct smr_ns;
 
 /*
  * Who is asking: gid and the supplementary groups, @ngroups of @groups, or,
- * where @groups is NULL and @get_groups is set, the @n it returns in
- * *@groups the first time a rule needs them (a group other than @gid;
- * called with the namespace lock held, so it must not call the namespace;
- * it may keep them in @get_groups_arg for later calls).
+ * where @groups is NULL and @get_groups is set, those it returns (their
+ * number, and the list in *@groups) when a rule first needs them, to ask
+ * about a group other than @gid. It may be called with the namespace lock
+ * held, so it must not call the namespace; it may keep the groups in
+ * @get_groups_arg for later calls.
  */
 struct smr_ns_cred {
 	uint32_t uid;
