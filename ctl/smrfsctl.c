@@ -476,6 +476,8 @@ static void top_help(FILE *f)
 
 int main(int argc, char **argv)
 {
+	if (smr_stdio_guard())
+		return 1;
 	smr_log_set_sink(ctl_log_sink);
 	if (argc < 2) {
 		top_help(stderr);

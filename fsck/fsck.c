@@ -286,6 +286,8 @@ int main(int argc, char **argv)
 	int mode = 0, c, progress = -1; /* -1: on a terminal, 0: off */
 	char *end;
 
+	if (smr_stdio_guard())
+		return SMR_FSCK_OPERROR;
 	while ((c = getopt_long(argc, argv, "nypfvhC::", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':

@@ -346,6 +346,8 @@ int main(int argc, char **argv)
 	struct mkfs_opts mo = { 0 };
 	int c;
 
+	if (smr_stdio_guard())
+		return 1;
 	while ((c = getopt_long(argc, argv, "L:U:fna:hV", longopts, NULL)) !=
 	       -1) {
 		switch (c) {

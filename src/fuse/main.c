@@ -714,6 +714,9 @@ int main(int argc, char **argv)
 	struct smr_fuse_data data = { 0 };
 	int status_fd = -1, rc, ret = 1;
 
+	/* Before anything is opened: see stdio_guard.c. */
+	if (smr_stdio_guard())
+		return 1;
 	rc = parse_args(argc, argv, &mo);
 	if (rc) {
 		/* What the options took so far (fsname=, subtype=, FUSE's). */

@@ -91,6 +91,13 @@ int smr_corrupt_at(uint64_t where, const char *why, const char *func, int line);
  */
 int smr_parse_size(const char *s, uint64_t *bytes);
 
+/*
+ * Open /dev/null into whichever of descriptors 0, 1 and 2 is closed, so
+ * that nothing the program opens later takes their place. Call first in
+ * main(). 0, or the negative errno of open(2).
+ */
+int smr_stdio_guard(void);
+
 /* Format @bytes for humans ("256 MiB", "1.50 GiB") into @buf; returns buf. */
 char *smr_format_size(uint64_t bytes, char *buf, size_t len);
 

@@ -4,7 +4,9 @@
 # background (it changes to /): the mount table names the device by its
 # absolute path, and SIGTERM and SIGINT commit, unmount and exit, leaving
 # no dead mount behind, also when a shell started the mount in the
-# background (SIGINT ignored). Relative paths that do not exist get one line.
+# background (SIGINT ignored), and nothing is lost when it started with
+# stdin, stdout and stderr closed. Relative paths that do not exist get
+# one line.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 # Names unique to this run: the daemon is found by its arguments.
@@ -62,4 +64,19 @@ for sig in TERM INT; do
 	python3 "$OPS" verify "$T/$M" || fail "verify after SIG$sig"
 	umount_fs "$T/$M"
 done
+
+# Closed, 0, 1 and 2 would go to the first files the daemon opens (the
+# device's), which it then points at /dev/null when it detaches.
+note "background daemon started with stdin, stdout and stderr closed"
+"$MKFS" -f "$T/$Z" >/dev/null || fail "mkfs"
+"$MOUNT" "$Z" "$M" -o commit=600 <&- >&- 2>&- || fail "mount, stdio closed"
+MOUNTS="$MOUNTS $T/$M"
+pid=$(daemon_pid) || fail "the daemon is not running"
+PIDS="$PIDS $pid"
+python3 "$OPS" ops "$M" >/dev/null || fail "operations, stdio closed"
+fusermount3 -u "$T/$M" || fail "unmount"
+wait_gone "$pid" || fail "the daemon did not exit after the unmount"
+mount_fs "$T/$Z" "$T/$M"
+python3 "$OPS" verify "$T/$M" || fail "verify after a mount with stdio closed"
+umount_fs "$T/$M"
 exit 0
