@@ -225,8 +225,10 @@ static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 	       info->format_minor, info->node_size);
 	printf("  label:      %s\n", info->label[0] ? info->label : "(none)");
 	printf("  UUID:       %s\n", u);
-	printf("  usable:     %s free of %s managed\n",
-	       smr_format_size(sp->free, b1, sizeof(b1)),
+	/* The size df will show: what users can fill and keep overwriting
+	 * (the reserve and the cleaner's room are not theirs). */
+	printf("  usable:     %s of %s managed\n",
+	       smr_format_size(smr_cow_space_size(sp), b1, sizeof(b1)),
 	       smr_format_size(sp->capacity, b2, sizeof(b2)));
 }
 

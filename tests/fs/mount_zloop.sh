@@ -20,6 +20,13 @@ grep -q "smrfs" "$T/out" || fail "mkfs refusal: $(cat "$T/out")"
 
 note "mount and use"
 mount_fs "$Z" "$M"
+# The space mkfs says is usable is the size df shows.
+said=$(awk '$1 == "usable:" {
+	m = $3 == "KiB" ? 1 / 1024 : $3 == "GiB" ? 1024 : $3 == "TiB" ? 1048576 : 1
+	print $2 * m }' "$T/mkfs.out")
+df_mib=$(df -B1M --output=size "$M" | tail -n 1 | tr -d " ")
+awk -v a="$said" -v b="$df_mib" 'BEGIN { d = a - b; exit !(a > 0 && d < 2 && d > -2) }' ||
+	fail "mkfs said $said MiB usable, df shows $df_mib MiB"
 python3 "$OPS" ops "$M" || fail "operations"
 
 note "a second mount of the same device is refused"
