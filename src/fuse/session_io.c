@@ -29,6 +29,7 @@
 #include "fuse/fuse_ops.h"
 
 #include <linux/fuse.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
@@ -102,10 +103,15 @@ static bool io_statx(int fd, ssize_t n, const struct fuse_in_header *in,
 	struct sio_statx *sx = &o.stat;
 	struct iovec iov[2] = { { &out, sizeof(out) }, { &o, sizeof(o) } };
 	struct smr_ns_attr a;
-	int rc;
+	int rc, cancel;
 
 	if ((size_t)n < sizeof(*in) + sizeof(struct sio_statx_in))
 		return false;
+	/* This runs inside libfuse's receive, where a worker may be
+	 * cancelled (libfuse cancels its workers at exit): not while it
+	 * holds the namespace's locks, and its device reads are
+	 * cancellation points. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	memset(&o, 0, sizeof(o));
 	rc = smr_ns_getattr(d->ns, in->nodeid, &a);
 	if (!rc) {
@@ -131,6 +137,7 @@ static bool io_statx(int fd, ssize_t n, const struct fuse_in_header *in,
 	/* As libfuse's replies: a request the kernel no longer waits for
 	 * (interrupted) fails here, and that is all. */
 	(void)writev(fd, iov, rc ? 1 : 2);
+	pthread_setcancelstate(cancel, NULL);
 	return true;
 }
 
