@@ -13,9 +13,13 @@
 #include "namespace/ns.h"
 
 /* Kernel caching of entries and attributes, in seconds. Every change goes
- * through this daemon (the device is opened exclusively), and the kernel
- * drops what an operation it sent invalidates, so caching is safe. */
-#define SMR_FUSE_TIMEOUT 1.0
+ * through this daemon (the device is opened exclusively) at the kernel's
+ * request, and the kernel drops what an operation it sent invalidates (a
+ * read the atime, a link the nlink and ctime), so what it caches stays
+ * true for as long as it keeps it: a day, as passthrough_ll's cache=always
+ * (its directory is its own). Nothing the daemon does by itself changes
+ * an attribute or a name. */
+#define SMR_FUSE_TIMEOUT 86400.0
 /* Largest write request the kernel sends. */
 #define SMR_FUSE_MAX_WRITE (1024 * 1024)
 
