@@ -4,7 +4,7 @@
 # bench/run.sh - smrfs against the FUSE ceiling.
 #
 #   bench/run.sh [--quick] [--out FILE.json] [--build DIR] [--tmp DIR]
-#                [--only LIST]
+#                [--only LIST] [--smrfs-opts OPTS]
 #
 # Runs the same workloads, one after the other on each, against
 #   smrfs        mount.smrfs on a zoned loop directory on tmpfs, and
@@ -20,6 +20,8 @@
 #   --tmp DIR   a tmpfs to work in (default /dev/shm)
 #   --only LIST comma-separated groups to run: fio, meta, tar, mount, zones
 #               (default all)
+#   --smrfs-opts OPTS  mount options for smrfs (mount.smrfs -o OPTS), such
+#               as writeback_cache; recorded in the JSON
 #
 # Root is not needed (FUSE mounts are unprivileged), but dropping caches
 # needs it; without it the read phases rely on fio's invalidate (fadvise)
@@ -33,6 +35,7 @@ OUT=
 BUILD=${SMRFS_BUILD:-$HERE/..}
 TMPBASE=/dev/shm
 ONLY=fio,meta,tar,mount,zones
+SMRFS_OPTS=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -41,7 +44,8 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$2; shift ;;
 	--tmp) TMPBASE=$2; shift ;;
 	--only) ONLY=$2; shift ;;
-	-h|--help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--smrfs-opts) SMRFS_OPTS=$2; shift ;;
+	-h|--help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -158,7 +162,7 @@ mount_fs() {
 	mkdir -p "$mnt"
 	t0=$(date +%s.%N)
 	if [ "$kind" = smrfs ]; then
-		"$MOUNT" "$src" "$mnt"
+		"$MOUNT" "$src" "$mnt" ${SMRFS_OPTS:+-o "$SMRFS_OPTS"}
 	else
 		"$WORK/passthrough_ll" -o source="$src" "$mnt"
 	fi
@@ -396,5 +400,5 @@ python3 "$HERE/report.py" "$RES" "$OUT" \
 	cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" \
 	kernel="$(uname -r)" mem_gib="$(awk '/^MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)" \
 	smrfs="$(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)" \
-	build="$BUILD_COMMIT"
+	build="$BUILD_COMMIT" smrfs_opts="$SMRFS_OPTS"
 echo "results: $OUT" >&2

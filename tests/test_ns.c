@@ -1151,6 +1151,17 @@ static void test_permissions(void)
 	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EPERM);
 	SMR_ASSERT_OK(smr_ns_setattr(ns, &other_cr, f, &sa, &a));
 	CU_ASSERT_EQUAL(a.mtime.tv_sec, 5);
+	/* The times the kernel kept (writeback cache), sent as whoever
+	 * closed the file: set, as the kernel checked the call. */
+	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MTIME |
+						SMR_NS_SET_CTIME };
+	sa.mtime.tv_sec = 7;
+	sa.ctime.tv_sec = 8;
+	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EPERM);
+	sa.valid |= SMR_NS_SET_KEPT_TIMES;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &user_cr, f, &sa, &a));
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 7);
+	CU_ASSERT_EQUAL(a.ctime.tv_sec, 8);
 	sa = (struct smr_ns_setattr){ .valid = SMR_NS_SET_MTIME_NOW |
 						SMR_NS_SET_ATIME_NOW };
 	SMR_ASSERT_RC(smr_ns_setattr(ns, &user_cr, f, &sa, &a), -EACCES);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define NS(req) (*(struct smr_ns **)fuse_req_userdata(req))
+#define DATA(req) ((struct smr_fuse_data *)fuse_req_userdata(req))
 #define FUSE_MAX_GROUPS 64
 
 /* The one place a negative errno becomes FUSE's positive one. */
@@ -144,9 +145,18 @@ static void smr_fuse_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= acl;
 		smr_ns_set_acl(d->ns, true);
 	}
-	/* No writeback cache: with it the kernel owns size and mtime and
-	 * dirty data would die with the daemon. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* The writeback cache only if asked for: with it the kernel owns
+	 * size and times, writes fail (ENOSPC) only when written back, and
+	 * dirty data dies with the daemon. */
+	if (d->writeback && !(conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+		smr_warn("fuse: the kernel offers no writeback cache: "
+			 "writes go through");
+		d->writeback = false;
+	}
+	if (d->writeback)
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* open(O_TRUNC) arrives as a setattr of the size, which truncates;
 	 * open itself does not. */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
@@ -251,6 +261,14 @@ static void smr_fuse_setattr(fuse_req_t req, fuse_ino_t ino,
 	if (to_set & FUSE_SET_ATTR_CTIME) {
 		sa.valid |= SMR_NS_SET_CTIME;
 		sa.ctime = attr->st_ctim;
+		/* With the writeback cache the kernel keeps the times and
+		 * sends them, ctime (which no call sets) among them, with
+		 * every setattr and for cached writes on close, with the
+		 * closer's credentials. It has checked each call itself
+		 * (default_permissions): the owner's rule for explicit
+		 * times is not ours to apply to them. */
+		if (DATA(req)->writeback)
+			sa.valid |= SMR_NS_SET_KEPT_TIMES;
 	}
 	req_cred(req, &cr, &who);
 	rc = smr_ns_setattr(NS(req), &cr, ino, &sa, &a);
@@ -688,6 +706,10 @@ static void smr_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off,
 	uint64_t res;
 	int rc;
 
+	/* Dirty pages the kernel holds are data we have not seen: the
+	 * kernel answers itself (data up to the size) once told ENOSYS. */
+	if (DATA(req)->writeback)
+		return reply_err(req, -ENOSYS);
 	if (off < 0)
 		return reply_err(req, -ENXIO);
 	rc = smr_ns_lseek(NS(req), ino, (uint64_t)off, whence, &res);

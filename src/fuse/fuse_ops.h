@@ -34,6 +34,7 @@ struct smr_fuse_data {
 	bool init_due;
 	bool killpriv_v2;
 	bool noacl;          /* -o noacl: no POSIX ACLs */
+	bool writeback;      /* -o writeback_cache, and the kernel took it */
 };
 
 /* The operations. */

@@ -58,6 +58,7 @@ struct mount_opts {
 	uint64_t cache_bytes;
 	bool gc_off;
 	bool noacl;
+	bool writeback;
 	int gc_policy;     /* enum smr_cow_gc_policy */
 	int log_level;     /* enum smr_log_level; 0: the default */
 	unsigned int gc_low, gc_high;
@@ -95,6 +96,11 @@ static void usage(FILE *f)
 		"                   at the next mount; commit: fsync commits\n"
 		"                   (default " FSYNC_DEFAULT_NAME ")\n"
 		"     cache=SIZE    metadata cache size, e.g. 64M (default 64 MiB)\n"
+		"     writeback_cache  let the kernel gather writes in its page\n"
+		"                   cache and send them later: small writes\n"
+		"                   run much faster, but ENOSPC and write errors\n"
+		"                   come at fsync or close, not at the write\n"
+		"                   (default off, nowriteback_cache)\n"
 		"     gc=POLICY     zoned devices: how the background cleaner\n"
 		"                   picks zones: cost-benefit (default), greedy,\n"
 		"                   or off (clean only when a write needs space)\n"
@@ -163,6 +169,10 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 			mo->noacl = false;
 		} else if (!strcmp(o, "noacl")) {
 			mo->noacl = true;
+		} else if (!strcmp(o, "writeback_cache")) {
+			mo->writeback = true;
+		} else if (!strcmp(o, "nowriteback_cache")) {
+			mo->writeback = false;
 		} else if (!strncmp(o, "alloc=", 6)) {
 			if (!o[6]) {
 				fprintf(stderr, PROG ": alloc= needs a name\n");
@@ -746,6 +756,7 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	data.noacl = mo.noacl;
+	data.writeback = mo.writeback;
 	se = make_session(&mo, argv[0], &data);
 	if (!se)
 		goto out_opts;

@@ -929,7 +929,8 @@ static int ns_setattr_check(struct smr_ns *ns, const struct smr_ns_cred *cr,
 	    !(owner && (sa->gid == ip->gid || ns_cred_in_group(cr, sa->gid))))
 		return -EPERM;
 	if ((sa->valid & (SMR_NS_SET_ATIME | SMR_NS_SET_MTIME |
-			  SMR_NS_SET_CTIME)) && !root && !owner)
+			  SMR_NS_SET_CTIME)) && !root && !owner &&
+	    !(sa->valid & SMR_NS_SET_KEPT_TIMES))
 		return -EPERM;
 	if ((sa->valid & (SMR_NS_SET_ATIME_NOW | SMR_NS_SET_MTIME_NOW)) &&
 	    !root && !owner && !ns_may_write(ns, cr, ip))

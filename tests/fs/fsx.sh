@@ -5,7 +5,8 @@
 # copy_file_range, fsync, reopen, SEEK_DATA/SEEK_HOLE, O_DIRECT reads and
 # writes mixed with the rest as fsx -Z does), on a zoned loop
 # directory with zones small enough that the cleaner moves the files while
-# the run goes on, and on a plain file. Then unmount, fsck.smrfs -n,
+# the run goes on (also with the kernel's writeback cache), and on a plain
+# file. Then unmount, fsck.smrfs -n,
 # remount: the files must still be what the model says.
 #
 # FSX_OPS operations per seed (default 2500), FSX_SEEDS the seeds (default
@@ -57,6 +58,12 @@ note "zoned, 4 MiB zones, the cleaner kept busy"
 run "$T/zl" gc_low=8,gc_high=12
 "$CTL" stat "$T/zl" >"$T/stat" || fail "smrfsctl stat"
 grep -E "relocated|zones reset|cleaner" "$T/stat" || true
+
+note "zoned, with the kernel's writeback cache"
+"$CTL" zloop create "$T/zlw" --capacity 64M --zone-size 4M --conv-zones 2 \
+	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
+"$MKFS" "$T/zlw" >/dev/null || fail "mkfs zoned"
+run "$T/zlw" gc_low=8,gc_high=12,writeback_cache
 
 note "a plain file"
 truncate -s 128M "$T/img" || fail "truncate"

@@ -135,6 +135,9 @@ def renameat2(old, new, flags):
 
 
 OLD = (1000000000, 0)  # a time long past, to see that an update happens
+# The filesystem runs with FUSE's writeback cache: the kernel keeps the
+# times of files and answers for them itself.
+WRITEBACK = bool(os.environ.get("POSIX_WRITEBACK"))
 
 
 def age(*paths):
@@ -955,7 +958,10 @@ def truncate_basic(d):
     age(f)
     before = times(f)
     os.truncate(f, 1 << 33)  # same size: times still change
-    changed(before, f, "mc")
+    # POSIX asks for it only when the size changes; with the writeback
+    # cache the kernel keeps the times it has then (and sends none).
+    if not (WRITEBACK and times(f) == before):
+        changed(before, f, "mc")
     fd = os.open(f, os.O_RDWR)
     try:
         age(f)
