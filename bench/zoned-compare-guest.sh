@@ -43,6 +43,8 @@
 # Usage: bench/zoned-compare-guest.sh [BUILD_DIR]   (default: .)
 #   ZC_FS       filesystems to run (default "smrfs f2fs btrfs")
 #   ZC_WORKLOADS workloads to run (default "seq overwrite files")
+#   ZC_SMRFS_OPTS mount options for smrfs (mount.smrfs -o), such as
+#              writeback_cache (default none)
 #   The other ZC_ variables above; defaults are printed at the start.
 # Exit status: 0 when the run went through (failed workloads are reported
 # in the output), 1 when it could not start, 77 without a zoned device.
@@ -99,7 +101,8 @@ echo "device $D ($ZONED_DEV_TYPE): $ZONED_NR_ZONES zones" \
 ow_what="$ow_pct% of the free space"
 [ -n "$ow_mib" ] && ow_what="$ow_mib MiB"
 echo "seq $seq_mib MiB; overwrite: fill $fill%, $ow_what" \
-	"or ${runtime}s, fsync every $fsync_every; files: $rounds x $nfiles"
+	"or ${runtime}s, fsync every $fsync_every; files: $rounds x $nfiles;" \
+	"smrfs mount options: ${ZC_SMRFS_OPTS:-none}"
 
 # The devices a filesystem writes to, and their sectors written so far.
 devs() {
@@ -152,7 +155,8 @@ mkfs_fs() {
 mount_fs() {
 	case $1 in
 	smrfs)
-		"$MOUNT" "$D" "$M" -f 2>"$T/daemon.log" &
+		"$MOUNT" "$D" "$M" -f ${ZC_SMRFS_OPTS:+-o "$ZC_SMRFS_OPTS"} \
+			2>"$T/daemon.log" &
 		DAEMON=$!
 		i=0
 		until mounted; do

@@ -53,7 +53,7 @@ build=$(cd "$build" && pwd) || exit 2
 
 raw=$(mktemp) || exit 2
 trap 'rm -f "$raw" "$raw.rc"' EXIT
-export ZC_FS ZC_WORKLOADS ZC_SEQ_MIB ZC_FILL ZC_OVERWRITE_PCT ZC_OVERWRITE_MIB ZC_FSYNC \
+export ZC_FS ZC_WORKLOADS ZC_SMRFS_OPTS ZC_SEQ_MIB ZC_FILL ZC_OVERWRITE_PCT ZC_OVERWRITE_MIB ZC_FSYNC \
 	ZC_RUNTIME ZC_FILES ZC_ROUNDS
 cd "$build" || exit 2
 # The default shape first: the options given come later and win.

@@ -22,11 +22,7 @@ make_zloop "$T/zl"
 # keeps on its own.
 for opts in "" writeback_cache; do
 	note "mount options: ${opts:-none}"
-	if [ -n "$opts" ]; then
-		mount_fs "$T/zl" "$M" "$opts"
-	else
-		mount_fs "$T/zl" "$M"
-	fi
+	mount_fs "$T/zl" "$M" ${opts:+"$opts"}
 	chmod 755 "$M" || fail "chmod root"
 	POSIX_WRITEBACK=$opts python3 "${srcdir:-.}/tests/fs/posix.py" \
 		"$R" "$M" || fail "POSIX rules, mount options: ${opts:-none}"
