@@ -98,7 +98,7 @@ static void usage(FILE *f)
 		"     cache=SIZE    metadata cache size, e.g. 64M (default 64 MiB)\n"
 		"     writeback_cache  let the kernel gather writes in its page\n"
 		"                   cache and send them later: small writes\n"
-		"                   run much faster, but ENOSPC and write errors\n"
+		"                   run faster, but ENOSPC and write errors\n"
 		"                   come at fsync or close, not at the write\n"
 		"                   (default off, nowriteback_cache)\n"
 		"     gc=POLICY     zoned devices: how the background cleaner\n"
