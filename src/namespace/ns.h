@@ -177,8 +177,9 @@ int smr_ns_getattr(struct smr_ns *ns, uint64_t ino, struct smr_ns_attr *attr);
 #define SMR_NS_SET_ATIME_NOW (1u << 6)
 #define SMR_NS_SET_MTIME_NOW (1u << 7)
 #define SMR_NS_SET_CTIME (1u << 8)     /* to .ctime */
-/* The times are the ones the kernel kept for writes it cached (FUSE's
- * writeback cache): set them whoever the caller is. */
+/* The times come from the kernel, which keeps them itself (FUSE's
+ * writeback cache) and has checked the call: set them whoever the caller
+ * is. */
 #define SMR_NS_SET_KEPT_TIMES (1u << 9)
 
 struct smr_ns_setattr {
