@@ -403,6 +403,24 @@ static const char *fuse_said_line(void)
 	return s;
 }
 
+/* @s for a FUSE option's value: libfuse splits options at commas and
+ * takes a backslash as an escape, so both get one (a device path may hold
+ * either). NULL without memory. */
+static char *fuse_opt_escaped(const char *s)
+{
+	char *out = malloc(2 * strlen(s) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		if (*s == ',' || *s == '\\')
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	*o = 0;
+	return out;
+}
+
 /* The session's userdata gets the namespace handle later: the session is
  * made (and the options checked) before the filesystem opens. On failure
  * one line says why. */
@@ -410,7 +428,7 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 					 const char *argv0,
 					 struct smr_fuse_data *data)
 {
-	char *opts = NULL;
+	char *opts = NULL, *fsname;
 	struct fuse_session *se;
 	char *fargv[5];
 	int fargc = 0;
@@ -421,13 +439,18 @@ static struct fuse_session *make_session(struct mount_opts *mo,
 		      !(mo->fuse_opts && (strstr(mo->fuse_opts, "allow_other") ||
 					  strstr(mo->fuse_opts, "allow_root")));
 
-	if (asprintf(&opts, "default_permissions%s,fsname=%s,subtype=%s%s%s%s",
-		     others ? ",allow_other" : "",
-		     mo->fsname ? mo->fsname : mo->dev,
+	fsname = fuse_opt_escaped(mo->fsname ? mo->fsname : mo->dev);
+	if (!fsname ||
+	    asprintf(&opts, "default_permissions%s,fsname=%s,subtype=%s%s%s%s",
+		     others ? ",allow_other" : "", fsname,
 		     mo->subtype ? mo->subtype : "smrfs",
 		     mo->ro ? ",ro" : "", mo->fuse_opts ? "," : "",
-		     mo->fuse_opts ? mo->fuse_opts : "") < 0)
+		     mo->fuse_opts ? mo->fuse_opts : "") < 0) {
+		free(fsname);
+		fprintf(stderr, PROG ": no memory\n");
 		return NULL;
+	}
+	free(fsname);
 	fargv[fargc++] = (char *)argv0;
 	fargv[fargc++] = "-o";
 	fargv[fargc++] = opts;

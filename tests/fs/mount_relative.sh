@@ -6,7 +6,8 @@
 # no dead mount behind, also when a shell started the mount in the
 # background (SIGINT ignored), and nothing is lost when it started with
 # stdin, stdout and stderr closed. Relative paths that do not exist get
-# one line.
+# one line. A device path with a comma and a backslash mounts and is
+# named whole.
 . "${srcdir:-.}/tests/fs/lib.sh"
 OPS="${srcdir:-.}/tests/fs/fsops.py"
 # Names unique to this run: the daemon is found by its arguments.
@@ -17,7 +18,7 @@ make_zloop "$T/$Z"
 mkdir -p "$T/$M"
 # The programs by absolute path (the build directory may be relative), then
 # work from $T.
-for v in MOUNT MKFS AUDIT OPS; do
+for v in MOUNT MKFS AUDIT OPS CTL; do
 	eval "p=\$$v"
 	eval "$v=\$(cd \"\$(dirname \"\$p\")\" && pwd)/\$(basename \"\$p\")" ||
 		fail "no directory for $p"
@@ -78,5 +79,20 @@ fusermount3 -u "$T/$M" || fail "unmount"
 wait_gone "$pid" || fail "the daemon did not exit after the unmount"
 mount_fs "$T/$Z" "$T/$M"
 python3 "$OPS" verify "$T/$M" || fail "verify after a mount with stdio closed"
+umount_fs "$T/$M"
+
+# libfuse splits its options at commas and takes backslashes as escapes:
+# the device's path, the default name in the mount table, must get there
+# whole.
+note "a device path with a comma and a backslash"
+Y="$T/z,l\\x.$$"
+make_zloop "$Y"
+"$MKFS" "$Y" >/dev/null || fail "mkfs of $Y"
+mount_fs "$Y" "$T/$M"
+# (The table writes a backslash as \134.)
+src=$(awk -v m="$T/$M" '$2 == m { print $1 }' /proc/self/mounts)
+want=$(printf '%s\n' "$Y" | sed 's/\\/\\134/g')
+[ "$src" = "$want" ] || fail "mount table names the device '$src', not '$want'"
+python3 "$OPS" ops "$T/$M" >/dev/null || fail "operations, odd path"
 umount_fs "$T/$M"
 exit 0
