@@ -40,6 +40,8 @@
 #               (default 120)
 #   FS_JOBS     writers at once (default 3)
 #   FS_SEED     workload seed (default 1)
+#   FS_MOUNT_OPTS  mount options for every mount (mount.smrfs -o), such as
+#               writeback_cache
 # Exit status: 0 passed, 1 failed, 77 no zoned device.
 
 set -u
@@ -138,7 +140,8 @@ check_klog() {
 # mount_fs: start the daemon in the foreground, log to $T/daemon.log.
 mount_fs() {
 	: >"$T/daemon.log"
-	"$MOUNT" "$D" "$M" -f "$@" 2>"$T/daemon.log" &
+	"$MOUNT" "$D" "$M" -f ${FS_MOUNT_OPTS:+-o "$FS_MOUNT_OPTS"} "$@" \
+		2>"$T/daemon.log" &
 	DAEMON=$!
 	i=0
 	until awk -v m="$M" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts

@@ -15,7 +15,8 @@
 #   FS_TIMEOUT      seconds allowed per VM (default 900)
 #   FS_DEVICES      the configurations to run (default: all of
 #                   "nullb zns smr zns-limits nullb-limits")
-#   FS_FILL, FS_BALLAST, FS_CHURN, FS_JOBS, FS_SEED are passed to fs-guest.sh.
+#   FS_FILL, FS_BALLAST, FS_CHURN, FS_JOBS, FS_SEED, FS_MOUNT_OPTS are passed
+#   to fs-guest.sh.
 #
 # Exit status: 0 when every configuration passed; 1 when one failed; else 2
 # when a VM could not be started or timed out (nothing was tested there), or
@@ -39,7 +40,7 @@ for p in mkfs/mkfs.smrfs src/fuse/mount.smrfs fsck/fsck.smrfs ctl/smrfsctl; do
 done
 [ -x tests/fs/ns_audit ] ||
 	echo "run-fs-tests: tests/fs/ns_audit not built: no namespace audit"
-export FS_FILL FS_BALLAST FS_CHURN FS_JOBS FS_SEED
+export FS_FILL FS_BALLAST FS_CHURN FS_JOBS FS_SEED FS_MOUNT_OPTS
 
 status=0
 summary=""
