@@ -9,6 +9,8 @@
   meta.py tree DIR N       N empty files in subdirectories of 1000 each
   meta.py walk DIR N       list every subdirectory and stat every file;
                            fails unless it finds exactly N files
+  meta.py readtree DIR N   open, read and close every regular file of the
+                           tree under DIR; fails unless they hold N bytes
 
 A missing file or a wrong count is an error (exit 1), so a filesystem that
 loses names cannot look fast.
@@ -65,11 +67,32 @@ def walk(d, n):
         raise SystemExit("%s: %d files, not %d" % (d, got, n))
 
 
+def readtree(d, n):
+    got = 0
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            if os.path.islink(p):
+                continue
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                while True:
+                    b = os.read(fd, 1 << 20)
+                    if not b:
+                        break
+                    got += len(b)
+            finally:
+                os.close(fd)
+    if got != n:
+        raise SystemExit("%s: %d bytes read, not %d" % (d, got, n))
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     op = {"create": create, "stat": stat, "readdir": readdir,
-          "unlink": unlink, "tree": tree, "walk": walk}[sys.argv[1]]
+          "unlink": unlink, "tree": tree, "walk": walk,
+          "readtree": readtree}[sys.argv[1]]
     t = time.monotonic()
     op(sys.argv[2], int(sys.argv[3]))
     print("%.6f" % (time.monotonic() - t))

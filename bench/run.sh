@@ -309,13 +309,26 @@ fi
 if want tar; then
 	tar -C /usr -cf "$WORK/src.tar" include
 	nf=$(tar -tf "$WORK/src.tar" | wc -l)
-	echo "== tar x and rm -rf of /usr/include ($nf entries)" >&2
+	echo "== tar x, reads and rm -rf of /usr/include ($nf entries)" >&2
 	for fs in $FSES; do
 		t0=$(date +%s.%N)
 		tar -C "${MNT[$fs]}" -xf "$WORK/src.tar"
 		sync -f "${MNT[$fs]}"
 		t1=$(date +%s.%N)
 		record tar-x $fs "$(echo "$t0 $t1" | awk '{ printf "%.3f", $2 - $1 }')" s lo
+	done
+	# Every file read whole, after dropping caches and then at once again.
+	bytes=$(python3 -c 'import sys, tarfile
+print(sum(m.size for m in tarfile.open(sys.argv[1]) if m.isreg()))' \
+		"$WORK/src.tar")
+	drop_caches
+	for fs in $FSES; do
+		t=$(meta readtree "${MNT[$fs]}/include" $bytes)
+		record read-tree $fs "$t" s lo
+	done
+	for fs in $FSES; do
+		t=$(meta readtree "${MNT[$fs]}/include" $bytes)
+		record read-tree-again $fs "$t" s lo
 	done
 	drop_caches
 	for fs in $FSES; do

@@ -1659,7 +1659,7 @@ static void test_orphans(void)
 	SMR_ASSERT_OK(smr_ns_create(ns, &root_cr, ROOT, "f", 0644, &a));
 	f = a.ino;
 	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "data", 4), 4);
-	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDONLY));
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDONLY, NULL));
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "f"));
 	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
 	CU_ASSERT_EQUAL(a.nlink, 0);
@@ -1743,7 +1743,7 @@ static void test_tmpfile(void)
 	CU_ASSERT_EQUAL(a.ino, f);
 	CU_ASSERT_EQUAL(a.size, 7);
 	/* Unlinked again, it may not come back. */
-	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR));
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR, NULL));
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "named"));
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "again"));
 	SMR_ASSERT_RC(smr_ns_link(ns, f, d, "back", &a), -ENOENT);
@@ -1763,7 +1763,7 @@ static void test_tmpfile(void)
 	SMR_ASSERT_RC(smr_ns_tmpfile(ns, &cr, mkfile(ROOT, "plain", 0644),
 				     0600, &a), -ENOTDIR);
 	SMR_ASSERT_OK(smr_ns_mkdir(ns, &root_cr, ROOT, "gone", 0755, &a));
-	SMR_ASSERT_OK(smr_ns_open_file(ns, a.ino, O_RDONLY));
+	SMR_ASSERT_OK(smr_ns_open_file(ns, a.ino, O_RDONLY, NULL));
 	SMR_ASSERT_OK(smr_ns_rmdir(ns, &root_cr, ROOT, "gone"));
 	SMR_ASSERT_RC(smr_ns_tmpfile(ns, &cr, a.ino, 0600, &g), -ENOENT);
 	smr_ns_release(ns, a.ino);
@@ -1905,6 +1905,7 @@ static void test_timestamps_statfs(void)
 	struct smr_ns_attr a;
 	uint64_t f;
 	uint8_t buf[65536] = { 1 };
+	bool fresh;
 
 	fs_setup();
 	f = mkfile(ROOT, "f", 0644);
@@ -1915,9 +1916,18 @@ static void test_timestamps_statfs(void)
 	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
 	CU_ASSERT(a.mtime.tv_sec > 1000 && a.ctime.tv_sec > 1000);
 	CU_ASSERT_EQUAL(a.atime.tv_sec, 1000);
+	/* An open says a read is due to update atime (cached data must
+	 * not serve it), and after the read that it is not. */
+	fresh = true;
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDONLY, &fresh));
+	CU_ASSERT(!fresh);
 	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, 10, buf), 10);
 	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
 	CU_ASSERT(a.atime.tv_sec > 1000); /* atime <= mtime: relatime updates */
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDONLY, &fresh));
+	CU_ASSERT(fresh);
+	smr_ns_release(ns, f);
+	smr_ns_release(ns, f);
 	SMR_ASSERT_OK(smr_ns_getattr(ns, ROOT, &a));
 	CU_ASSERT_EQUAL(a.mtime.tv_sec, 1000); /* writing a file: not the dir */
 	SMR_ASSERT_OK(smr_ns_setxattr(ns, &root_cr, ROOT, "user.x", "1", 1,
@@ -3503,7 +3513,7 @@ static void test_persistence(void)
 
 	/* Unlinked while open when the filesystem went down: the orphan
 	 * record survives, and the next open frees the inode. */
-	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR));
+	SMR_ASSERT_OK(smr_ns_open_file(ns, f, O_RDWR, NULL));
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, d, "file"));
 	SMR_ASSERT_OK(smr_ns_fsync(ns, f, false));
 	fs_reopen(NULL, false);

@@ -377,13 +377,33 @@ static void smr_fuse_link(fuse_req_t req, fuse_ino_t ino,
 	reply_entry(req, &a);
 }
 
+/*
+ * How the kernel treats an open file. Its cached pages may stay from one
+ * open to the next (@keep): every change of a file's data reaches the
+ * daemon through the kernel, which updates or drops the pages it touches
+ * (writes, truncates, punches, copies), and the daemon never changes data
+ * by itself (the cleaner moves it unchanged). But a read served from them
+ * does not reach the daemon, which sets atime: they are kept only while a
+ * read would leave atime as it is (relatime), else the open drops them
+ * and the first read comes here. A descriptor that cannot write has
+ * nothing to report at close (smr_fuse_flush): the kernel need not ask.
+ */
+static void open_flags(struct fuse_file_info *fi, bool keep)
+{
+	fi->keep_cache = keep;
+	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+		fi->noflush = 1;
+}
+
 static void smr_fuse_open(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
-	int rc = smr_ns_open_file(NS(req), ino, fi->flags);
+	bool fresh;
+	int rc = smr_ns_open_file(NS(req), ino, fi->flags, &fresh);
 
 	if (rc)
 		return reply_err(req, rc);
+	open_flags(fi, fresh);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		smr_ns_release(NS(req), ino); /* interrupted */
 }
@@ -412,6 +432,7 @@ static void smr_fuse_create(fuse_req_t req, fuse_ino_t parent,
 	attr_to_stat(&a, &e.attr);
 	e.attr_timeout = SMR_FUSE_TIMEOUT;
 	e.entry_timeout = SMR_FUSE_TIMEOUT;
+	open_flags(fi, false); /* nothing cached yet */
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		smr_ns_release(NS(req), a.ino);
 		smr_ns_forget(NS(req), a.ino, 1);

@@ -1074,15 +1074,20 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 	return rd->n == NS_RDPLUS_BATCH;
 }
 
-/* relatime: update atime only when it is not newer than mtime/ctime or is
- * a day old, so that reading does not write metadata every time. */
+/* relatime: atime is updated only when it is not newer than mtime/ctime
+ * or is a day old, so that reading does not write metadata every time. */
+bool ns_atime_fresh(const struct ns_inode *ip, int64_t now)
+{
+	return ip->atime > ip->mtime && ip->atime > ip->ctime &&
+	       now - ip->atime < 24LL * 3600 * 1000000000;
+}
+
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
 {
 	int64_t now = ns_now();
 	struct smr_txn *t;
 
-	if (ip->atime > ip->mtime && ip->atime > ip->ctime &&
-	    now - ip->atime < 24LL * 3600 * 1000000000)
+	if (ns_atime_fresh(ip, now))
 		return;
 	if (smr_cow_is_read_only(ns->cow) || ns_txn_begin(ns, &t))
 		return;

@@ -572,7 +572,8 @@ void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup)
 	pthread_mutex_unlock(&ns->lock);
 }
 
-int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags)
+int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags,
+		     bool *atime_fresh)
 {
 	struct ns_inode in;
 	struct ns_ref *r;
@@ -592,6 +593,8 @@ int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags)
 		goto out;
 	}
 	ns_ref_inc(&r->nopen);
+	if (atime_fresh)
+		*atime_fresh = ns_atime_fresh(&in, ns_now());
 out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

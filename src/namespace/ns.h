@@ -282,8 +282,11 @@ void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup);
  * ------------------------------------------------------------------------ */
 
 /* Count an open. -ENOENT, -EISDIR a directory opened for writing
- * (O_WRONLY/O_RDWR in @flags). */
-int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags);
+ * (O_WRONLY/O_RDWR in @flags). @atime_fresh (or NULL) is set to whether a
+ * read now would leave the atime as it is (relatime), so that data cached
+ * from before may serve it. */
+int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags,
+		     bool *atime_fresh);
 /* Drop an open; the last one of an unlinked inode frees it. */
 void smr_ns_release(struct smr_ns *ns, uint64_t ino);
 

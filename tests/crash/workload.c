@@ -203,7 +203,7 @@ int cr_op_run(struct cr_fs *fs, const struct cr_op *op, uint64_t seed)
 	case CR_FSYNC:
 		return smr_ns_fsync(fs->ns, a.ino, false);
 	case CR_ORPHAN:
-		rc = smr_ns_open_file(fs->ns, a.ino, O_RDWR);
+		rc = smr_ns_open_file(fs->ns, a.ino, O_RDWR, NULL);
 		if (rc)
 			return rc;
 		rc = cr_parent(fs, op->a, &dir, leaf);

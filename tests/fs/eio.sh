@@ -46,6 +46,19 @@ try:
             os.write(fd, os.urandom(int(sys.argv[3])))
         finally:
             os.close(fd)
+    elif what == "write-peek-close":  # as write-close, with the file
+        # opened and closed read-only in between: that close has no
+        # write to report (else it prints PEEK- and its error)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, os.urandom(int(sys.argv[3])))
+            try:
+                os.close(os.open(p, os.O_RDONLY))
+            except OSError as e:
+                print("PEEK-" + errno.errorcode.get(e.errno, str(e.errno)))
+                sys.exit(0)
+        finally:
+            os.close(fd)
     elif what == "create":
         os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644))
     elif what == "mkdir":
@@ -180,6 +193,8 @@ for case in commit:writes:0 commit:writes:1 commit:writes:2 \
 		# (answered before its data went out) its close says so.
 		expect EIO write "$M/lost-data" 8192
 		expect EIO write-close "$M/lost-data-2" 8192
+		# Not a reader's close: it has nothing written to report.
+		expect EIO write-peek-close "$M/lost-data-3" 8192
 	fi
 	expect OK create "$M/lost-$after"
 	# The commit this fsync needs cannot be written.

@@ -14,6 +14,7 @@ Must run as root (it switches to the users 65534 and 65533).
 """
 import ctypes
 import errno
+import mmap
 import os
 import pickle
 import stat
@@ -1681,6 +1682,86 @@ def copy_range_times(d):
     changed(gbefore, g, "mc")
     with open(g, "rb") as fp:
         check(fp.read() == bytes(100) + b"y" * 20000, "copied contents")
+
+
+@case
+def reopen_sees_changes(d):
+    """Data read through one open and changed in every way there is, by
+    path or by another descriptor: each new open reads the change (the
+    daemon lets the kernel keep its cached pages from one open to the
+    next), and a descriptor kept open through the changes too."""
+    f, g = d + "/f", d + "/g"
+    create(f)
+    create(g)
+    write_file(g, b"g" * 6000)
+    exp = bytearray(b"a" * 20000)
+    write_file(f, bytes(exp))
+    held = os.open(f, os.O_RDONLY)
+
+    def same(what):
+        with open(f, "rb") as fp:
+            check(fp.read() == exp, "a new open after %s" % what)
+        check(os.pread(held, 30000, 0) == exp,
+              "a descriptor open before %s" % what)
+
+    try:
+        same("the write")
+        fd = os.open(f, os.O_WRONLY)
+        os.pwrite(fd, b"b" * 100, 5000)
+        os.close(fd)
+        exp[5000:5100] = b"b" * 100
+        same("a write")
+        os.truncate(f, 3000)
+        del exp[3000:]
+        same("a shrinking truncate")
+        os.truncate(f, 16384)
+        exp += bytes(16384 - 3000)
+        same("a growing truncate")
+        fd = os.open(f, os.O_RDWR)
+        try:
+            os.pwrite(fd, b"c" * 16384, 0)
+            exp[:] = b"c" * 16384
+            same("an overwrite")
+            rc = libc.fallocate(fd, 3, ctypes.c_long(4096), ctypes.c_long(4096))
+            check(rc == 0, "punch: %s" % ename(ctypes.get_errno()))
+            exp[4096:8192] = bytes(4096)
+            same("a punch")
+            rc = libc.fallocate(fd, FALLOC_FL_ZERO_RANGE,
+                                ctypes.c_long(100), ctypes.c_long(200))
+            if rc == 0:
+                exp[100:300] = bytes(200)
+                same("a zeroed range")
+            src = os.open(g, os.O_RDONLY)
+            try:
+                n = os.copy_file_range(src, fd, 6000, 0, 10000)
+                check(n == 6000, "copy_file_range copied %d" % n)
+            finally:
+                os.close(src)
+            exp[10000:16000] = b"g" * 6000
+            same("a copy into it")
+            with mmap.mmap(fd, 8192) as mp:
+                mp[8000:8100] = b"m" * 100
+            exp[8000:8100] = b"m" * 100
+            same("a write through mmap")
+        finally:
+            os.close(fd)
+        try:
+            fd = os.open(f, os.O_WRONLY | os.O_DIRECT)
+        except OSError as e:
+            check(e.errno == errno.EINVAL, "O_DIRECT: %s" % ename(e.errno))
+            fd = -1
+        if fd >= 0:
+            try:
+                with mmap.mmap(-1, 4096) as buf:  # page-aligned memory
+                    buf.write(b"d" * 4096)
+                    check(os.pwritev(fd, [buf], 12288) == 4096,
+                          "O_DIRECT write")
+            finally:
+                os.close(fd)
+            exp[12288:16384] = b"d" * 4096
+            same("an O_DIRECT write")
+    finally:
+        os.close(held)
 
 
 @case

@@ -89,7 +89,7 @@ static void walk_file(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 	if (!buf)
 		return;
-	if (smr_ns_open_file(ns, a->ino, O_RDWR) == 0) {
+	if (smr_ns_open_file(ns, a->ino, O_RDWR, NULL) == 0) {
 		smr_ns_read(ns, a->ino, 0, WALK_MAX_READ, buf);
 		if (a->size > WALK_MAX_READ)
 			smr_ns_read(ns, a->ino, a->size - 4096, 8192, buf);
