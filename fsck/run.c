@@ -1899,7 +1899,8 @@ out_cancel:
  */
 static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 {
-	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true };
+	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true,
+				   .salvage = true };
 	struct smr_cow_salvage s;
 	struct smr_cow *cow;
 	int rc, rc2;

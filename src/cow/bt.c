@@ -1505,12 +1505,6 @@ int smr_bt_step_locked(struct smr_cow *c, uint32_t tree,
 	return rc < 0 ? rc : 0;
 }
 
-/* A node that does not verify (or breaks a rule of the check). */
-static bool bt_damage(int rc)
-{
-	return rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC;
-}
-
 struct iwalk {
 	const struct smr_nkey *from, *to;
 	smr_bt_iter_fn fn;
@@ -1528,7 +1522,7 @@ static int iter_walk(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 	int rc;
 
 	rc = node_get(c, t->id, addr, gen, level, &n);
-	if (bt_damage(rc))
+	if (cow_damage(rc))
 		return 0;
 	if (rc)
 		return rc;
@@ -1875,7 +1869,7 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 		*items += cnt;
 	if (!rc && bad && !root && node_used(c, n) < node_cap(c) / 4)
 		bad->underfull++;
-	if (rc && bad && bt_damage(rc)) {
+	if (rc && bad && cow_damage(rc)) {
 		bad->problems++;
 		node_put(c, n);
 		return 0;
@@ -1890,7 +1884,7 @@ static int check_node(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 				smr_int_gen(n->buf, i), (uint16_t)(level - 1),
 				i ? &klo : lo, i + 1 < cnt ? &khi : hi, false,
 				items, bad);
-		if (rc && bad && bt_damage(rc)) {
+		if (rc && bad && cow_damage(rc)) {
 			bad->problems++;
 			rc = 0;
 		}
@@ -1949,7 +1943,7 @@ static int audit_walk(struct smr_cow *c, struct smr_tree *t, uint64_t addr,
 	a->addr[a->n++] = addr;
 	rc = node_get(c, t->id, addr, gen, level, &n);
 	/* Its block counted, nothing below it (skip_damaged). */
-	if (bt_damage(rc) && c->opts.skip_damaged)
+	if (cow_damage(rc) && c->opts.skip_damaged)
 		return 0;
 	if (rc)
 		return rc;
@@ -1993,7 +1987,7 @@ static int audit(struct smr_cow *c, struct bt_chk *bad)
 		rc = bt_check(c, id, &items, bad);
 		if (!rc)
 			rc = audit_walk(c, t, t->addr, t->gen, t->level, &a);
-		if (rc && bad && bt_damage(rc)) {
+		if (rc && bad && cow_damage(rc)) {
 			bad->problems++;
 			rc = 0;
 		}

@@ -113,15 +113,25 @@ const char *smr_tree_name(struct smr_cow *c, uint32_t tree, char *buf,
  */
 static int cow_trim_released(struct smr_cow *c)
 {
+	bool skipped = false;
 	int rc = 0;
 
 	if (c->opts.read_only || !c->alloc)
 		return 0;
 	pthread_rwlock_wrlock(&c->lock);
-	for (size_t i = 0; i < c->free_prev.n && !rc; i++)
+	for (size_t i = 0; i < c->free_prev.n && !rc; i++) {
 		rc = smr_rmap_trim_locked(c, c->free_prev.x[i].off,
 					  c->free_prev.x[i].len);
+		/* Opened to salvage: the rebuild drops them with the node. */
+		if (cow_damage(rc) && c->opts.salvage) {
+			skipped = true;
+			rc = 0;
+		}
+	}
 	pthread_rwlock_unlock(&c->lock);
+	if (skipped)
+		smr_warn("reverse map: entries of data released in flight "
+			 "left behind a damaged node, for its rebuild");
 	return rc;
 }
 
@@ -368,7 +378,7 @@ int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
 	pthread_rwlock_rdlock(&c->lock);
 	rc = smr_cow_audit_count_locked(c, problems, underfull);
 	pthread_rwlock_unlock(&c->lock);
-	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
+	if (cow_damage(rc)) {
 		if (!*problems)
 			*problems = 1;
 		rc = 0;

@@ -184,6 +184,12 @@ struct smr_cow_opts {
 	 * report each such node and carry on; lookups through it still
 	 * fail. So a check reports everything else it can. */
 	bool skip_damaged;
+	/* fsck only: opened for smr_cow_salvage(). A damaged node of the
+	 * reverse map in the way of the open's own change to it (the entries
+	 * of data released in flight, cow.c) does not stop the open: the
+	 * salvage drops the node, and the reverse map is rebuilt from the
+	 * extent items where it disagrees with them. */
+	bool salvage;
 	/* The cleaner (zoned devices only; see "Cleaning" below). */
 	bool gc_off;           /* no background cleaning thread */
 	bool gc_need_only;     /* the thread cleans only when no zone is left

@@ -439,6 +439,13 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 #define SMR_BT_PUT 2
 
 /* The type of @tree, or NULL (engine lock held). */
+/* The error of a block that does not verify (or breaks a rule of the
+ * check): damage, not a failure to read. */
+static inline bool cow_damage(int rc)
+{
+	return rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC;
+}
+
 /* Is the engine read-only? Threads test it under the tree lock, which a
  * failing commit or cleaner does not hold when it sets it (under txn_lock):
  * an atomic load, paired with the release store of cow_set_read_only(). */
