@@ -35,6 +35,11 @@ tests_fsck_damage_LDADD = libsmrfs.la
 dist_noinst_SCRIPTS += tests/fsck/corpus.sh
 TESTS += tests/fsck/corpus.sh
 
+# Random damage: bits flipped at random in a filled image, then fsck.smrfs
+# and the daemon on it (FUSE; skipped without it).
+dist_noinst_SCRIPTS += tests/fsck/flips.sh
+TESTS += tests/fsck/flips.sh
+
 # The progress bar on a check that takes a while (FUSE, to fill it).
 dist_noinst_SCRIPTS += tests/fsck/progress_long.sh
 TESTS += tests/fsck/progress_long.sh

@@ -1,0 +1,165 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Random damage. A zoned loop directory is filled through a mount; then
+# each trial damages a fresh copy of it, flipping 1 to 6 bits chosen at
+# random (from the trial's seed) among the bytes its zones hold, and:
+#
+#  1. fsck.smrfs -n ends on its own (no signal, no hang);
+#  2. mount.smrfs refuses with a message, or mounts, serves a walk that
+#     reads every file (failing only with EIO, EUCLEAN, EBADMSG or ENOENT),
+#     and exits without a signal;
+#  3. fsck.smrfs -y ends on its own; when it says everything is repaired
+#     (0 or 1), fsck.smrfs -n then finds nothing, and a mount serves a walk
+#     with no error but EIO (data blocks are checked only by --scrub).
+#
+# fsck.smrfs -y may leave damage it cannot repair (4; docs/design/fsck.md
+# says which): allowed, and counted at the end for a human to look at.
+# FLIPS_TRIALS trials (default 12) from seed FLIPS_SEED (default 1); a long
+# run: FLIPS_TRIALS=1000 FLIPS_SEED=100 tests/fsck/flips.sh.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	TMPDIR=/dev/shm
+	export TMPDIR
+fi
+. "${srcdir:-.}/tests/fs/lib.sh"
+FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
+[ -x "$FSCK" ] || skip "$FSCK not built"
+command -v timeout >/dev/null || skip "no timeout(1)"
+TRIALS=${FLIPS_TRIALS:-12}
+SEED=${FLIPS_SEED:-1}
+P=$T/pristine
+W=$T/w
+M=$T/mnt
+
+# The pristine image: files of many sizes, with xattrs, in directories,
+# a symlink and a hard link; enough for trees of two levels.
+make_zloop "$P"
+"$MKFS" "$P" >/dev/null || fail "mkfs"
+mount_fs "$P" "$M"
+python3 - "$M" <<'EOF' || fail "populate"
+import os, random, sys
+random.seed(7)
+root = sys.argv[1]
+for d in range(8):
+    os.mkdir("%s/d%d" % (root, d))
+    for i in range(150):
+        p = "%s/d%d/file-with-a-long-name-%04d" % (root, d, i)
+        with open(p, "wb") as f:
+            f.write(random.randbytes(random.choice((0, 100, 5000, 70000))))
+        if i % 3 == 0:
+            os.setxattr(p, "user.n", str(i).encode())
+os.symlink("d0", root + "/sym")
+os.link(root + "/d1/file-with-a-long-name-0001", root + "/hard")
+EOF
+umount_fs "$M"
+"$FSCK" -n --no-progress "$P" >"$T/fsck.out" 2>&1 ||
+	fail "the pristine image: $(cat "$T/fsck.out")"
+
+# walk ERRNOS: read every file under $M; prints "files errors", fails on
+# an error not in ERRNOS (names of the errno module, comma-separated).
+walk() {
+	timeout 120 python3 - "$M" "$1" <<'EOF'
+import errno, os, sys
+ok = {getattr(errno, e) for e in sys.argv[2].split(",")}
+n = bad = 0
+for root, dirs, files in os.walk(sys.argv[1], onerror=lambda e: None):
+    for f in files:
+        p = os.path.join(root, f)
+        try:
+            if not os.path.islink(p):
+                with open(p, "rb") as fp:
+                    fp.read()
+            n += 1
+        except OSError as e:
+            if e.errno not in ok:
+                raise SystemExit("walk: %s: %s" % (p, e))
+            bad += 1
+print(n, bad)
+EOF
+}
+
+# try_mount WHAT ERRNOS: mount $W if the daemon agrees and walk it (see
+# walk); the daemon must end without a signal. Sets $walked ("files
+# errors", or "refused").
+try_mount() {
+	"$MOUNT" "$W" "$M" -f 2>"$T/daemon.err" &
+	DAEMON=$!
+	PIDS="$PIDS $DAEMON"
+	MOUNTS="$MOUNTS $M"
+	i=0
+	until is_mounted "$M" || ! kill -0 "$DAEMON" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 300 ] || fail "$1: the mount neither came nor failed"
+		sleep 0.1
+	done
+	if is_mounted "$M"; then
+		walked=$(walk "$2") || fail "$1: $walked"
+		fusermount3 -u "$M" || fail "$1: fusermount3 -u"
+	else
+		walked=refused
+		grep -q . "$T/daemon.err" || fail "$1: refused without a word"
+	fi
+	wait "$DAEMON"
+	st=$?
+	[ $st -lt 128 ] ||
+		fail "$1: mount.smrfs died of signal $((st - 128)): $(tail -3 "$T/daemon.err")"
+}
+
+# run_fsck WHAT ARGS...: fsck.smrfs must end on its own; sets $st.
+run_fsck() {
+	rf=$1
+	shift
+	timeout 300 "$FSCK" --no-progress "$@" "$W" >"$T/fsck.out" 2>&1
+	st=$?
+	[ $st -ne 124 ] || fail "$rf: fsck.smrfs $* did not end"
+	[ $st -lt 128 ] || fail "$rf: fsck.smrfs $* died of signal $((st - 128))"
+}
+
+left=0
+t=0
+while [ $t -lt "$TRIALS" ]; do
+	seed=$((SEED + t))
+	t=$((t + 1))
+	rm -rf "$W"
+	cp -a "$P" "$W" || fail "copy"
+	flips=$(python3 - "$W" "$seed" <<'EOF'
+import os, random, sys
+d, seed = sys.argv[1], int(sys.argv[2])
+random.seed(seed)
+zones = sorted(f for f in os.listdir(d) if f.startswith(("seq-", "cnv-")))
+sizes = [(f, os.path.getsize(os.path.join(d, f))) for f in zones]
+sizes = [(f, s) for f, s in sizes if s]
+out = []
+for _ in range(random.randint(1, 6)):
+    f, s = random.choice(sizes)
+    off, bit = random.randrange(s), random.randrange(8)
+    with open(os.path.join(d, f), "r+b") as fp:
+        fp.seek(off)
+        b = fp.read(1)[0] ^ (1 << bit)
+        fp.seek(off)
+        fp.write(bytes([b]))
+    out.append("%s@%d^%d" % (f, off, bit))
+print(" ".join(out))
+EOF
+) || fail "flip"
+	what="seed $seed ($flips)"
+	run_fsck "$what" -n
+	check=$st
+	# Damaged metadata reads fail with EUCLEAN or EBADMSG, a name whose
+	# inode is lost with ENOENT.
+	try_mount "$what" EIO,EUCLEAN,EBADMSG,ENOENT
+	first=$walked
+	run_fsck "$what" -y
+	repair=$st
+	if [ $repair -le 1 ]; then
+		run_fsck "$what: after the repair" -n
+		[ $st -eq 0 ] || fail "$what: fsck -y said $repair, then fsck -n $st: $(cat "$T/fsck.out")"
+		try_mount "$what: after the repair" EIO
+		[ "$walked" != refused ] ||
+			fail "$what: repaired, but the mount refuses: $(cat "$T/daemon.err")"
+	else
+		left=$((left + 1))
+	fi
+	echo "$what: check $check, mount $first, repair $repair, then $walked"
+done
+echo "$TRIALS trials from seed $SEED: $left left damage fsck could not repair"
