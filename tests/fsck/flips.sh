@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Random damage. A zoned loop directory is filled through a mount; then
-# each trial damages a fresh copy of it, flipping 1 to 6 bits chosen at
-# random (from the trial's seed) among the bytes its zones hold, and:
+# Random damage. A zoned loop directory, and a regular file, are filled
+# through a mount; then each trial damages a fresh copy of one, flipping 1
+# to 6 bits chosen at random (from the trial's seed) among the bytes it
+# holds (its data extents: sparse space is never written), and:
 #
 #  1. fsck.smrfs -n ends on its own (no signal, no hang);
 #  2. mount.smrfs refuses with a message, or mounts, serves a walk that
@@ -15,8 +16,8 @@
 #
 # fsck.smrfs -y may leave damage it cannot repair (4; docs/design/fsck.md
 # says which): allowed, and counted at the end for a human to look at.
-# FLIPS_TRIALS trials (default 12) from seed FLIPS_SEED (default 1); a long
-# run: FLIPS_TRIALS=1000 FLIPS_SEED=100 tests/fsck/flips.sh.
+# FLIPS_TRIALS trials (default 8) on each kind from seed FLIPS_SEED (default
+# 1); a long run: FLIPS_TRIALS=1000 FLIPS_SEED=100 tests/fsck/flips.sh.
 if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	TMPDIR=/dev/shm
 	export TMPDIR
@@ -25,18 +26,16 @@ fi
 FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 [ -x "$FSCK" ] || skip "$FSCK not built"
 command -v timeout >/dev/null || skip "no timeout(1)"
-TRIALS=${FLIPS_TRIALS:-12}
+TRIALS=${FLIPS_TRIALS:-8}
 SEED=${FLIPS_SEED:-1}
 P=$T/pristine
 W=$T/w
 M=$T/mnt
 
-# The pristine image: files of many sizes, with xattrs, in directories,
-# a symlink and a hard link; enough for trees of two levels.
-make_zloop "$P"
-"$MKFS" "$P" >/dev/null || fail "mkfs"
-mount_fs "$P" "$M"
-python3 - "$M" <<'EOF' || fail "populate"
+# The programs the trials run.
+# Fill the mount at $1: files of many sizes, with xattrs, in directories, a
+# symlink and a hard link; enough for trees of two levels.
+POPULATE=$(cat <<'EOF'
 import os, random, sys
 random.seed(7)
 root = sys.argv[1]
@@ -51,14 +50,45 @@ for d in range(8):
 os.symlink("d0", root + "/sym")
 os.link(root + "/d1/file-with-a-long-name-0001", root + "/hard")
 EOF
-umount_fs "$M"
-"$FSCK" -n --no-progress "$P" >"$T/fsck.out" 2>&1 ||
-	fail "the pristine image: $(cat "$T/fsck.out")"
-
-# walk ERRNOS: read every file under $M; prints "files errors", fails on
-# an error not in ERRNOS (names of the errno module, comma-separated).
-walk() {
-	timeout 120 python3 - "$M" "$1" <<'EOF'
+)
+# Flip 1 to 6 bits of what the image $1 holds (a zoned loop directory's
+# zone files, or a regular file; their data extents, from SEEK_DATA), from
+# seed $2; print where.
+FLIP=$(cat <<'EOF'
+import os, random, sys
+d, seed = sys.argv[1], int(sys.argv[2])
+random.seed(seed)
+if os.path.isdir(d):
+    files = [os.path.join(d, f) for f in sorted(os.listdir(d))
+             if f.startswith(("seq-", "cnv-"))]
+else:
+    files = [d]
+ext = []  # (file, start, end) of what each file holds
+for f in files:
+    fd = os.open(f, os.O_RDONLY)
+    pos, end = 0, os.fstat(fd).st_size
+    while pos < end:
+        try:
+            a = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError:
+            break
+        pos = os.lseek(fd, a, os.SEEK_HOLE)
+        ext.append((f, a, pos))
+    os.close(fd)
+out = []
+for _ in range(random.randint(1, 6)):
+    f, a, b = random.choice(ext)
+    off, bit = random.randrange(a, b), random.randrange(8)
+    fd = os.open(f, os.O_RDWR)
+    os.pwrite(fd, bytes([os.pread(fd, 1, off)[0] ^ (1 << bit)]), off)
+    os.close(fd)
+    out.append("%s@%d^%d" % (os.path.basename(f), off, bit))
+print(" ".join(out))
+EOF
+)
+# Read every file under $1; print "files errors"; fail on an error not in
+# $2 (names of the errno module, comma-separated).
+WALK=$(cat <<'EOF'
 import errno, os, sys
 ok = {getattr(errno, e) for e in sys.argv[2].split(",")}
 n = bad = 0
@@ -76,10 +106,27 @@ for root, dirs, files in os.walk(sys.argv[1], onerror=lambda e: None):
             bad += 1
 print(n, bad)
 EOF
+)
+
+# pristine KIND: the image $P, a zoned loop directory (zl) or a regular
+# file (file), filled through a mount.
+pristine() {
+	rm -rf "$P"
+	if [ "$1" = zl ]; then
+		make_zloop "$P"
+	else
+		truncate -s 256M "$P" || fail "truncate"
+	fi
+	"$MKFS" "$P" >/dev/null || fail "mkfs $1"
+	mount_fs "$P" "$M"
+	python3 -c "$POPULATE" "$M" || fail "populate $1"
+	umount_fs "$M"
+	"$FSCK" -n --no-progress "$P" >"$T/fsck.out" 2>&1 ||
+		fail "the pristine image ($1): $(cat "$T/fsck.out")"
 }
 
 # try_mount WHAT ERRNOS: mount $W if the daemon agrees and walk it (see
-# walk); the daemon must end without a signal. Sets $walked ("files
+# WALK); the daemon must end without a signal. Sets $walked ("files
 # errors", or "refused").
 try_mount() {
 	"$MOUNT" "$W" "$M" -f 2>"$T/daemon.err" &
@@ -93,7 +140,8 @@ try_mount() {
 		sleep 0.1
 	done
 	if is_mounted "$M"; then
-		walked=$(walk "$2") || fail "$1: $walked"
+		walked=$(timeout 120 python3 -c "$WALK" "$M" "$2") ||
+			fail "$1: $walked"
 		fusermount3 -u "$M" || fail "$1: fusermount3 -u"
 	else
 		walked=refused
@@ -115,51 +163,41 @@ run_fsck() {
 	[ $st -lt 128 ] || fail "$rf: fsck.smrfs $* died of signal $((st - 128))"
 }
 
-left=0
-t=0
-while [ $t -lt "$TRIALS" ]; do
-	seed=$((SEED + t))
-	t=$((t + 1))
-	rm -rf "$W"
-	cp -a "$P" "$W" || fail "copy"
-	flips=$(python3 - "$W" "$seed" <<'EOF'
-import os, random, sys
-d, seed = sys.argv[1], int(sys.argv[2])
-random.seed(seed)
-zones = sorted(f for f in os.listdir(d) if f.startswith(("seq-", "cnv-")))
-sizes = [(f, os.path.getsize(os.path.join(d, f))) for f in zones]
-sizes = [(f, s) for f, s in sizes if s]
-out = []
-for _ in range(random.randint(1, 6)):
-    f, s = random.choice(sizes)
-    off, bit = random.randrange(s), random.randrange(8)
-    with open(os.path.join(d, f), "r+b") as fp:
-        fp.seek(off)
-        b = fp.read(1)[0] ^ (1 << bit)
-        fp.seek(off)
-        fp.write(bytes([b]))
-    out.append("%s@%d^%d" % (f, off, bit))
-print(" ".join(out))
-EOF
-) || fail "flip"
-	what="seed $seed ($flips)"
-	run_fsck "$what" -n
-	check=$st
-	# Damaged metadata reads fail with EUCLEAN or EBADMSG, a name whose
-	# inode is lost with ENOENT.
-	try_mount "$what" EIO,EUCLEAN,EBADMSG,ENOENT
-	first=$walked
-	run_fsck "$what" -y
-	repair=$st
-	if [ $repair -le 1 ]; then
-		run_fsck "$what: after the repair" -n
-		[ $st -eq 0 ] || fail "$what: fsck -y said $repair, then fsck -n $st: $(cat "$T/fsck.out")"
-		try_mount "$what: after the repair" EIO
-		[ "$walked" != refused ] ||
-			fail "$what: repaired, but the mount refuses: $(cat "$T/daemon.err")"
-	else
-		left=$((left + 1))
-	fi
-	echo "$what: check $check, mount $first, repair $repair, then $walked"
-done
-echo "$TRIALS trials from seed $SEED: $left left damage fsck could not repair"
+# trials KIND: FLIPS_TRIALS trials on copies of the pristine image of KIND.
+trials() {
+	kind=$1
+	pristine "$kind"
+	left=0
+	t=0
+	while [ $t -lt "$TRIALS" ]; do
+		seed=$((SEED + t))
+		t=$((t + 1))
+		rm -rf "$W"
+		cp -a "$P" "$W" || fail "copy"
+		flips=$(python3 -c "$FLIP" "$W" "$seed") || fail "flip"
+		what="$kind, seed $seed ($flips)"
+		run_fsck "$what" -n
+		check=$st
+		# Damaged metadata reads fail with EUCLEAN or EBADMSG, a name
+		# whose inode is lost with ENOENT.
+		try_mount "$what" EIO,EUCLEAN,EBADMSG,ENOENT
+		first=$walked
+		run_fsck "$what" -y
+		repair=$st
+		if [ $repair -le 1 ]; then
+			run_fsck "$what: after the repair" -n
+			[ $st -eq 0 ] ||
+				fail "$what: fsck -y said $repair, then fsck -n $st: $(cat "$T/fsck.out")"
+			try_mount "$what: after the repair" EIO
+			[ "$walked" != refused ] ||
+				fail "$what: repaired, but the mount refuses: $(cat "$T/daemon.err")"
+		else
+			left=$((left + 1))
+		fi
+		echo "$what: check $check, mount $first, repair $repair, then $walked"
+	done
+	echo "$kind: $TRIALS trials from seed $SEED: $left left damage fsck could not repair"
+}
+
+trials zl
+trials file
