@@ -81,6 +81,17 @@ make_zloop() {
 		fail "smrfsctl zloop create $1"
 }
 
+# make_fs KIND IMG: a fresh filesystem on a zoned loop directory (zl, as
+# make_zloop makes it) or on a regular file of 256 MiB (file).
+make_fs() {
+	if [ "$1" = zl ]; then
+		make_zloop "$2"
+	else
+		truncate -s 256M "$2" || fail "truncate $2"
+	fi
+	"$MKFS" "$2" >/dev/null || fail "mkfs $1 $2"
+}
+
 # mount_fs DEV MNT [OPTS]: start the daemon in the foreground (so that we
 # know its pid, in $DAEMON), and wait until the mount is there.
 mount_fs() {

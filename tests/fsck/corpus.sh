@@ -53,12 +53,7 @@ ncases=0
 # regular file (file), filled through a mount, kept in $T/pristine-KIND.
 populate() {
 	img=$T/pristine-$1
-	if [ "$1" = zl ]; then
-		make_zloop "$img"
-	else
-		truncate -s 256M "$img" || fail "truncate"
-	fi
-	"$MKFS" "$img" >/dev/null || fail "mkfs $1"
+	make_fs "$1" "$img"
 	mount_fs "$img" "$T/mnt"
 	# /a first, so that its inodes come before those of /d's files (and
 	# lie in the namespace tree's first leaves).

@@ -112,12 +112,7 @@ EOF
 # file (file), filled through a mount.
 pristine() {
 	rm -rf "$P"
-	if [ "$1" = zl ]; then
-		make_zloop "$P"
-	else
-		truncate -s 256M "$P" || fail "truncate"
-	fi
-	"$MKFS" "$P" >/dev/null || fail "mkfs $1"
+	make_fs "$1" "$P"
 	mount_fs "$P" "$M"
 	python3 -c "$POPULATE" "$M" || fail "populate $1"
 	umount_fs "$M"
