@@ -438,7 +438,6 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 #define SMR_BT_UPDATE 1
 #define SMR_BT_PUT 2
 
-/* The type of @tree, or NULL (engine lock held). */
 /* The error of a block that does not verify (or breaks a rule of the
  * check): damage, not a failure to read. */
 static inline bool cow_damage(int rc)
@@ -460,6 +459,7 @@ static inline void cow_set_read_only(struct smr_cow *c, bool ro)
 	__atomic_store_n(&c->read_only, ro, __ATOMIC_RELEASE);
 }
 
+/* The type of @tree, or NULL (engine lock held). */
 static inline const struct smr_tree_type *smr_tree_type_of(struct smr_cow *c,
 							    uint32_t tree)
 {
