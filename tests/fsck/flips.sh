@@ -18,6 +18,8 @@
 # says which): allowed, and counted at the end for a human to look at.
 # FLIPS_TRIALS trials (default 8) on each kind from seed FLIPS_SEED (default
 # 1); a long run: FLIPS_TRIALS=1000 FLIPS_SEED=100 tests/fsck/flips.sh.
+# Heavier damage: FLIPS_MAX bits at most (default 6); one kind only:
+# FLIPS_KINDS=file (default "zl file").
 if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	TMPDIR=/dev/shm
 	export TMPDIR
@@ -28,6 +30,7 @@ FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 command -v timeout >/dev/null || skip "no timeout(1)"
 TRIALS=${FLIPS_TRIALS:-8}
 SEED=${FLIPS_SEED:-1}
+MAXFLIPS=${FLIPS_MAX:-6}
 P=$T/pristine
 W=$T/w
 M=$T/mnt
@@ -51,12 +54,12 @@ os.symlink("d0", root + "/sym")
 os.link(root + "/d1/file-with-a-long-name-0001", root + "/hard")
 EOF
 )
-# Flip 1 to 6 bits of what the image $1 holds (a zoned loop directory's
+# Flip 1 to $3 bits of what the image $1 holds (a zoned loop directory's
 # zone files, or a regular file; their data extents, from SEEK_DATA), from
 # seed $2; print where.
 FLIP=$(cat <<'EOF'
 import os, random, sys
-d, seed = sys.argv[1], int(sys.argv[2])
+d, seed, most = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 random.seed(seed)
 if os.path.isdir(d):
     files = [os.path.join(d, f) for f in sorted(os.listdir(d))
@@ -76,7 +79,7 @@ for f in files:
         ext.append((f, a, pos))
     os.close(fd)
 out = []
-for _ in range(random.randint(1, 6)):
+for _ in range(random.randint(1, most)):
     f, a, b = random.choice(ext)
     off, bit = random.randrange(a, b), random.randrange(8)
     fd = os.open(f, os.O_RDWR)
@@ -169,7 +172,7 @@ trials() {
 		t=$((t + 1))
 		rm -rf "$W"
 		cp -a "$P" "$W" || fail "copy"
-		flips=$(python3 -c "$FLIP" "$W" "$seed") || fail "flip"
+		flips=$(python3 -c "$FLIP" "$W" "$seed" "$MAXFLIPS") || fail "flip"
 		what="$kind, seed $seed ($flips)"
 		run_fsck "$what" -n
 		check=$st
@@ -194,5 +197,6 @@ trials() {
 	echo "$kind: $TRIALS trials from seed $SEED: $left left damage fsck could not repair"
 }
 
-trials zl
-trials file
+for kind in ${FLIPS_KINDS:-zl file}; do
+	trials "$kind"
+done
