@@ -37,9 +37,10 @@
  * after the repairs above, in the same commit.
  *
  * A tree with a damaged node is salvaged first (smr_cow_salvage: rebuilt
- * from the items that can be read, in a commit of its own); the repairs
- * above then reattach or drop what the lost items left behind, and the
- * space audit gives back the blocks only they referenced.
+ * from the items that can be read, in a commit of its own, or in the
+ * repair's when no allocator state reads); the repairs above then reattach
+ * or drop what the lost items left behind, and the space audit gives back
+ * the blocks only they referenced.
  *
  * Anything else found (entries whose two items name different inodes, bad
  * or overlapping extents) is reported and left: fsck does not guess. Data is never moved and no zone is written except by the
@@ -1890,14 +1891,26 @@ out_cancel:
 	return -ECANCELED;
 }
 
+/* Say what smr_cow_salvage() did, and count it. */
+static void fk_salvaged(const struct smr_cow_salvage *s,
+			struct smr_fsck_result *r)
+{
+	smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) dropped, %"
+		 PRIu64 " items kept, %" PRIu64 " lost", s->trees, s->bad_nodes,
+		 s->kept, s->lost);
+	r->fixed += s->trees;
+}
+
 /*
  * The first repair when a tree has a damaged node: rebuild the trees from
  * what can be read and commit, before anything else is looked at (the
- * namespace and space checks need whole trees). Only with a usable
- * allocator state: a rebuilt one must be audited before anything is
- * allocated, and the audit needs the salvaged trees.
+ * namespace and space checks need whole trees). That needs a usable
+ * allocator state: where neither recoverable checkpoint has one, *@later
+ * is set and the repair salvages (fk_repair), on a state it rebuilds and
+ * audits before anything is allocated.
  */
-static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
+static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r,
+		      bool *later)
 {
 	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true,
 				   .salvage = true };
@@ -1906,6 +1919,13 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 	int rc, rc2;
 
 	rc = fk_open_engine(dev, &co, &cow);
+	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
+		smr_info("no usable allocator state: the trees are salvaged "
+			 "with the other repairs, on a state rebuilt from the "
+			 "device");
+		*later = true;
+		return 0;
+	}
 	if (rc) {
 		smr_err("cannot open the filesystem to salvage its trees: %s",
 			strerror(-rc));
@@ -1919,14 +1939,10 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r)
 		return rc;
 	}
 	rc = smr_cow_commit_forced(cow);
-	if (rc) {
+	if (rc)
 		smr_err("salvaging the trees failed: %s", strerror(-rc));
-	} else {
-		smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) "
-			 "dropped, %" PRIu64 " items kept, %" PRIu64 " lost",
-			 s.trees, s.bad_nodes, s.kept, s.lost);
-		r->fixed += s.trees;
-	}
+	else
+		fk_salvaged(&s, r);
 	rc2 = smr_cow_close(cow);
 	return rc ? rc : rc2;
 }
@@ -1955,13 +1971,13 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 
 static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		     const struct fk_wps *wps, bool lost_commit,
-		     bool rebuild_alloc, bool log_move,
+		     bool rebuild_alloc, bool log_move, bool salvage,
 		     struct smr_fsck_result *r)
 {
 	/* No timer commit and no cleaning in the middle of the repairs. */
 	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600,
 				   .rebuild_alloc_always = rebuild_alloc,
-				   .gc_off = true };
+				   .gc_off = true, .salvage = salvage };
 	uint64_t fixed = r->fixed;
 	struct smr_data_extent *planned = NULL;
 	size_t nplanned = 0;
@@ -1975,6 +1991,20 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));
 		return rc;
+	}
+	/* A salvage fk_salvage could not make goes first, in memory: its
+	 * nodes take space only at the commit, after the audit below. */
+	if (salvage) {
+		struct smr_cow_salvage s;
+
+		rc = smr_cow_salvage(cow, &s);
+		if (rc) {
+			smr_err("salvaging the trees failed: %s",
+				strerror(-rc));
+			smr_cow_close_discard(cow);
+			return rc;
+		}
+		fk_salvaged(&s, r);
 	}
 	/* The allocator first, before anything allocates: after a rebuild
 	 * it holds everything free until the referenced blocks are out. */
@@ -2071,6 +2101,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	struct smr_cow_super_check sup;
 	struct fk_found f = { 0 };
 	struct fk_wps wps = { 0 };
+	bool salvage_later = false;
 	struct smr_dev *dev;
 	int rc;
 
@@ -2149,7 +2180,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (f.salvage) {
 		if (fk_cancelled(o))
 			goto out_cancel;
-		rc = fk_salvage(dev, r);
+		rc = fk_salvage(dev, r, &salvage_later);
 		if (rc)
 			goto out_uncorrected;
 	}
@@ -2157,7 +2188,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (fk_cancelled(o))
 		goto out_cancel;
 	rc = fk_repair(dev, o, &wps, sup.lost_commit || f.lost_commit,
-		       f.rebuild_alloc, sup.log_move, r);
+		       f.rebuild_alloc, sup.log_move, salvage_later, r);
 	if (rc == -ECANCELED)
 		goto out_cancel;
 	if (rc)
