@@ -12,7 +12,6 @@
  * all of it on a scratch view of the device (dev/fault.h) that keeps the
  * writes in memory, so that it prints what a real run would.
  */
-#include <blkid/blkid.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +23,7 @@
 #include "cow/cow.h"
 #include "dev/dev.h"
 #include "dev/fault.h"
+#include "mkfs/probe.h"
 #include "namespace/ns.h"
 
 #define PROG "mkfs.smrfs"
@@ -89,43 +89,6 @@ static void format_uuid(const uint8_t u[16], char *buf)
 		u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
-/*
- * What filesystem or partition table libblkid finds on a regular file or
- * block device: 1 and its name in @what, 0 for none, negative on error.
- */
-static int blkid_find(const char *path, char *what, size_t len)
-{
-	const char *type = NULL;
-	blkid_probe pr;
-	int rc;
-
-	pr = blkid_new_probe_from_filename(path);
-	if (!pr)
-		return -errno ? -errno : -EIO;
-	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-	blkid_probe_enable_partitions(pr, 1);
-	rc = blkid_do_safeprobe(pr);
-	if (rc == -2) {
-		snprintf(what, len, "more than one filesystem signature");
-		rc = 1;
-	} else if (rc == 0) {
-		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
-			snprintf(what, len, "a %s filesystem", type);
-		else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL))
-			snprintf(what, len, "a %s partition table", type);
-		else
-			snprintf(what, len, "a known signature");
-		rc = 1;
-	} else if (rc == 1) {
-		rc = 0;
-	} else {
-		rc = -EIO;
-	}
-	blkid_free_probe(pr);
-	return rc;
-}
-
 /* 1 if @dev holds an smrfs filesystem (its description in @what). */
 static int smrfs_find(struct smr_dev *dev, char *what, size_t len)
 {
@@ -157,7 +120,7 @@ static int check_existing(const struct mkfs_opts *mo, struct smr_dev *dev)
 
 	if (di->kind == SMR_DEV_KIND_FILE || di->kind == SMR_DEV_KIND_BDEV ||
 	    di->kind == SMR_DEV_KIND_ZBD) {
-		rc = blkid_find(mo->dev, what, sizeof(what));
+		rc = smr_probe_other(mo->dev, what, sizeof(what));
 		if (rc < 0) {
 			fprintf(stderr, PROG ": %s: probing for filesystems: %s\n",
 				mo->dev, strerror(-rc));
