@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fsck/fsck.h"
+#include "mkfs/probe.h"
 #include "util/smr.h"
 
 static void fsck_usage(FILE *f)
@@ -280,7 +281,7 @@ int main(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct smr_fsck_opts o = { 0 };
+	struct smr_fsck_opts o = { .probe_other = smr_probe_other };
 	struct smr_fsck_result r;
 	bool json = false, verbose = false;
 	int mode = 0, c, progress = -1; /* -1: on a terminal, 0: off */

@@ -61,6 +61,14 @@ struct smr_fsck_opts {
 	 * SMR_FSCK_CANCELED. NULL = never.
 	 */
 	const volatile sig_atomic_t *cancel;
+	/*
+	 * Another filesystem's signature on the regular file or block device
+	 * at @path (fsck.smrfs: libblkid): 1 and its name in @what, 0 for
+	 * none, negative on error. Where neither superblock copy verifies, one
+	 * is rebuilt only if this finds none (mkfs of another filesystem may
+	 * leave an old smrfs's checkpoints behind). NULL = not looked for.
+	 */
+	int (*probe_other)(const char *path, char *what, size_t len);
 };
 
 /* Phases of a check: superblocks and checkpoints, B-trees, namespace,

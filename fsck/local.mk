@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # fsck.smrfs: the checker (run.c) behind a command line (fsck.c); the tests
-# build run.c in as well.
+# build run.c in as well. libblkid (mkfs's probe, given by fsck.c) keeps a
+# superblock from being rebuilt over another filesystem.
 sbin_PROGRAMS += fsck/fsck.smrfs
-fsck_fsck_smrfs_SOURCES = fsck/fsck.c fsck/run.c fsck/fsck.h
-fsck_fsck_smrfs_LDADD = libsmrfs.la
+fsck_fsck_smrfs_SOURCES = fsck/fsck.c fsck/run.c fsck/fsck.h mkfs/probe.c \
+	mkfs/probe.h
+fsck_fsck_smrfs_CFLAGS = $(AM_CFLAGS) $(BLKID_CFLAGS)
+fsck_fsck_smrfs_LDADD = libsmrfs.la $(BLKID_LIBS)
 dist_man_MANS += man/fsck.smrfs.8
 
 # Damage made precisely through the library, then check and repair.

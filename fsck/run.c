@@ -1600,8 +1600,13 @@ out_walk:
 static int fk_open_engine(struct smr_dev *dev, const struct smr_cow_opts *co,
 			  struct smr_cow **cowp)
 {
-	int rc = smr_cow_open(dev, co, cowp);
+	/* Where neither superblock copy verifies, the one the superblock
+	 * pass rebuilt (until the repair writes it). */
+	struct smr_cow_opts o = *co;
+	int rc;
 
+	o.rebuild_sb = true;
+	rc = smr_cow_open(dev, &o, cowp);
 	if (rc)
 		return rc;
 	rc = smr_ns_register_trees(*cowp);
@@ -2095,6 +2100,36 @@ static void fk_replay_log(struct smr_dev *dev)
 			 "go on without what it held", strerror(-rc));
 }
 
+/*
+ * Does another filesystem or a partition table lie on @dev (o->probe_other)?
+ * A superblock is rebuilt only where none does: mkfs of another filesystem
+ * may leave an old smrfs's checkpoint records behind, and writing a
+ * superblock would then destroy that filesystem's. Regular files and block
+ * devices only (no other filesystem formats a zoned loop directory).
+ */
+static bool fk_other_fs(const struct smr_fsck_opts *o, struct smr_dev *dev)
+{
+	enum smr_dev_kind kind = smr_dev_info(dev)->kind;
+	char what[160];
+	int rc;
+
+	if (!o->probe_other ||
+	    (kind != SMR_DEV_KIND_FILE && kind != SMR_DEV_KIND_BDEV &&
+	     kind != SMR_DEV_KIND_ZBD))
+		return false;
+	rc = o->probe_other(smr_dev_path(dev), what, sizeof(what));
+	if (rc < 0) {
+		smr_err("%s: probing for other filesystems: %s",
+			smr_dev_path(dev), strerror(-rc));
+		return true;
+	}
+	if (rc)
+		smr_err("%s holds %s: the smrfs checkpoints on it are left "
+			"from before, and no superblock is rebuilt over it",
+			smr_dev_path(dev), what);
+	return rc != 0;
+}
+
 int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 {
 	struct smr_dev_opts dopts = { .read_only = !o->repair };
@@ -2132,9 +2167,14 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			 sup.ckpt_valid, sup.ckpt_bad, sup.sb_bad,
 			 sup.sb_copies);
 	fk_count(&f, sup.problems, sup.unfixable);
+	if (sup.sb_rebuilt && fk_other_fs(o, dev)) {
+		/* Old smrfs checkpoints under a newer filesystem. */
+		sup.no_sb = true;
+		sup.sb_bad = 0;
+	}
 	if (sup.no_sb && !sup.sb_bad) {
 		/* Not smrfs at all, rather than damaged smrfs. */
-		smr_err("%s: no smrfs superblock", o->device);
+		smr_err("%s: no smrfs superblock", smr_dev_path(dev));
 		goto out_operr;
 	}
 	if (fk_cancelled(o))

@@ -591,6 +591,44 @@ static void test_alloc_state(void)
 	}
 }
 
+/*
+ * Both superblock copies damaged: their checksum (a flipped byte inside),
+ * or their magic (wiped). mkfs alone writes them, so the repair rebuilds
+ * them from the device and the newest checkpoint record, which carries the
+ * UUID; open meanwhile says the filesystem is damaged, not "not smrfs".
+ */
+static void test_sb_both(void)
+{
+	for (int v = 0; v < 2 * K_NR; v++) {
+		enum kind k = (enum kind)(v / 2);
+		uint64_t second = k == K_ZLOG ? 2 * SMR_MIB : SMR_SB_SIZE;
+		uint64_t at = v % 2 ? 300 : 0; /* the checksum, or the magic */
+		struct smr_fsck_result r;
+		struct smr_cow *c = NULL;
+		struct smr_dev *d;
+		int rc;
+
+		populate(k, 60);
+		flip(at);
+		flip(second + at);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+		rc = smr_cow_open(d, NULL, &c);
+		CU_ASSERT(rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC);
+		SMR_ASSERT_OK(smr_dev_close(d));
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.sb_bad, 2);
+		CU_ASSERT(r.inodes > 60);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+		CU_ASSERT_EQUAL(r.remaining, 0);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(r.sb_bad, 0);
+		mounts_clean();
+		CU_ASSERT_TRUE(f1_intact());
+	}
+}
+
 /* ------------------------------------------------------------------------
  * A B-tree node
  * ------------------------------------------------------------------------ */
@@ -2035,6 +2073,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "clean", test_clean },
 	{ "operational", test_operational },
 	{ "sb_copy", test_sb_copy },
+	{ "sb_both", test_sb_both },
 	{ "ckpt", test_ckpt },
 	{ "ckpt_newest", test_ckpt_newest },
 	{ "root_newest", test_root_newest },

@@ -89,15 +89,29 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	}
 	rc = 0;
 	if (got < 0) {
+		uint64_t gen;
+
 		smr_err("no valid superblock (at bytes %" PRIu64 " and %" PRIu64 ")",
 			where[0], where[1]);
-		r->problems++;
-		r->unfixable++;
-		r->no_sb = true;
-		goto out;
-	}
-	if (got == 1)
+		/* mkfs alone writes it: rebuilt, if checkpoint records say
+		 * the device is smrfs. */
+		rc = smr_cow_sb_rebuild(dev, &sb, &gen);
+		if (rc == -EINVAL) {
+			r->problems++;
+			r->unfixable++;
+			r->no_sb = true;
+			rc = 0;
+			goto out;
+		}
+		if (rc)
+			goto out;
+		smr_err("superblock rebuilt from the device and the checkpoint "
+			"of generation %" PRIu64 " (allocator %s, the "
+			"device's default; the label is lost)", gen, sb.alloc);
+		r->sb_rebuilt = true;
+	} else if (got == 1) {
 		sb = sb2;
+	}
 	if (ok[0] && ok[1] &&
 	    (memcmp(sb.uuid, sb2.uuid, 16) || sb.data_start != sb2.data_start ||
 	     sb.capacity != sb2.capacity)) {
@@ -138,8 +152,10 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 					  "log to its zone)" :
 				 " (would rewrite it by moving the checkpoint "
 				 "log to its zone)") :
-			repair ? " (rewritten from the good copy)" :
-				 " (would rewrite it from the good copy)");
+			repair ? (r->sb_rebuilt ? " (rewritten as rebuilt)" :
+					       " (rewritten from the good copy)") :
+			r->sb_rebuilt ? " (would rewrite it as rebuilt)" :
+					" (would rewrite it from the good copy)");
 		if (!ring) {
 			/* A sequential zone is rewritten only after a reset:
 			 * the repair's commits move the log there

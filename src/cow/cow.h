@@ -205,6 +205,10 @@ struct smr_cow_opts {
 	/* smr_cow_fsync writes an fsync log record where it can instead of
 	 * committing (a filesystem made with the log, read-write). */
 	bool fsync_log;
+	/* fsck only: where neither superblock copy verifies, open with one
+	 * rebuilt from the device and its checkpoint records (as
+	 * smr_cow_check_super reports, docs/design/fsck.md). */
+	bool rebuild_sb;
 	/* Read-only: replay the fsync log records found in memory, so that
 	 * what fsync made durable is seen (nothing is written; a read-write
 	 * open replays them for good). Off, the state is the checkpoint's
@@ -498,7 +502,12 @@ struct smr_cow_super_check {
 	uint32_t log_pieces;  /* valid fsync log pieces (any generation) */
 	uint64_t newest_gen;  /* of the newest valid checkpoint, 0 if none */
 	uint64_t newest_addr;
-	bool no_sb;           /* neither superblock copy verifies */
+	bool no_sb;           /* neither superblock copy verifies, and no
+			       * checkpoint record says the device is
+			       * smrfs */
+	bool sb_rebuilt;      /* neither copy verifies: the check went by a
+			       * superblock rebuilt from the device, which
+			       * an open with rebuild_sb takes too */
 	bool log_move;        /* a copy in a checkpoint log zone is damaged:
 			       * rewritten by the next commits of a
 			       * read-write open (at most two, forced with

@@ -434,6 +434,19 @@ int smr_bt_create_locked(struct smr_cow *c, uint32_t tree);
 /* store_dev.c: the one check that a superblock describes @dev. */
 int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
 
+/*
+ * A superblock for @dev when neither copy verifies. mkfs alone writes it,
+ * so all but four fields are what mkfs writes for this device today: the
+ * geometry, the checkpoint places, the format and features. The UUID is
+ * the newest valid checkpoint record's, found in those places (*@gen, its
+ * generation); the allocator is the device's default; the label and the
+ * time of mkfs are lost (empty, 0). Returns 0, -EINVAL when no place holds
+ * a valid record (nothing says the device is smrfs), -ENOMEM, or the
+ * device's error.
+ */
+int smr_cow_sb_rebuild(struct smr_dev *dev, struct smr_sb *sb,
+		       uint64_t *gen);
+
 #define SMR_BT_INSERT 0
 #define SMR_BT_UPDATE 1
 #define SMR_BT_PUT 2

@@ -66,9 +66,16 @@ static struct sd_state *sd(struct smr_cow *c)
  * Geometry
  * ======================================================================== */
 
-/* Fill the layout part of @sb for @dev. 0 or -EINVAL (logged). */
-static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
+/* Fill the layout part of @sb for @dev. 0 or -EINVAL (logged unless
+ * @quiet). */
+static int sd_layout(struct smr_dev *dev, struct smr_sb *sb, bool quiet)
 {
+#define SD_REFUSE(...)                                                    \
+	do {                                                              \
+		if (!quiet)                                               \
+			smr_err(__VA_ARGS__);                             \
+		return -EINVAL;                                           \
+	} while (0)
 	const struct smr_dev_info *di = smr_dev_info(dev);
 	struct smr_zone z0, z1, z2;
 
@@ -77,11 +84,9 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 	sb->nr_zones = di->zoned ? di->nr_zones : 0;
 	sb->nr_cnv_zones = di->zoned ? di->nr_cnv_zones : 0;
 	sb->ckpt_size = SMR_CKPT_SIZE;
-	if (di->block_size > SMR_SB_SIZE || SMR_SB_SIZE % di->block_size) {
-		smr_err("block size %u is not supported (at most %u)",
-			di->block_size, SMR_SB_SIZE);
-		return -EINVAL;
-	}
+	if (di->block_size > SMR_SB_SIZE || SMR_SB_SIZE % di->block_size)
+		SD_REFUSE("block size %u is not supported (at most %u)",
+			  di->block_size, SMR_SB_SIZE);
 	if (!di->zoned) {
 		sb->zone_size = sb->zone_cap = 0;
 		sb->ckpt_scheme = SMR_CKPT_AREA;
@@ -89,28 +94,22 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 		sb->ckpt_len = SMR_CKPT_SIZE;
 		sb->ckpt_nr_slots = SD_MAX_SLOTS;
 		sb->data_start = SD_AREA_DATA_START;
-		if (di->capacity < sb->data_start + 16 * SMR_MIB) {
-			smr_err("device too small: %" PRIu64 " bytes, need at least %llu",
-				di->capacity, (unsigned long long)(sb->data_start + 16 * SMR_MIB));
-			return -EINVAL;
-		}
+		if (di->capacity < sb->data_start + 16 * SMR_MIB)
+			SD_REFUSE("device too small: %" PRIu64 " bytes, need at least %llu",
+				  di->capacity, (unsigned long long)(sb->data_start + 16 * SMR_MIB));
 		return 0;
 	}
 	if (di->nr_zones < 4 || smr_dev_zone(dev, 0, &z0) ||
-	    smr_dev_zone(dev, 1, &z1) || smr_dev_zone(dev, 2, &z2)) {
-		smr_err("device too small: %u zones, need at least 4",
-			di->nr_zones);
-		return -EINVAL;
-	}
+	    smr_dev_zone(dev, 1, &z1) || smr_dev_zone(dev, 2, &z2))
+		SD_REFUSE("device too small: %u zones, need at least 4",
+			  di->nr_zones);
 	sb->zone_size = z0.len;
 	sb->zone_cap = z0.cap;
 	if (smr_zone_is_cnv(&z0)) {
 		uint64_t slots = (z0.cap - SD_SLOTS_START) / SMR_CKPT_SIZE;
 
-		if (z0.cap < SD_SLOTS_START + 4 * SMR_CKPT_SIZE) {
-			smr_err("conventional zone 0 too small for checkpoints");
-			return -EINVAL;
-		}
+		if (z0.cap < SD_SLOTS_START + 4 * SMR_CKPT_SIZE)
+			SD_REFUSE("conventional zone 0 too small for checkpoints");
 		sb->ckpt_scheme = SMR_CKPT_CNV;
 		sb->ckpt_start = SD_SLOTS_START;
 		sb->ckpt_len = SMR_CKPT_SIZE;
@@ -119,17 +118,16 @@ static int sd_layout(struct smr_dev *dev, struct smr_sb *sb)
 		return 0;
 	}
 	if (!smr_zone_is_seq(&z1) || z1.len != z0.len || z1.cap != z0.cap ||
-	    z0.cap < SMR_SB_SIZE + 2 * SMR_CKPT_SIZE) {
-		smr_err("zones 0 and 1 cannot hold the checkpoint log (capacity %" PRIu64 ")",
-			z0.cap);
-		return -EINVAL;
-	}
+	    z0.cap < SMR_SB_SIZE + 2 * SMR_CKPT_SIZE)
+		SD_REFUSE("zones 0 and 1 cannot hold the checkpoint log (capacity %" PRIu64 ")",
+			  z0.cap);
 	sb->ckpt_scheme = SMR_CKPT_ZONELOG;
 	sb->ckpt_start = z0.start;
 	sb->ckpt_len = z0.len;
 	sb->ckpt_nr_slots = 2;
 	sb->data_start = z2.start;
 	return 0;
+#undef SD_REFUSE
 }
 
 /*
@@ -151,7 +149,7 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev)
 	    !smr_dev_set_block_size(dev, sb->block_size))
 		smr_debug("%s: block size %u, as the filesystem was made",
 			 smr_dev_path(dev), sb->block_size);
-	rc = sd_layout(dev, &want);
+	rc = sd_layout(dev, &want, false);
 	if (rc)
 		return rc;
 #define SD_CHECK(f, what)                                                 \
@@ -275,9 +273,9 @@ static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 }
 
 /* Every place a checkpoint may be, in no order. */
-static int sd_places(struct smr_cow *c, struct sd_cand **cp, uint32_t *np)
+static int sd_places(const struct smr_sb *sb, struct smr_dev *dev,
+		     struct sd_cand **cp, uint32_t *np)
 {
-	struct smr_sb *sb = &c->sb;
 	struct sd_cand *v;
 	uint32_t n = 0, max;
 
@@ -297,8 +295,8 @@ static int sd_places(struct smr_cow *c, struct sd_cand **cp, uint32_t *np)
 		if (!v)
 			return -ENOMEM;
 		for (uint32_t z = 0; z < 2; z++) {
-			uint64_t start = smr_dev_zone_start(c->dev, z);
-			uint64_t wp = smr_dev_zone_wp(c->dev, z);
+			uint64_t start = smr_dev_zone_start(dev, z);
+			uint64_t wp = smr_dev_zone_wp(dev, z);
 
 			for (uint64_t a = start + SMR_SB_SIZE;
 			     a + SMR_CKPT_SIZE <= wp; a += SMR_CKPT_SIZE) {
@@ -689,6 +687,30 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	if (rc)
 		return rc;
 	rc = sd_read_sb(c->dev, &c->sb);
+	if (rc && rc != -ENOMEM && rc != -EIO) {
+		/* Checkpoint records of an smrfs say whether it is one: not
+		 * smrfs, or smrfs whose superblocks are damaged (wiped). */
+		uint64_t gen;
+		int rb = smr_cow_sb_rebuild(c->dev, &c->sb, &gen);
+
+		if (!rb && c->opts.rebuild_sb) {
+			smr_warn("%s: no superblock copy verifies: using one "
+				 "rebuilt from the device and the checkpoint "
+				 "of generation %" PRIu64,
+				 smr_dev_path(c->dev), gen);
+			rc = 0;
+		} else if (!rb) {
+			smr_err("%s: no superblock copy verifies, but the "
+				"device holds smrfs checkpoints (generation %"
+				PRIu64 "): fsck.smrfs rebuilds the superblock",
+				smr_dev_path(c->dev), gen);
+			/* Damaged, even where no copy's magic is left. */
+			if (rc == -EINVAL)
+				rc = -SMR_EFSCORRUPTED;
+		} else if (rb != -EINVAL) {
+			rc = rb;
+		}
+	}
 	if (rc)
 		return rc;
 	rc = sd_check_features(c);
@@ -699,7 +721,7 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	rc = smr_cow_validate_geometry(&c->sb, c->dev);
 	if (rc)
 		return rc == -EINVAL ? -EMEDIUMTYPE : rc;
-	rc = sd_places(c, &v, &n);
+	rc = sd_places(&c->sb, c->dev, &v, &n);
 	if (rc)
 		return rc;
 	pc = calloc(n ? n : 1, sizeof(*pc));
@@ -1336,6 +1358,73 @@ static int sd_clear_slots(struct smr_dev *dev, const struct smr_sb *sb)
 	return rc;
 }
 
+/* What mkfs writes in every superblock of @dev with allocator @ops, all but
+ * the UUID, label and time. 0 or -EINVAL (logged unless @quiet). */
+static int sd_mkfs_sb(struct smr_dev *dev, const struct smr_alloc_ops *ops,
+		      struct smr_sb *sb, bool quiet)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->format_major = SMR_FORMAT_MAJOR;
+	sb->format_minor = SMR_FORMAT_MINOR;
+	sb->features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
+				SMR_FEAT_INCOMPAT_LOG |
+				SMR_FEAT_INCOMPAT_LOG_FREES |
+				SMR_FEAT_INCOMPAT_BIG_RING |
+				SMR_FEAT_INCOMPAT_USER_BYTES;
+	sb->node_size = SMR_NODE_MIN_SIZE;
+	snprintf(sb->alloc, sizeof(sb->alloc), "%s", ops->name);
+	return sd_layout(dev, sb, quiet);
+}
+
+int smr_cow_sb_rebuild(struct smr_dev *dev, struct smr_sb *sb,
+		       uint64_t *gen)
+{
+	const struct smr_alloc_ops *ops;
+	struct sd_cand *v = NULL;
+	struct smr_ckpt *ck;
+	char why[160];
+	uint32_t n = 0;
+	uint8_t *buf;
+	int rc;
+
+	*gen = 0;
+	rc = smr_alloc_select(smr_dev_info(dev), NULL, &ops, why, sizeof(why));
+	if (!rc)
+		rc = sd_mkfs_sb(dev, ops, sb, true);
+	if (!rc)
+		rc = sd_places(sb, dev, &v, &n);
+	if (rc)
+		return rc;
+	buf = smr_dev_buf_alloc(SMR_CKPT_SIZE);
+	ck = calloc(1, sizeof(*ck));
+	if (!buf || !ck) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Each record says its UUID, and verifies only with it. */
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		struct smr_blk_id id;
+
+		rc = smr_dev_read(dev, buf, SMR_CKPT_SIZE, v[i].addr);
+		if (rc)
+			break;
+		smr_blk_hdr_decode(buf, &id);
+		if (id.magic != SMR_MAGIC_CKPT || id.gen <= *gen ||
+		    smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, v[i].addr, id.uuid,
+				       ck))
+			continue;
+		*gen = ck->gen;
+		memcpy(sb->uuid, id.uuid, sizeof(sb->uuid));
+	}
+	if (!rc && !*gen)
+		rc = -EINVAL;
+out:
+	free(ck);
+	smr_dev_buf_free(buf);
+	free(v);
+	return rc;
+}
+
 int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 		   struct smr_cow_info *info)
 {
@@ -1368,24 +1457,15 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 			smr_err("allocator refuses the device: %s", why);
 		goto out_free;
 	}
-	c->sb.format_major = SMR_FORMAT_MAJOR;
-	c->sb.format_minor = SMR_FORMAT_MINOR;
-	c->sb.features_incompat = SMR_FEAT_INCOMPAT_PREV_CKPT |
-				  SMR_FEAT_INCOMPAT_LOG |
-				  SMR_FEAT_INCOMPAT_LOG_FREES |
-				  SMR_FEAT_INCOMPAT_BIG_RING |
-				  SMR_FEAT_INCOMPAT_USER_BYTES;
-	c->sb.node_size = SMR_NODE_MIN_SIZE;
+	rc = sd_mkfs_sb(dev, ops, &c->sb, false);
+	if (rc)
+		goto out_free;
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);
 	else
 		sd_random_uuid(c->sb.uuid);
 	snprintf(c->sb.label, sizeof(c->sb.label), "%s", o->label ? o->label : "");
-	snprintf(c->sb.alloc, sizeof(c->sb.alloc), "%s", ops->name);
 	c->sb.ctime = (uint64_t)time(NULL);
-	rc = sd_layout(dev, &c->sb);
-	if (rc)
-		goto out_free;
 	snprintf(c->alloc_why, sizeof(c->alloc_why), "%s", why);
 	if (c->info->read_only) {
 		rc = -EROFS;

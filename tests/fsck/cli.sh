@@ -6,8 +6,9 @@
 # regular file and on a zoned loop directory (0, with -n, -y and --scrub),
 # the --json summary, and a damaged superblock copy: -n finds it (4), a
 # SIGINT or SIGTERM cancels (32, nothing written), -y fixes it (1), and -n
-# is clean again (0); a damaged data area: each error printed once, and
-# -n counts every problem as left.
+# is clean again (0); both copies wiped: rebuilt (1), but not over another
+# filesystem (8); a damaged data area: each error printed once, and -n
+# counts every problem as left.
 set -u
 
 FSCK=${FSCK_SMRFS:-./fsck/fsck.smrfs}
@@ -85,6 +86,32 @@ rm -f "$T/img.before"
 expect 1 "$FSCK" -y "$T/img"
 expect 0 "$FSCK" -n "$T/img"
 expect 0 "$FSCK" -p --json "$T/img"
+
+# Both superblock copies wiped (the first 64 KiB zeroed): not "not smrfs",
+# but damage; rebuilt from the device and the newest checkpoint record.
+# Under another filesystem's signature (old smrfs records left behind by
+# its mkfs) nothing is rebuilt over it.
+cp "$T/img" "$T/img.smrfs" || exit 1
+dd if=/dev/zero of="$T/img" bs=64k count=1 conv=notrunc 2>/dev/null
+expect 1 "$CTL" stat "$T/img"
+grep -q 'holds smrfs checkpoints' "$T/err" ||
+	fail "stat of wiped superblocks: $(cat "$T/err")"
+expect 4 "$FSCK" -n "$T/img"
+cat "$T/out" "$T/err" | grep -q 'superblock rebuilt from the device' ||
+	fail "no rebuild offered: $(cat "$T/out" "$T/err")"
+expect 1 "$FSCK" -y "$T/img"
+expect 0 "$FSCK" -n "$T/img"
+if command -v mkfs.ext4 >/dev/null; then
+	truncate -s 16M "$T/ext4" && mkfs.ext4 -q -F "$T/ext4" || exit 1
+	cp "$T/img.smrfs" "$T/img" || exit 1
+	dd if="$T/ext4" of="$T/img" bs=8k count=1 conv=notrunc 2>/dev/null
+	expect 8 "$FSCK" -y "$T/img"
+	cat "$T/out" "$T/err" | grep -q 'holds a ext4 filesystem' ||
+		fail "ext4 not named: $(cat "$T/out" "$T/err")"
+	cmp -s -n 8192 "$T/img" "$T/ext4" || fail "ext4's superblock changed"
+	rm -f "$T/ext4"
+fi
+cp "$T/img.smrfs" "$T/img" && rm -f "$T/img.smrfs" || exit 1
 
 # The start of the data area overwritten (tree nodes and the allocator
 # state of every checkpoint): each error is printed once, though several
