@@ -204,8 +204,25 @@ static void mounts_clean(void)
 	fs_close(&f);
 }
 
-/* Flip one byte at device offset @off. */
-static void flip(uint64_t off)
+/* /d/f1 reads back as mkfile() wrote it. */
+static bool f1_intact(void)
+{
+	char buf[20000];
+	bool ok = true;
+	struct fs f;
+
+	if (fs_open(&f, true))
+		return false;
+	if (smr_ns_read(f.ns, ino_f1, 0, sizeof(buf), buf) != sizeof(buf))
+		ok = false;
+	for (size_t i = 0; ok && i < sizeof(buf); i++)
+		ok = buf[i] == (char)('a' + i % 23);
+	fs_close(&f);
+	return ok;
+}
+
+/* Flip the bits of @mask in the byte at device offset @off. */
+static void flip_mask(uint64_t off, uint8_t mask)
 {
 	char file[4200];
 	uint64_t at = off;
@@ -225,9 +242,15 @@ static void flip(uint64_t off)
 	fd = open(file, O_RDWR);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(pread(fd, &b, 1, (off_t)at), 1);
-	b ^= 0x5a;
+	b ^= mask;
 	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, (off_t)at), 1);
 	close(fd);
+}
+
+/* Flip four bits of the byte at device offset @off. */
+static void flip(uint64_t off)
+{
+	flip_mask(off, 0x5a);
 }
 
 /* ------------------------------------------------------------------------
@@ -431,6 +454,49 @@ static void test_ckpt_newest(void)
 	}
 }
 
+/* One bit flipped in the newest checkpoint record: put back from its
+ * checksum, so nothing is lost; the repair rewrites the slot, or in the
+ * zone log commits anew. */
+static void test_ckpt_bit(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_cow_super_check sc;
+		struct smr_fsck_result r;
+		struct smr_cow_info info;
+		struct smr_dev *d;
+		struct smr_cow *c = NULL;
+		uint64_t gen;
+
+		populate((enum kind)k, 0);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+		SMR_ASSERT_OK(smr_cow_check_super(d, false, &sc));
+		SMR_ASSERT_OK(smr_dev_close(d));
+		CU_ASSERT_FATAL(sc.newest_gen > 1);
+		gen = sc.newest_gen;
+		flip_mask(sc.newest_addr + 600, 0x08);
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.problems, 1);
+		CU_ASSERT_EQUAL(r.gen, gen);
+		CU_ASSERT_EQUAL(r.ckpt_bad, 0);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+		SMR_ASSERT_OK(smr_cow_open(d, &(struct smr_cow_opts){
+						   .read_only = true }, &c));
+		if (c) {
+			smr_cow_info(c, &info);
+			CU_ASSERT_EQUAL(info.gen, gen);
+			smr_cow_close(c);
+		}
+		SMR_ASSERT_OK(smr_dev_close(d));
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.gen >= gen);
+		mounts_clean();
+		CU_ASSERT_TRUE(f1_intact());
+	}
+}
+
 /*
  * The root node of the newest tree damaged after its commit was durable (a
  * node only the newest checkpoint references): open falls back to the
@@ -509,23 +575,6 @@ static uint64_t alloc_state_addr(void)
 	}
 	smr_dev_close(d);
 	return off;
-}
-
-/* /d/f1 reads back as mkfile() wrote it. */
-static bool f1_intact(void)
-{
-	char buf[20000];
-	bool ok = true;
-	struct fs f;
-
-	if (fs_open(&f, true))
-		return false;
-	if (smr_ns_read(f.ns, ino_f1, 0, sizeof(buf), buf) != sizeof(buf))
-		ok = false;
-	for (size_t i = 0; ok && i < sizeof(buf); i++)
-		ok = buf[i] == (char)('a' + i % 23);
-	fs_close(&f);
-	return ok;
 }
 
 /* Damage the allocator state of both recoverable checkpoints. */
@@ -2076,6 +2125,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "sb_both", test_sb_both },
 	{ "ckpt", test_ckpt },
 	{ "ckpt_newest", test_ckpt_newest },
+	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },
 	{ "node", test_node },

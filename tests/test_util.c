@@ -218,6 +218,48 @@ static void test_ckpt_zero_tail(void)
 	free(blk);
 }
 
+/* One flipped bit anywhere in a checkpoint record (its header, its
+ * checksum, a root, its zero tail) is found and flipped back; two are not,
+ * and the record is left as it was. */
+static void test_ckpt_fix_bit(void)
+{
+	static const uint8_t uuid[16] = { 9, 8, 7 };
+	static struct smr_ckpt ck, out;
+	uint8_t *blk = malloc(SMR_CKPT_SIZE), *good = malloc(SMR_CKPT_SIZE);
+	size_t at[] = { 17, offsetof(struct smr_blk_hdr, csum) + 3,
+			offsetof(struct smr_dckpt, roots[0]) + 9,
+			SMR_CKPT_SIZE / 2, SMR_CKPT_SIZE - 1 };
+
+	CU_ASSERT_FATAL(blk != NULL && good != NULL);
+	ck.gen = 5;
+	ck.prev_gen = 4;
+	ck.nr_roots = 1;
+	ck.roots[0].tree = 1;
+	ck.roots[0].addr = 1 << 22;
+	ck.roots[0].gen = 5;
+	SMR_ASSERT_OK(smr_ckpt_to_disk(&ck, uuid, good, SMR_CKPT_SIZE, 65536));
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(at); i++) {
+		memcpy(blk, good, SMR_CKPT_SIZE);
+		blk[at[i]] ^= 0x10;
+		CU_ASSERT(smr_ckpt_from_disk(blk, SMR_CKPT_SIZE, 65536, uuid,
+					     &out) < 0);
+		SMR_ASSERT_OK(smr_ckpt_fix_bit(blk, SMR_CKPT_SIZE, 65536, uuid));
+		CU_ASSERT(memcmp(blk, good, SMR_CKPT_SIZE) == 0);
+		SMR_ASSERT_OK(smr_ckpt_from_disk(blk, SMR_CKPT_SIZE, 65536,
+						 uuid, &out));
+		CU_ASSERT_EQUAL(out.roots[0].addr, 1 << 22);
+	}
+	memcpy(blk, good, SMR_CKPT_SIZE);
+	blk[100] ^= 0x01;
+	blk[9000] ^= 0x80;
+	memcpy(good, blk, SMR_CKPT_SIZE);
+	SMR_ASSERT_RC(smr_ckpt_fix_bit(blk, SMR_CKPT_SIZE, 65536, uuid),
+		      -SMR_EFSBADCRC);
+	CU_ASSERT(memcmp(blk, good, SMR_CKPT_SIZE) == 0);
+	free(blk);
+	free(good);
+}
+
 /* Pass @name @n times in a child; returns the child's wait status. */
 static int failpoint_child(const char *spec, const char *name, int n)
 {
@@ -327,6 +369,7 @@ static const struct smr_test blk_tests[] = {
 	{ "blk_seal_verify", test_blk_seal_verify },
 	{ "blk_decode_matches", test_blk_decode_matches },
 	{ "ckpt_zero_tail", test_ckpt_zero_tail },
+	{ "ckpt_fix_bit", test_ckpt_fix_bit },
 	{ NULL, NULL },
 };
 

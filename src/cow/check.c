@@ -61,6 +61,39 @@ static bool cs_is_zero(const void *buf, size_t len)
 	return true;
 }
 
+/*
+ * A checkpoint record in @buf, read from @addr, that does not verify: one
+ * flipped bit is restored from its checksum (smr_blk_fix_bit) and decoded
+ * into *@ck, and 0 is returned. In the ring it is a problem here, and the
+ * repair writes it back (*@rc: a write error); in the zone log *@restored
+ * is set and the caller judges it once the newest record is known.
+ * Otherwise -SMR_EFSBADCRC and *@buf as read.
+ */
+static int cs_fix_bit(struct smr_dev *dev, bool repair, bool ring, void *buf,
+		      uint64_t addr, const uint8_t *uuid, struct smr_ckpt *ck,
+		      struct smr_cow_super_check *r, bool *restored, int *rc)
+{
+	if (smr_ckpt_fix_bit(buf, SMR_CKPT_SIZE, addr, uuid) ||
+	    smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, uuid, ck))
+		return -SMR_EFSBADCRC;
+	if (!ring) {
+		*restored = true;
+		return 0;
+	}
+	r->problems++;
+	smr_err("checkpoint record at byte %" PRIu64 " has one bit flipped, "
+		"restored from its checksum (%s)", addr,
+		repair ? "rewritten" : "would rewrite it");
+	if (repair) {
+		*rc = smr_dev_write(dev, buf, SMR_CKPT_SIZE, addr);
+		if (!*rc)
+			*rc = smr_dev_flush(dev);
+		if (!*rc)
+			r->fixed++;
+	}
+	return 0;
+}
+
 int smr_cow_check_super(struct smr_dev *dev, bool repair,
 			struct smr_cow_super_check *r)
 {
@@ -174,7 +207,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	}
 
 	/* The checkpoint records: valid ones, and the newest of them. */
-	struct { uint64_t addr, gen; bool zone_log; } *pl = NULL;
+	struct { uint64_t addr, gen; bool restored; } *pl = NULL;
 	size_t np = 0;
 
 	if (ring) {
@@ -232,7 +265,10 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 						 "replayed)", pl[i].addr);
 			} else if (!smr_ckpt_from_disk(buf, SMR_CKPT_SIZE,
 						       pl[i].addr, sb.uuid,
-						       ck)) {
+						       ck) ||
+				   !cs_fix_bit(dev, repair, ring, buf,
+					       pl[i].addr, sb.uuid, ck, r,
+					       &pl[i].restored, &rc)) {
 				r->ckpt_valid++;
 				pl[i].gen = ck->gen;
 				if (ck->gen > r->newest_gen) {
@@ -249,6 +285,26 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		free(ck);
 		if (rc)
 			goto out_pl;
+	}
+	for (size_t i = 0; !ring && i < np; i++) {
+		if (!pl[i].restored)
+			continue;
+		if (pl[i].gen != r->newest_gen) {
+			/* Old: never read again, as a damaged one. */
+			smr_warn("checkpoint record at byte %" PRIu64 " has one "
+				 "bit flipped (older than the newest; dropped "
+				 "when the log wraps)", pl[i].addr);
+			continue;
+		}
+		/* In use: a sequential zone is not rewritten in place. */
+		r->problems++;
+		r->lost_commit = true;
+		smr_err("checkpoint record at byte %" PRIu64 " has one bit "
+			"flipped, restored from its checksum (a new commit %s "
+			"it)", pl[i].addr, repair ? "supersedes" :
+			"would supersede");
+		if (repair)
+			r->fixed++;
 	}
 	if (!r->ckpt_valid) {
 		smr_err("no valid checkpoint");

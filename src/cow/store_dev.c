@@ -55,6 +55,8 @@ struct sd_state {
 	uint32_t nr_fill;
 	void *zero;                /* a node of zeros for the padding */
 	void *blk;                 /* SMR_CKPT_SIZE I/O buffer */
+	bool restored;             /* the last record read had a bit flipped
+				    * back (sd_read_ckpt) */
 };
 
 static struct sd_state *sd(struct smr_cow *c)
@@ -269,6 +271,15 @@ static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 		return 0;
 	}
 	rc = smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, c->sb.uuid, ck);
+	/* One flipped bit is found and put back: taking the predecessor
+	 * instead would lose the commit, and the fsync log after it. */
+	sd(c)->restored = false;
+	if (rc == -SMR_EFSBADCRC &&
+	    !smr_ckpt_fix_bit(buf, SMR_CKPT_SIZE, addr, c->sb.uuid)) {
+		rc = smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, c->sb.uuid,
+					ck);
+		sd(c)->restored = !rc;
+	}
 	return rc ? rc : 1;
 }
 
@@ -540,6 +551,10 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 		want = v[i].prev_gen ? v[i].prev_gen :
 		       i + 1 < good ? v[i + 1].gen : 0;
 		rc = sd_read_ckpt(c, v[i].addr, ck);
+		if (rc == 1 && sd(c)->restored)
+			smr_warn("checkpoint of generation %" PRIu64 " at byte %"
+				 PRIu64 ": one bit flipped, restored from its "
+				 "checksum", ck->gen, v[i].addr);
 		if (rc == 1)
 			rc = sd_open_alloc(c, ck);
 		else if (rc >= 0)

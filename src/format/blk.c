@@ -124,6 +124,43 @@ int smr_blk_verify(const void *blk, size_t len, const struct smr_blk_ops *ops,
 	return ops->verify ? ops->verify(blk, len, exp->addr) : 0;
 }
 
+int smr_blk_fix_bit(void *blk, size_t len, const struct smr_blk_ops *ops,
+		    const struct smr_blk_expect *exp)
+{
+	const size_t at = offsetof(struct smr_blk_hdr, csum);
+	struct smr_blk_hdr *h = blk;
+	uint8_t *b = blk;
+	uint64_t sum;
+
+	if (len < sizeof(*h))
+		return -SMR_EFSBADCRC;
+	/* A bit of the checksum itself: the rest hashes as stored. */
+	sum = smr_blk_csum(blk, len);
+	for (size_t i = at; i < at + 8; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (uint8_t)(1 << bit);
+			if (le64toh(h->csum) == sum &&
+			    !smr_blk_verify(blk, len, ops, exp))
+				return 0;
+			b[i] ^= (uint8_t)(1 << bit);
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (i == at) {
+			i += 7;
+			continue;
+		}
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (uint8_t)(1 << bit);
+			if (le64toh(h->csum) == smr_blk_csum(blk, len) &&
+			    !smr_blk_verify(blk, len, ops, exp))
+				return 0;
+			b[i] ^= (uint8_t)(1 << bit);
+		}
+	}
+	return -SMR_EFSBADCRC;
+}
+
 bool smr_blk_matches(const void *blk, size_t len, const struct smr_blk_ops *ops,
 		     const struct smr_blk_expect *exp)
 {

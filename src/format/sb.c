@@ -237,6 +237,15 @@ int smr_ckpt_to_disk(const struct smr_ckpt *ck, const uint8_t uuid[16],
 	return smr_blk_seal(d, size, &smr_ckpt_ops);
 }
 
+int smr_ckpt_fix_bit(void *blk, size_t size, uint64_t addr,
+		     const uint8_t *uuid)
+{
+	struct smr_blk_expect exp = { .addr = addr, .owner = SMR_OWNER_CKPT,
+				      .uuid = uuid };
+
+	return smr_blk_fix_bit(blk, size, &smr_ckpt_ops, &exp);
+}
+
 int smr_ckpt_from_disk(const void *blk, size_t size, uint64_t addr,
 		       const uint8_t *uuid, struct smr_ckpt *ck)
 {

@@ -81,6 +81,11 @@ int smr_sb_from_disk(const void *blk, uint64_t addr, struct smr_sb *sb);
 int smr_ckpt_to_disk(const struct smr_ckpt *ck, const uint8_t uuid[16],
 		     void *blk, size_t size, uint64_t addr);
 
+/* A checkpoint read from @addr that fails its checksum: restored if one
+ * bit flipped (smr_blk_fix_bit). 0 or -SMR_EFSBADCRC. */
+int smr_ckpt_fix_bit(void *blk, size_t size, uint64_t addr,
+		     const uint8_t *uuid);
+
 /* Verify and decode a checkpoint read from @addr. @uuid NULL = any.
  * 0, -SMR_EFSBADCRC or -SMR_EFSCORRUPTED (logged). */
 int smr_ckpt_from_disk(const void *blk, size_t size, uint64_t addr,
