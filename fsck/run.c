@@ -1714,7 +1714,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	size_t nplanned = 0;
 	struct fk_walk w;
 	struct fk_plan p;
-	uint64_t nsp = 0, bad = 0;
+	uint64_t nsp = 0, bad = 0, restored;
 	int rc;
 
 	rc = fk_open_engine(dev, &co, &cow);
@@ -1759,7 +1759,16 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		fk_fatal(f, "B-tree check failed (not repairable)", rc);
 		goto out_cow;
 	}
-	r->bad_nodes = bad;
+	restored = smr_cow_nodes_restored(cow);
+	if (restored) {
+		smr_err("B-trees: %" PRIu64 " node%s read only with a flipped "
+			"bit put back (named above; a repair rebuilds their "
+			"trees with every item)", restored,
+			restored == 1 ? "" : "s");
+		fk_count(f, restored, 0);
+		f->salvage = true;
+	}
+	r->bad_nodes = bad + restored;
 	if (r->underfull_nodes)
 		smr_info("B-trees: %" PRIu64 " node%s less than a quarter full "
 			 "(left by splits that append; no problem)",

@@ -386,19 +386,20 @@ static void flip_byte(enum kind k, const char *path, uint64_t off)
 }
 
 /*
- * One bit flipped in the checkpoint record at @at (of generation @gen,
- * holding @m): open puts it back from the checksum and takes that
- * checkpoint, not its predecessor. A second bit, flipped here, is beyond
- * that: the caller's open falls back.
+ * One bit flipped at device offset @at, in the newest checkpoint record or
+ * a root node only it references (of generation @gen, holding @m): open
+ * puts it back from the checksum and takes that checkpoint, not its
+ * predecessor. A second bit, flipped here, is beyond that: the caller's
+ * open falls back.
  */
-static void ckpt_bit_restored(enum kind k, const char *path, uint64_t at,
-			      uint64_t gen, const struct model *m)
+static void bit_restored(enum kind k, const char *path, uint64_t at,
+			 uint64_t gen, const struct model *m)
 {
 	struct smr_cow_info info;
 	struct smr_dev *dev;
 	struct smr_cow *c = NULL;
 
-	flip_bits(k, path, at + 300, 0x20);
+	flip_bits(k, path, at, 0x20);
 	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
 			      &dev, &c));
 	if (c) {
@@ -408,7 +409,7 @@ static void ckpt_bit_restored(enum kind k, const char *path, uint64_t at,
 		CU_ASSERT_TRUE(model_equal(c, m));
 		close_fs(dev, c);
 	}
-	flip_bits(k, path, at + 301, 0x01);
+	flip_bits(k, path, at + 1, 0x01);
 }
 
 /* Offset of the newest checkpoint on the device at @path. */
@@ -514,7 +515,7 @@ static void corrupt_ckpt(enum kind k)
 		close_fs(dev, c);
 	}
 	CU_ASSERT_EQUAL(newest_ckpt(k, path, &gen), r.off);
-	ckpt_bit_restored(k, path, r.off, gen, &b);
+	bit_restored(k, path, r.off + 300, gen, &b);
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
 	if (c) {
 		struct smr_cow_info info;
@@ -615,9 +616,9 @@ static void fallback_durable(enum kind k, int what)
 		uint64_t g2, at = newest_ckpt(k, path, &g2);
 
 		CU_ASSERT_EQUAL(g2, gen);
-		ckpt_bit_restored(k, path, at, gen, &cur);
+		bit_restored(k, path, at + 300, gen, &cur);
 	} else {
-		flip_byte(k, path, root + 200);
+		bit_restored(k, path, root + 200, gen, &cur);
 	}
 	c = NULL;
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
@@ -696,8 +697,19 @@ static void corrupt_node(enum kind k)
 	leaf = smr_int_addr(buf, 1);
 	close_fs(dev, c);
 
-	/* A leaf: its keys fail, the others read. */
-	flip_byte(k, path, leaf + 5000);
+	/* One bit of a leaf: put back from the checksum on every read. */
+	flip_bits(k, path, leaf + 5000, 0x20);
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	CU_ASSERT_TRUE(model_equal(c, &m));
+	SMR_ASSERT_OK(smr_bt_iterate(c, SMR_TREE_FS, &lo, &hi, count_fn, &cnt));
+	CU_ASSERT_EQUAL(cnt, m.n);
+	close_fs(dev, c);
+
+	/* Two bits: its keys fail, the others read. */
+	flip_bits(k, path, leaf + 5001, 0x01);
+	cnt = 0;
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
 	if (!c)
 		return;
@@ -722,7 +734,7 @@ static void corrupt_node(enum kind k)
 	close_fs(dev, c);
 
 	/* The root: nothing reads, nothing crashes. */
-	flip_byte(k, path, root + 100);
+	flip_bits(k, path, root + 100, 0x22);
 	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
 	if (!c)
 		return;

@@ -775,14 +775,17 @@ static void test_node(void)
 }
 
 /*
- * A damaged leaf and the allocator state of both recoverable checkpoints
- * damaged: the salvage cannot run on a state of its own, so the repair
- * rebuilds the state, salvages, and audits the salvaged trees before its
- * one commit takes space (found by random bit flips: such images were left
+ * The namespace tree's directory leaf damaged: by one bit (@one_bit), which
+ * every read puts back from the checksum, so the check sees every item and
+ * the repair rebuilds the tree with nothing lost; or by four, with the
+ * allocator state of both recoverable checkpoints damaged too (@states):
+ * the salvage cannot run on a state of its own, so the repair rebuilds the
+ * state, salvages, and audits the salvaged trees before its one commit
+ * takes space (found by random bit flips: such images were left
  * unrepaired, the salvage's open refused). Nothing the trees still
  * reference is overwritten: the data reads back and scrubs clean.
  */
-static void test_alloc_state_node(void)
+static void leaf_damage(bool one_bit, bool states)
 {
 	for (int k = 0; k < K_NR; k++) {
 		struct smr_fsck_result r;
@@ -793,22 +796,33 @@ static void test_alloc_state_node(void)
 		populate((enum kind)k, 400);
 		fs_leaves(&leaf, &second);
 		CU_ASSERT_FATAL(second != 0);
-		damage_alloc_states();
-		flip(second + 5000);
+		if (states)
+			damage_alloc_states();
+		flip_mask(second + 5000, one_bit ? 0x08 : 0x5a);
 
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
 				SMR_FSCK_UNCORRECTED);
 		CU_ASSERT_EQUAL(r.bad_nodes, 1);
+		if (one_bit) {
+			CU_ASSERT_EQUAL(r.inodes, 407);
+			CU_ASSERT_EQUAL(r.entries, 407);
+			CU_ASSERT_TRUE(f1_intact());
+		}
 		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
 		CU_ASSERT_EQUAL(r.remaining, 0);
 		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
 		CU_ASSERT_EQUAL(r.problems, 0);
 		CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
 		CU_ASSERT_EQUAL(r.inodes, 407);
+		if (one_bit)
+			CU_ASSERT_EQUAL(r.entries, 407);
 		mounts_clean();
 		CU_ASSERT_TRUE(f1_intact());
 	}
 }
+
+static void test_node_bit(void) { leaf_damage(true, false); }
+static void test_alloc_state_node(void) { leaf_damage(false, true); }
 
 /* Unlink populate()'s /d/file-with-a-long-name-NNNNNN for NNNNNN from
  * @from below @to in steps of @step, and commit. */
@@ -2129,6 +2143,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },
 	{ "node", test_node },
+	{ "node_bit", test_node_bit },
 	{ "alloc_state_node", test_alloc_state_node },
 	{ "node_root", test_node_root },
 	{ "fill", test_fill },

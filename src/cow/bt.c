@@ -442,6 +442,19 @@ static int node_load(struct smr_cow *c, uint32_t tree, uint64_t addr,
 	}
 	__atomic_fetch_add(&c->stats.node_reads, 1, __ATOMIC_RELAXED);
 	rc = smr_blk_verify(n->buf, c->ns, &smr_node_ops, &exp);
+	if (rc == -SMR_EFSBADCRC &&
+	    !smr_blk_fix_bit(n->buf, c->ns, &smr_node_ops, &exp)) {
+		char tb[16];
+
+		smr_warn("btree node at byte %" PRIu64 " of tree %s: one bit "
+			 "flipped, restored from its checksum (fsck.smrfs "
+			 "rewrites it)", addr,
+			 smr_tree_name_locked(c, tree, tb, sizeof(tb)));
+		if (tree >= 1 && tree <= SMR_COW_MAX_TREE)
+			__atomic_fetch_add(&c->trees[tree].restored, 1,
+					   __ATOMIC_RELAXED);
+		rc = 0;
+	}
 	if (rc)
 		goto out_free;
 	if (smr_node_level(n->buf) != level) {

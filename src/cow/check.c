@@ -454,8 +454,12 @@ int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
 		if (!c->trees[id].addr)
 			continue;
 		rc = smr_bt_check(c, id, &items);
-		/* -EINVAL: the tree has no type to salvage it by. */
-		if (!rc || rc == -ENOMEM || rc == -EINVAL)
+		/* -EINVAL: the tree has no type to salvage it by. A tree
+		 * that reads whole only with flipped bits put back is
+		 * rebuilt too: its damaged nodes go, nothing is lost. */
+		if ((!rc && !__atomic_load_n(&c->trees[id].restored,
+					     __ATOMIC_RELAXED)) ||
+		    rc == -ENOMEM || rc == -EINVAL)
 			continue;
 		rc = smr_bt_salvage_locked(c, id, &kept, &bad);
 		if (rc)

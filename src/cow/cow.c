@@ -386,6 +386,15 @@ int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
 	return rc;
 }
 
+uint64_t smr_cow_nodes_restored(struct smr_cow *c)
+{
+	uint64_t n = 0;
+
+	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE; id++)
+		n += __atomic_load_n(&c->trees[id].restored, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* ------------------------------------------------------------------------
  * Items
  * ------------------------------------------------------------------------ */

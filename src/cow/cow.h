@@ -268,6 +268,14 @@ int smr_cow_check(struct smr_cow *c);
 int smr_cow_check_all(struct smr_cow *c, uint64_t *problems,
 		      uint64_t *underfull);
 
+/*
+ * Tree nodes this open has read with one flipped bit put back from their
+ * checksums (each logged when read; a node read again after the cache let
+ * it go counts again). Their images on the device are damaged: fsck's
+ * salvage (smr_cow_salvage) rebuilds their trees, with every item.
+ */
+uint64_t smr_cow_nodes_restored(struct smr_cow *c);
+
 /* ------------------------------------------------------------------------
  * Transactions
  * ------------------------------------------------------------------------ */

@@ -138,6 +138,10 @@ struct smr_tree {
 	uint64_t nr_items;
 	struct smr_finger finger[SMR_BT_FINGERS]; /* cache_lock */
 	unsigned int finger_next;                 /* cache_lock */
+	/* Nodes of it read with one bit flipped, put back from their
+	 * checksums (node_load): their images on the device are still
+	 * damaged, and fsck's salvage rewrites the tree. Atomic. */
+	uint32_t restored;
 };
 
 /* A growable list of extents (pending frees). */
