@@ -1625,8 +1625,10 @@ struct fk_found {
 	bool rebuild_alloc; /* a zone counts fewer live bytes than the trees
 			     * reference: a repair rebuilds the allocator
 			     * state from the device (rebuild_alloc_always) */
-	bool lost_commit;   /* the newest valid checkpoint is not the one
-			     * open uses: a repair commits anew */
+	bool commit_anew;   /* the newest valid checkpoint is not the one
+			     * open uses, or its allocator state was read
+			     * with a flipped bit put back: a repair
+			     * commits anew */
 	bool salvage;       /* a tree has a damaged node: a repair rebuilds
 			     * it from what can be read (smr_cow_salvage) */
 	uint32_t log_pending; /* fsync log records after the checkpoint: a
@@ -1745,7 +1747,14 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 			"newer commit are lost (a repair commits anew)",
 			info.skipped_gen, info.gen);
 		fk_count(f, 1, 0);
-		f->lost_commit = true;
+		f->commit_anew = true;
+	}
+	if (info.alloc_restored) {
+		smr_err("allocator state of generation %" PRIu64 ": one bit "
+			"flipped, restored from its checksum (a repair "
+			"commits anew to write it again)", info.gen);
+		fk_count(f, 1, 0);
+		f->commit_anew = true;
 	}
 	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
 
@@ -1984,7 +1993,7 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 }
 
 static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
-		     const struct fk_wps *wps, bool lost_commit,
+		     const struct fk_wps *wps, bool commit_anew,
 		     bool rebuild_alloc, bool log_move, bool salvage,
 		     struct smr_fsck_result *r)
 {
@@ -2073,7 +2082,7 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	 * damaged superblock copy of the checkpoint log takes a second one:
 	 * the first moves the log to the other zone, the second back (each
 	 * move resets the zone and writes the copy first). */
-	rc = lost_commit || sc.fixed || log_move ? smr_cow_commit_forced(cow) :
+	rc = commit_anew || sc.fixed || log_move ? smr_cow_commit_forced(cow) :
 						   smr_cow_commit(cow);
 	if (!rc && log_move)
 		rc = smr_cow_commit_forced(cow);
@@ -2236,14 +2245,14 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	fk_progress(o, 5, "repairs", 1, 3);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = fk_repair(dev, o, &wps, sup.lost_commit || f.lost_commit,
+	rc = fk_repair(dev, o, &wps, sup.lost_commit || f.commit_anew,
 		       f.rebuild_alloc, sup.log_move, salvage_later, r);
 	if (rc == -ECANCELED)
 		goto out_cancel;
 	if (rc)
 		goto out_uncorrected;
 	fk_progress(o, 5, "repairs", 3, 3);
-	r->fixed += f.lost_commit;
+	r->fixed += f.commit_anew;
 
 	/* And check again. */
 	smr_info("checking again after the repairs");

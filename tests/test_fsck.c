@@ -454,49 +454,6 @@ static void test_ckpt_newest(void)
 	}
 }
 
-/* One bit flipped in the newest checkpoint record: put back from its
- * checksum, so nothing is lost; the repair rewrites the slot, or in the
- * zone log commits anew. */
-static void test_ckpt_bit(void)
-{
-	for (int k = 0; k < K_NR; k++) {
-		struct smr_cow_super_check sc;
-		struct smr_fsck_result r;
-		struct smr_cow_info info;
-		struct smr_dev *d;
-		struct smr_cow *c = NULL;
-		uint64_t gen;
-
-		populate((enum kind)k, 0);
-		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
-		SMR_ASSERT_OK(smr_cow_check_super(d, false, &sc));
-		SMR_ASSERT_OK(smr_dev_close(d));
-		CU_ASSERT_FATAL(sc.newest_gen > 1);
-		gen = sc.newest_gen;
-		flip_mask(sc.newest_addr + 600, 0x08);
-
-		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
-				SMR_FSCK_UNCORRECTED);
-		CU_ASSERT_EQUAL(r.problems, 1);
-		CU_ASSERT_EQUAL(r.gen, gen);
-		CU_ASSERT_EQUAL(r.ckpt_bad, 0);
-		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
-		SMR_ASSERT_OK(smr_cow_open(d, &(struct smr_cow_opts){
-						   .read_only = true }, &c));
-		if (c) {
-			smr_cow_info(c, &info);
-			CU_ASSERT_EQUAL(info.gen, gen);
-			smr_cow_close(c);
-		}
-		SMR_ASSERT_OK(smr_dev_close(d));
-		check_repair_clean();
-		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
-		CU_ASSERT(r.gen >= gen);
-		mounts_clean();
-		CU_ASSERT_TRUE(f1_intact());
-	}
-}
-
 /*
  * The root node of the newest tree damaged after its commit was durable (a
  * node only the newest checkpoint references): open falls back to the
@@ -590,6 +547,55 @@ static void damage_alloc_states(void)
 	CU_ASSERT_FATAL(s2 != 0 && s2 != s1);
 	flip(s2 + 100);
 }
+
+/*
+ * One bit flipped in the newest checkpoint record (@state false) or in its
+ * allocator state: put back from the checksum, so the newest commit is
+ * kept, not lost to its predecessor; fsck reports it, and the repair
+ * rewrites the record's slot, or (the zone log, or a state) commits anew.
+ */
+static void newest_bit(bool state)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_cow_super_check sc;
+		struct smr_fsck_result r;
+		struct smr_cow_info info;
+		struct smr_dev *d;
+		struct smr_cow *c = NULL;
+
+		populate((enum kind)k, 60);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+		SMR_ASSERT_OK(smr_cow_check_super(d, false, &sc));
+		SMR_ASSERT_OK(smr_dev_close(d));
+		CU_ASSERT_FATAL(sc.newest_gen > 1);
+		flip_mask(state ? alloc_state_addr() + 100 :
+				  sc.newest_addr + 600, 0x08);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
+		SMR_ASSERT_OK(smr_cow_open(d, &(struct smr_cow_opts){
+						   .read_only = true }, &c));
+		if (c) {
+			smr_cow_info(c, &info);
+			CU_ASSERT_EQUAL(info.gen, sc.newest_gen);
+			CU_ASSERT_EQUAL(info.alloc_restored, state);
+			smr_cow_close(c);
+		}
+		SMR_ASSERT_OK(smr_dev_close(d));
+
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.problems, 1);
+		CU_ASSERT_EQUAL(r.gen, sc.newest_gen);
+		CU_ASSERT_EQUAL(r.ckpt_bad, 0);
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.gen >= sc.newest_gen);
+		mounts_clean();
+		CU_ASSERT_TRUE(f1_intact());
+	}
+}
+
+static void test_ckpt_bit(void) { newest_bit(false); }
+static void test_alloc_state_bit(void) { newest_bit(true); }
 
 /*
  * The allocator state of both recoverable checkpoints damaged: no
@@ -2142,6 +2148,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },
+	{ "alloc_state_bit", test_alloc_state_bit },
 	{ "node", test_node },
 	{ "node_bit", test_node_bit },
 	{ "alloc_state_node", test_alloc_state_node },

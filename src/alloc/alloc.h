@@ -337,6 +337,10 @@ struct smr_alloc {
 	 * from keep_stats if not NULL (set during init only). */
 	bool rebuild;
 	const struct smr_alloc_stats *keep_stats;
+	/* init read the state with a flipped bit put back (smr_state_read):
+	 * the state on the device stays damaged until a commit writes the
+	 * next one (set during init only). */
+	bool state_restored;
 	/* Data smr_alloc_write() placed that the layer above has not yet
 	 * settled, and that set as the newest commit saw it (see "Unsettled
 	 * data" below); the ops never touch them. Protected by lock. */

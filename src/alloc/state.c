@@ -330,6 +330,26 @@ static bool state_module_reads(uint32_t module, uint32_t wrote)
 				   wrote != SMR_ALLOC_MOD_ZONED);
 }
 
+/*
+ * Verify a state block read at exp->addr; one flipped bit is put back
+ * (smr_blk_fix_bit), as the engine does for its own blocks, and the whole
+ * state's checksum checks it once more. Logged if @say.
+ */
+static int state_blk_check(struct smr_alloc *a, void *b,
+			   const struct smr_blk_expect *exp, bool say)
+{
+	int rc = smr_blk_verify(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, exp);
+
+	if (rc != -SMR_EFSBADCRC ||
+	    smr_blk_fix_bit(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, exp))
+		return rc;
+	if (say)
+		smr_warn("allocator state block at byte %" PRIu64 ": one bit "
+			 "flipped, restored from its checksum", exp->addr);
+	a->state_restored = true;
+	return 0;
+}
+
 int smr_state_read(struct smr_alloc *a, uint32_t module,
 		   const struct smr_alloc_ref *ref, size_t entry_size,
 		   struct smr_state_sum *sum, void **entries, uint64_t *n,
@@ -364,7 +384,7 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 			ref->off, strerror(-rc));
 		goto out_free;
 	}
-	rc = smr_blk_verify(b0, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops, &exp);
+	rc = state_blk_check(a, b0, &exp, false);
 	if (rc)
 		goto out_free;
 	h = (const void *)(b0 + SMR_ALLOC_STATE_HEAD_OFF);
@@ -428,7 +448,7 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 		goto out_free;
 	}
 	for (uint64_t i = 0; i < nblks; i++) {
-		const uint8_t *b;
+		uint8_t *b;
 		const struct smr_alloc_state_blk *sb;
 		uint64_t cnt;
 
@@ -436,8 +456,7 @@ int smr_state_read(struct smr_alloc *a, uint32_t module,
 		b = buf + bpos;
 		sb = (const void *)(b + SMR_ALLOC_STATE_BLK_OFF);
 		exp.addr = baddr;
-		rc = smr_blk_verify(b, SMR_ALLOC_STATE_BLKSZ, &state_blk_ops,
-				    &exp);
+		rc = state_blk_check(a, b, &exp, true);
 		if (rc)
 			goto out_free;
 		cnt = le32toh(sb->nr_entries);

@@ -348,6 +348,7 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	info->log_replayed = c->log_replayed;
 	info->log_pending = c->log_pending;
 	info->log_on = c->log_on;
+	info->alloc_restored = c->alloc && c->alloc->state_restored;
 	pthread_rwlock_rdlock(&c->lock);
 	info->fs_items = c->trees[SMR_TREE_FS].nr_items;
 	pthread_rwlock_unlock(&c->lock);

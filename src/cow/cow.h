@@ -149,6 +149,9 @@ struct smr_cow_info {
 	uint32_t log_replayed;
 	uint32_t log_pending;
 	bool log_on;             /* smr_cow_fsync may write records */
+	/* The allocator state was read with a flipped bit put back: it is
+	 * damaged on the device until the next commit writes a new one. */
+	bool alloc_restored;
 };
 
 /*
