@@ -165,6 +165,7 @@ struct fk_walk {
 	void *blk;          /* scrub buffer, scrub_len bytes */
 	uint64_t scrub_len;
 	uint64_t scrubbed, bad_blocks;
+	uint64_t fix_tries; /* blocks fk_scrub tried to put a bit back in */
 	int err;
 	const struct smr_fsck_opts *o; /* progress, or NULL */
 	uint64_t seen, total;          /* items, for the progress */
@@ -303,6 +304,10 @@ static const struct fk_entry *fk_find_entry(const struct fk_walk *w,
  * slow device (or of an emulated one) take minutes for a few hundred MiB. */
 #define FK_SCRUB_CHUNK (1u << 20)
 
+/* Data blocks failing their checksums that a scrub tries to explain by one
+ * flipped bit. */
+#define FK_FIX_TRIES 1024
+
 /* The checksum of a data block of inode @ino at file offset @foff
  * (docs/FORMAT.md, "Extent"). */
 static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
@@ -318,7 +323,7 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 	if (len < sizeof(*d) + 8 * (elen / bs))
 		return; /* smr_ns_check reports the item */
 	for (uint64_t o = 0; o < elen; o += bs) {
-		const uint8_t *blk;
+		uint8_t *blk;
 		uint64_t want;
 		int rc;
 
@@ -332,7 +337,7 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 			crc = smr_cow_data_read(w->cow, dev_off + o, w->blk,
 						clen);
 		}
-		blk = (const uint8_t *)w->blk + (o - chunk);
+		blk = (uint8_t *)w->blk + (o - chunk);
 		/* A chunk that cannot be read whole: block by block, to
 		 * tell which of its blocks are bad. */
 		rc = crc ? smr_cow_data_read(w->cow, dev_off + o, w->blk, bs) :
@@ -346,6 +351,19 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 		    smr_ns_block_csum(blk, w->bsize, ino, foff + o, gen) == want)
 			continue;
 		w->bad_blocks++;
+		/* One flipped bit: reads put it back, and so does this, for
+		 * so many blocks (a few milliseconds each: a region of
+		 * garbage would take minutes). */
+		if (!rc && w->fix_tries++ < FK_FIX_TRIES &&
+		    !smr_ns_block_fix_bit(blk, w->bsize, ino, foff + o, gen,
+					  want)) {
+			smr_err("inode %" PRIu64 ": data block at file offset "
+				"%" PRIu64 " (device byte %" PRIu64 ") has one "
+				"bit flipped (not repaired: reads put it back "
+				"from its checksum, and writing the block "
+				"again heals it)", ino, foff + o, dev_off + o);
+			continue;
+		}
 		smr_err("inode %" PRIu64 ": data block at file offset %" PRIu64
 			" (device byte %" PRIu64 ") %s (not repairable: the "
 			"file reads -EIO there)",

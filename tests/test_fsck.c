@@ -1445,7 +1445,19 @@ static void test_scrub(void)
 					     ext_cb, &ea));
 		fs_close(&f);
 		CU_ASSERT_FATAL(ea.found);
-		flip(ea.dev_off + 4096 + 10); /* the second block */
+		/* One bit of the second block: reads put it back. */
+		flip_mask(ea.dev_off + 4096 + 10, 0x04);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.bad_data_blocks, 1);
+		SMR_ASSERT_OK(fs_open(&f, true));
+		CU_ASSERT_EQUAL(smr_ns_read(f.ns, ino_f2, 4096, sizeof(buf), buf),
+				(ssize_t)sizeof(buf));
+		for (size_t i = 0; i < sizeof(buf); i++)
+			CU_ASSERT_EQUAL(buf[i], (char)('a' + (4096 + i) % 23));
+		fs_close(&f);
+		/* More: the block fails. */
+		flip(ea.dev_off + 4096 + 10);
 
 		/* Without scrub the data is not read. */
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);

@@ -3728,14 +3728,25 @@ static void test_checksum_device(void)
 		 dev_off / zone < 2 ? "cnv" : "seq",
 		 (unsigned long long)(dev_off / zone));
 	fd = open(path, O_RDWR);
-	CU_ASSERT(fd >= 0);
-	if (fd >= 0) {
-		CU_ASSERT_EQUAL(pread(fd, &byte, 1, dev_off % zone), 1);
-		byte ^= 0x40;
-		CU_ASSERT_EQUAL(pwrite(fd, &byte, 1, dev_off % zone), 1);
-		close(fd);
-	}
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, &byte, 1, dev_off % zone), 1);
+	byte ^= 0x40;
+	CU_ASSERT_EQUAL(pwrite(fd, &byte, 1, dev_off % zone), 1);
 
+	/* One flipped bit is put back from the checksum: the data as
+	 * written. */
+	SMR_ASSERT_OK(engine_open());
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	CU_ASSERT_EQUAL(smr_ns_read(ns, f, 0, sizeof(out), out),
+			(ssize_t)sizeof(out));
+	CU_ASSERT(!memcmp(out, buf, sizeof(out)));
+	smr_ns_close(ns);
+	engine_close();
+
+	/* Two are not: the block fails, the others read. */
+	byte ^= 0x01;
+	CU_ASSERT_EQUAL(pwrite(fd, &byte, 1, dev_off % zone), 1);
+	close(fd);
 	SMR_ASSERT_OK(engine_open());
 	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
 	smr_log_set_level(SMR_LOG_ERR - 1);

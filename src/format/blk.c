@@ -20,6 +20,21 @@ uint64_t smr_hash64(const void *buf, size_t len, uint64_t seed)
 	return XXH3_64bits_withSeed(buf, len, seed);
 }
 
+int smr_hash_fix_bit(void *buf, size_t len, uint64_t seed, uint64_t want)
+{
+	uint8_t *b = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (uint8_t)(1 << bit);
+			if (smr_hash64(buf, len, seed) == want)
+				return 0;
+			b[i] ^= (uint8_t)(1 << bit);
+		}
+	}
+	return -SMR_EFSBADCRC;
+}
+
 uint64_t smr_blk_csum(const void *blk, size_t len)
 {
 	static const uint8_t zero[8];

@@ -101,4 +101,9 @@ int smr_blk_fix_bit(void *blk, size_t len, const struct smr_blk_ops *ops,
 /* Plain XXH3-64 of a buffer with a seed, for data extents and blobs. */
 uint64_t smr_hash64(const void *buf, size_t len, uint64_t seed);
 
+/* As smr_blk_fix_bit() for a buffer whose smr_hash64() with @seed must be
+ * @want (a data block): 0 with the one bit that explains the mismatch
+ * flipped back, or -SMR_EFSBADCRC with @buf as it was. */
+int smr_hash_fix_bit(void *buf, size_t len, uint64_t seed, uint64_t want);
+
 #endif /* SMR_FORMAT_BLK_H */

@@ -57,12 +57,24 @@ union ns_ext_buf {
 		  8 * SMR_NS_EXTENT_MAX_BLOCKS];
 };
 
-uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
-			   uint64_t foff, uint64_t gen)
+/* The seed of a data block's checksum: who the block is. */
+static uint64_t block_seed(uint64_t ino, uint64_t foff, uint64_t gen)
 {
 	__le64 id[3] = { htole64(ino), htole64(foff), htole64(gen) };
 
-	return smr_hash64(blk, bs, smr_hash64(id, sizeof(id), 0));
+	return smr_hash64(id, sizeof(id), 0);
+}
+
+uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
+			   uint64_t foff, uint64_t gen)
+{
+	return smr_hash64(blk, bs, block_seed(ino, foff, gen));
+}
+
+int smr_ns_block_fix_bit(void *blk, uint32_t bs, uint64_t ino, uint64_t foff,
+			 uint64_t gen, uint64_t want)
+{
+	return smr_hash_fix_bit(blk, bs, block_seed(ino, foff, gen), want);
 }
 
 static uint64_t ns_block_csum(struct smr_ns *ns, const void *blk,
@@ -356,6 +368,19 @@ static int ns_read_extent(struct smr_ns *ns, uint64_t ino,
 		if (ns_block_csum(ns, dbuf + (i - b0) * bs, ino, foff,
 				  e->gen) == e->csums[i])
 			continue;
+		/* One flipped bit is put back, as the engine does for its
+		 * own blocks: the data read is what was written. */
+		if (!smr_ns_block_fix_bit(dbuf + (i - b0) * bs, ns->bsize, ino,
+					  foff, e->gen, e->csums[i])) {
+			smr_warn("inode %llu: data block at file offset %llu "
+				 "(device offset %llu): one bit flipped, "
+				 "restored from its checksum (writing the "
+				 "block again heals it)",
+				 (unsigned long long)ino,
+				 (unsigned long long)foff,
+				 (unsigned long long)(e->dev + i * bs));
+			continue;
+		}
 		smr_err("inode %llu: data checksum mismatch at file offset %llu (device offset %llu)",
 			(unsigned long long)ino, (unsigned long long)foff,
 			(unsigned long long)(e->dev + i * bs));

@@ -137,6 +137,12 @@ int smr_ns_register_trees(struct smr_cow *cow);
 uint64_t smr_ns_block_csum(const void *blk, uint32_t bs, uint64_t ino,
 			   uint64_t foff, uint64_t gen);
 
+/* A data block that fails smr_ns_block_csum() against @want: 0 with the
+ * one flipped bit that explains it put back (smr_hash_fix_bit), else
+ * -SMR_EFSBADCRC with @blk as it was. Costs a hash of the block per bit. */
+int smr_ns_block_fix_bit(void *blk, uint32_t bs, uint64_t ino, uint64_t foff,
+			 uint64_t gen, uint64_t want);
+
 /* The hash of the @len bytes of @name that keys its DIRENT and XATTR items
  * (docs/FORMAT.md, "Namespace items"); a DIRENT key is the hash with its low
  * bits replaced by the collision slot. */
