@@ -151,23 +151,13 @@ int smr_blk_fix_bit(void *blk, size_t len, const struct smr_blk_ops *ops,
 		return -SMR_EFSBADCRC;
 	/* A bit of the checksum itself: the rest hashes as stored. */
 	sum = smr_blk_csum(blk, len);
-	for (size_t i = at; i < at + 8; i++) {
-		for (int bit = 0; bit < 8; bit++) {
-			b[i] ^= (uint8_t)(1 << bit);
-			if (le64toh(h->csum) == sum &&
-			    !smr_blk_verify(blk, len, ops, exp))
-				return 0;
-			b[i] ^= (uint8_t)(1 << bit);
-		}
-	}
 	for (size_t i = 0; i < len; i++) {
-		if (i == at) {
-			i += 7;
-			continue;
-		}
+		bool in_csum = i >= at && i < at + 8;
+
 		for (int bit = 0; bit < 8; bit++) {
 			b[i] ^= (uint8_t)(1 << bit);
-			if (le64toh(h->csum) == smr_blk_csum(blk, len) &&
+			if (le64toh(h->csum) ==
+				    (in_csum ? sum : smr_blk_csum(blk, len)) &&
 			    !smr_blk_verify(blk, len, ops, exp))
 				return 0;
 			b[i] ^= (uint8_t)(1 << bit);

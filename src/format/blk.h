@@ -91,9 +91,10 @@ int smr_blk_verify(const void *blk, size_t len, const struct smr_blk_ops *ops,
  * Restore a block that fails its checksum because one bit of it flipped:
  * find the one bit whose flip back makes the whole block verify
  * (smr_blk_verify) and flip it. With a 64-bit checksum a wrong match is
- * beyond any practical chance. Costs a hash of the block per bit (a
- * fraction of a second for 16 KiB): for fsck, not for every read. Returns
- * 0 with @blk restored, or -SMR_EFSBADCRC with @blk as it was.
+ * beyond any practical chance. Costs a hash of the block per bit (about
+ * a tenth of a second for 16 KiB): for a block that failed, never on
+ * every read.
+ * Returns 0 with @blk restored, or -SMR_EFSBADCRC with @blk as it was.
  */
 int smr_blk_fix_bit(void *blk, size_t len, const struct smr_blk_ops *ops,
 		    const struct smr_blk_expect *exp);
