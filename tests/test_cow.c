@@ -412,8 +412,10 @@ static void bit_restored(enum kind k, const char *path, uint64_t at,
 	flip_bits(k, path, at + 1, 0x01);
 }
 
-/* Offset of the newest checkpoint on the device at @path. */
-static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
+/* Offset of the newest checkpoint record on the device at @path whose
+ * header says a generation below @below, and that generation in *@gen. */
+static uint64_t ckpt_below(enum kind k, const char *path, uint64_t below,
+			   uint64_t *gen)
 {
 	struct smr_dev *dev;
 	uint8_t *buf = smr_dev_buf_alloc(4096);
@@ -440,7 +442,8 @@ static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
 		const struct smr_blk_hdr *h = (const void *)buf;
 
 		SMR_ASSERT_OK(smr_dev_read(dev, buf, 4096, cand[i]));
-		if (le32toh(h->magic) == SMR_MAGIC_CKPT && le64toh(h->gen) > *gen) {
+		if (le32toh(h->magic) == SMR_MAGIC_CKPT &&
+		    le64toh(h->gen) > *gen && le64toh(h->gen) < below) {
 			*gen = le64toh(h->gen);
 			best = cand[i];
 		}
@@ -448,6 +451,11 @@ static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
 	smr_dev_buf_free(buf);
 	smr_dev_close(dev);
 	return best;
+}
+
+static uint64_t newest_ckpt(enum kind k, const char *path, uint64_t *gen)
+{
+	return ckpt_below(k, path, UINT64_MAX, gen);
 }
 
 static int copy_tree(const char *from, const char *to);
@@ -536,6 +544,50 @@ static void corrupt_ckpt(enum kind k)
 	free(a.ver);
 	free(b.ver);
 }
+
+/* One bit flipped in each of the two newest checkpoint records, where
+ * random damage left images with nothing readable (open took an older
+ * record whose space was reused): both are put back, the newest taken. */
+static void two_records(enum kind k)
+{
+	const char *path = make_dev(k, "tworec");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct model m = { .n = 2000 };
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c = NULL;
+	uint64_t g1, g2, at1, at2;
+
+	m.ver = calloc(m.n, sizeof(*m.ver));
+	CU_ASSERT_FATAL(m.ver != NULL);
+	SMR_ASSERT_OK(format_path(path, NULL));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	for (uint64_t g = 1; g <= 4 && c; g++) {
+		for (uint64_t i = 0; i < m.n; i += 3)
+			model_apply(c, &m, i, g * 10000 + i);
+		SMR_ASSERT_OK(smr_cow_commit(c));
+	}
+	if (c)
+		close_fs(dev, c);
+	at1 = ckpt_below(k, path, UINT64_MAX, &g1);
+	at2 = ckpt_below(k, path, g1, &g2);
+	CU_ASSERT_FATAL(at1 && at2 && g2 < g1);
+	flip_bits(k, path, at1 + 300, 0x20);
+	flip_bits(k, path, at2 + 9000, 0x02);
+	c = NULL;
+	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
+			      &dev, &c));
+	if (c) {
+		smr_cow_info(c, &info);
+		CU_ASSERT_EQUAL(info.gen, g1);
+		CU_ASSERT_TRUE(model_equal(c, &m));
+		close_fs(dev, c);
+	}
+	free(m.ver);
+}
+
+static void test_two_records_file(void) { two_records(K_FILE); }
+static void test_two_records_zloop(void) { two_records(K_ZLOOP_SEQ); }
 
 static void test_corrupt_ckpt_file(void) { corrupt_ckpt(K_FILE); }
 static void test_corrupt_ckpt_zloop(void) { corrupt_ckpt(K_ZLOOP_SEQ); }
@@ -1942,6 +1994,8 @@ static const struct smr_test cow_tests[] = {
 	{ "read_only_writes_nothing", test_read_only_writes_nothing },
 	{ "superblock", test_superblock },
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
+	{ "two_records_file", test_two_records_file },
+	{ "two_records_zloop", test_two_records_zloop },
 	{ "corrupt_ckpt_zloop", test_corrupt_ckpt_zloop },
 	{ "corrupt_ckpt_zloop_cnv", test_corrupt_ckpt_zloop_cnv },
 	{ "fallback_file", test_fallback_file },

@@ -249,8 +249,11 @@ static int cand_cmp(const void *a, const void *b)
 
 /* Read the checkpoint at @addr if there is one: 1 and *@ck if valid, 0 if
  * the place is empty, 2 if it holds an fsync log piece (in sd(c)->blk),
- * or an error (logged). */
-static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
+ * or an error (logged). A record whose header says a generation above
+ * @fix_above is valid too if one flipped bit explains its damage (an older
+ * one is not worth the search: open never takes it). */
+static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck,
+			uint64_t fix_above)
 {
 	void *buf = sd(c)->blk;
 	struct smr_blk_id id;
@@ -274,7 +277,7 @@ static int sd_read_ckpt(struct smr_cow *c, uint64_t addr, struct smr_ckpt *ck)
 	/* One flipped bit is found and put back: taking the predecessor
 	 * instead would lose the commit, and the fsync log after it. */
 	sd(c)->restored = false;
-	if (rc == -SMR_EFSBADCRC &&
+	if (rc == -SMR_EFSBADCRC && id.gen > fix_above &&
 	    !smr_ckpt_fix_bit(buf, SMR_CKPT_SIZE, addr, c->sb.uuid)) {
 		rc = smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, c->sb.uuid,
 					ck);
@@ -510,7 +513,7 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 			      sizeof(c->alloc_why));
 	if (rc)
 		return rc;
-	rc = sd_read_ckpt(c, cand->addr, ck);
+	rc = sd_read_ckpt(c, cand->addr, ck, 0);
 	if (rc != 1)
 		return rc < 0 ? rc : -SMR_EFSCORRUPTED;
 	rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start, c->sb.uuid,
@@ -554,7 +557,7 @@ static int sd_pick(struct smr_cow *c, const struct sd_cand *v, uint32_t good,
 		/* A predecessor unknown (format 1.0): the next older one. */
 		want = v[i].prev_gen ? v[i].prev_gen :
 		       i + 1 < good ? v[i + 1].gen : 0;
-		rc = sd_read_ckpt(c, v[i].addr, ck);
+		rc = sd_read_ckpt(c, v[i].addr, ck, 0);
 		if (rc == 1 && sd(c)->restored)
 			smr_warn("checkpoint of generation %" PRIu64 " at byte %"
 				 PRIu64 ": one bit flipped, restored from its "
@@ -695,11 +698,43 @@ static int sd_log_gather(struct smr_cow *c, const struct sd_cand *cand,
 	return 0;
 }
 
+/*
+ * The @nd records of @dmg failed to verify (their generations as their
+ * headers say). Those newer than every valid one of the @good in @v are
+ * tried with one flipped bit put back (sd_read_ckpt): taking an older
+ * record instead would lose their commits. Each restored joins @v. 0 or
+ * -ENOMEM, -EIO.
+ */
+static int sd_restore_newer(struct smr_cow *c, struct sd_cand *v,
+			    uint32_t *good, const struct sd_cand *dmg,
+			    uint32_t nd, struct smr_ckpt *ck)
+{
+	uint64_t newest = 0;
+
+	for (uint32_t i = 0; i < *good; i++)
+		newest = SMR_MAX(newest, v[i].gen);
+	for (uint32_t i = 0; i < nd; i++) {
+		int rc;
+
+		if (dmg[i].gen <= newest)
+			continue;
+		rc = sd_read_ckpt(c, dmg[i].addr, ck, newest);
+		if (rc == -ENOMEM || rc == -EIO)
+			return rc;
+		if (rc != 1)
+			continue;
+		v[*good] = dmg[i];
+		v[*good].prev_gen = ck->prev_gen;
+		v[(*good)++].gen = ck->gen;
+	}
+	return 0;
+}
+
 static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 {
-	struct sd_cand *v = NULL;
+	struct sd_cand *v = NULL, *dmg = NULL;
 	struct sd_piece *pc = NULL;
-	uint32_t n = 0, good = 0, picked = 0, npc = 0;
+	uint32_t n = 0, good = 0, picked = 0, npc = 0, nd = 0;
 	int rc, first = 0;
 
 	rc = sd_state_new(c);
@@ -744,14 +779,15 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	if (rc)
 		return rc;
 	pc = calloc(n ? n : 1, sizeof(*pc));
-	if (!pc) {
-		free(v);
-		return -ENOMEM;
+	dmg = calloc(n ? n : 1, sizeof(*dmg));
+	if (!pc || !dmg) {
+		rc = -ENOMEM;
+		goto out;
 	}
 	/* Note the valid ones with their generations, newest first, and
 	 * the fsync log pieces. */
 	for (uint32_t i = 0; i < n; i++) {
-		rc = sd_read_ckpt(c, v[i].addr, ck);
+		rc = sd_read_ckpt(c, v[i].addr, ck, UINT64_MAX);
 		if (rc == 1) {
 			v[good] = v[i];
 			v[good].prev_gen = ck->prev_gen;
@@ -760,10 +796,20 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 			if (!smr_log_piece_decode(sd(c)->blk, v[i].addr,
 						  c->sb.uuid, &pc[npc].p))
 				pc[npc++].slot = v[i].slot;
-		} else if (rc < 0 && !first) {
-			first = rc;
+		} else if (rc < 0) {
+			struct smr_blk_id id;
+
+			if (!first)
+				first = rc;
+			/* Judged once the newest valid one is known. */
+			smr_blk_hdr_decode(sd(c)->blk, &id);
+			dmg[nd] = v[i];
+			dmg[nd++].gen = id.gen;
 		}
 	}
+	rc = sd_restore_newer(c, v, &good, dmg, nd, ck);
+	if (rc)
+		goto out;
 	qsort(v, good, sizeof(*v), cand_cmp);
 	c->gen_floor = good ? v[0].gen : 0;
 	rc = first ? first : -SMR_EFSCORRUPTED;
@@ -805,6 +851,8 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		rc = sd_rebuild_alloc(c, ck, &v[0], NULL);
 	if (!good)
 		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
+out:
+	free(dmg);
 	free(pc);
 	free(v);
 	return rc;
