@@ -62,36 +62,24 @@ static bool cs_is_zero(const void *buf, size_t len)
 }
 
 /*
- * A checkpoint record in @buf, read from @addr, that does not verify: one
- * flipped bit is restored from its checksum (smr_blk_fix_bit) and decoded
- * into *@ck, and 0 is returned. In the ring it is a problem here, and the
- * repair writes it back (*@rc: a write error); in the zone log *@restored
- * is set and the caller judges it once the newest record is known.
- * Otherwise -SMR_EFSBADCRC and *@buf as read.
+ * Read the record at @addr into @buf again and put back one flipped bit
+ * (smr_blk_fix_bit), as open does for a damaged record newer than every
+ * valid one: 0 with its generation in *@gen, else an error.
  */
-static int cs_fix_bit(struct smr_dev *dev, bool repair, bool ring, void *buf,
-		      uint64_t addr, const uint8_t *uuid, struct smr_ckpt *ck,
-		      struct smr_cow_super_check *r, bool *restored, int *rc)
+static int cs_restore(struct smr_dev *dev, void *buf, uint64_t addr,
+		      const uint8_t *uuid, uint64_t *gen)
 {
-	if (smr_ckpt_fix_bit(buf, SMR_CKPT_SIZE, addr, uuid) ||
-	    smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, uuid, ck))
-		return -SMR_EFSBADCRC;
-	if (!ring) {
-		*restored = true;
-		return 0;
-	}
-	r->problems++;
-	smr_err("checkpoint record at byte %" PRIu64 " has one bit flipped, "
-		"restored from its checksum (%s)", addr,
-		repair ? "rewritten" : "would rewrite it");
-	if (repair) {
-		*rc = smr_dev_write(dev, buf, SMR_CKPT_SIZE, addr);
-		if (!*rc)
-			*rc = smr_dev_flush(dev);
-		if (!*rc)
-			r->fixed++;
-	}
-	return 0;
+	struct smr_ckpt *ck = calloc(1, sizeof(*ck));
+	int rc = ck ? smr_dev_read(dev, buf, SMR_CKPT_SIZE, addr) : -ENOMEM;
+
+	if (!rc)
+		rc = smr_ckpt_fix_bit(buf, SMR_CKPT_SIZE, addr, uuid);
+	if (!rc)
+		rc = smr_ckpt_from_disk(buf, SMR_CKPT_SIZE, addr, uuid, ck);
+	if (!rc)
+		*gen = ck->gen;
+	free(ck);
+	return rc;
 }
 
 int smr_cow_check_super(struct smr_dev *dev, bool repair,
@@ -100,6 +88,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	struct smr_sb sb, sb2;
 	uint64_t where[2], bad_at[2 * 64 + 2];
 	uint32_t nbad = 0;
+	uint64_t newest_valid;
 	bool ok[2] = { false, false }, ring;
 	void *buf;
 	int rc = 0, got = -1;
@@ -265,10 +254,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 						 "replayed)", pl[i].addr);
 			} else if (!smr_ckpt_from_disk(buf, SMR_CKPT_SIZE,
 						       pl[i].addr, sb.uuid,
-						       ck) ||
-				   !cs_fix_bit(dev, repair, ring, buf,
-					       pl[i].addr, sb.uuid, ck, r,
-					       &pl[i].restored, &rc)) {
+						       ck)) {
 				r->ckpt_valid++;
 				pl[i].gen = ck->gen;
 				if (ck->gen > r->newest_gen) {
@@ -286,25 +272,27 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		if (rc)
 			goto out_pl;
 	}
-	for (size_t i = 0; !ring && i < np; i++) {
+	/* Damaged records newer than every valid one: one flipped bit put
+	 * back makes them valid, as for open (sd_restore_newer). Older ones
+	 * are never read, and not worth the search. */
+	newest_valid = r->newest_gen;
+	for (uint32_t b = 0; b < nbad; b++) {
+		size_t i = bad_at[b];
+
+		if (pl[i].gen <= newest_valid)
+			continue;
+		rc = cs_restore(dev, buf, pl[i].addr, sb.uuid, &pl[i].gen);
+		if (rc == -ENOMEM || rc == -EIO)
+			goto out_pl;
+		pl[i].restored = !rc;
+		rc = 0;
 		if (!pl[i].restored)
 			continue;
-		if (pl[i].gen != r->newest_gen) {
-			/* Old: never read again, as a damaged one. */
-			smr_warn("checkpoint record at byte %" PRIu64 " has one "
-				 "bit flipped (older than the newest; dropped "
-				 "when the log wraps)", pl[i].addr);
-			continue;
+		r->ckpt_valid++;
+		if (pl[i].gen > r->newest_gen) {
+			r->newest_gen = pl[i].gen;
+			r->newest_addr = pl[i].addr;
 		}
-		/* In use: a sequential zone is not rewritten in place. */
-		r->problems++;
-		r->lost_commit = true;
-		smr_err("checkpoint record at byte %" PRIu64 " has one bit "
-			"flipped, restored from its checksum (a new commit %s "
-			"it)", pl[i].addr, repair ? "supersedes" :
-			"would supersede");
-		if (repair)
-			r->fixed++;
 	}
 	if (!r->ckpt_valid) {
 		smr_err("no valid checkpoint");
@@ -315,6 +303,43 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		size_t i = bad_at[b];
 		bool newer = pl[i].gen > r->newest_gen;
 
+		if (pl[i].restored) {
+			/* In the ring it is written back; a sequential zone
+			 * is not rewritten in place: the next commit
+			 * supersedes the one in use (its predecessor is
+			 * never read again). */
+			if (!ring && pl[i].gen != r->newest_gen) {
+				smr_warn("checkpoint record at byte %" PRIu64
+					 " has one bit flipped (older than the "
+					 "newest; dropped when the log wraps)",
+					 pl[i].addr);
+				continue;
+			}
+			r->problems++;
+			r->lost_commit |= !ring;
+			smr_err("checkpoint record at byte %" PRIu64 " has one "
+				"bit flipped, restored from its checksum (%s)",
+				pl[i].addr, ring ? (repair ? "rewritten" :
+						    "would rewrite it") :
+				repair ? "a new commit supersedes it" :
+					 "a new commit would supersede it");
+			if (!repair)
+				continue;
+			if (ring) {
+				uint64_t gen;
+
+				rc = cs_restore(dev, buf, pl[i].addr, sb.uuid,
+						&gen);
+				if (!rc)
+					rc = smr_dev_write(dev, buf,
+							   SMR_CKPT_SIZE,
+							   pl[i].addr);
+				if (rc)
+					goto out_pl;
+			}
+			r->fixed++;
+			continue;
+		}
 		r->ckpt_bad++;
 		if (!ring && !newer) {
 			/* An old record in the log: never read again once a
