@@ -74,6 +74,11 @@ struct fk_inode {
 	bool bad_ext;       /* one of them is malformed: its byte count is
 			     * left as it is (smr_ns_check reports it) */
 	uint64_t ext_end;   /* end of its extents so far, in the walk */
+	uint64_t tail;      /* its tail block (docs/FORMAT.md) */
+	uint32_t tail_len, tail_seen; /* its bytes; those its items hold */
+	uint32_t tail_bs;   /* the block size, if it has a tail */
+	bool tail_bad;      /* misplaced, or an item or extent where none
+			     * should be: dropped by a repair */
 	uint64_t names;   /* entries naming it (after planned drops) */
 	uint64_t subdirs; /* directories among its entries */
 	bool orphan;
@@ -437,6 +442,15 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->size = le64toh(d.size);
 		fi->bytes = le64toh(d.bytes);
 		fi->flags = le64toh(d.flags);
+		fi->tail = le64toh(d.tail);
+		fi->tail_len = le32toh(d.tail_len);
+		fi->tail_bs = w->bsize;
+		fi->tail_bad = fi->tail_len &&
+			       (!S_ISREG(fi->mode) || !w->meta ||
+				le32toh(w->meta_d.version) < 2 ||
+				fi->tail % w->bsize ||
+				fi->tail_len >= w->bsize ||
+				fi->tail + fi->tail_len > fi->size);
 		w->max_gen = SMR_MAX(w->max_gen, le64toh(d.gen));
 		return 0;
 	}
@@ -517,6 +531,9 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 
 			fi->ext_bytes += elen;
 			fi->bad_ext |= bad;
+			fi->tail_bad |= fi->tail_len &&
+					k->offset < fi->tail + w->bsize &&
+					k->offset + elen > fi->tail;
 			xk->skip = bad || !S_ISREG(fi->mode) ||
 				   k->offset < fi->ext_end;
 			fi->ext_end = SMR_MAX(fi->ext_end, k->offset + elen);
@@ -525,6 +542,22 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 			fk_scrub(w, k->objid, k->offset, &d, val, len);
 		return 0;
 	}
+	case SMR_NS_T_TAIL:
+		/* The parts in order, each as long as it should be. */
+		if (w->nin && w->in[w->nin - 1].ino == k->objid) {
+			struct fk_inode *fi = &w->in[w->nin - 1];
+			uint32_t seen = fi->tail_seen;
+
+			if (seen < fi->tail_len &&
+			    seen % SMR_NS_TAIL_PART == 0 &&
+			    k->offset == fi->tail + seen &&
+			    len == SMR_MIN(SMR_NS_TAIL_PART,
+					   fi->tail_len - seen))
+				fi->tail_seen += (uint32_t)len;
+			else
+				fi->tail_bad = true;
+		}
+		return 0;
 	default:
 		return 0;
 	}
@@ -640,10 +673,29 @@ static uint32_t fk_want_nlink(const struct fk_inode *fi)
 	return (uint32_t)fi->names;
 }
 
+/* Is @fi's tail block whole and in its place? */
+static bool fk_tail_ok(const struct fk_inode *fi)
+{
+	return fi->tail_len && !fi->tail_bad &&
+	       fi->tail_seen == fi->tail_len;
+}
+
+/* Does @fi have a tail block, or items of one, that a repair drops? */
+static bool fk_tail_wrong(const struct fk_inode *fi)
+{
+	return (fi->tail_len || fi->tail_bad) && !fk_tail_ok(fi);
+}
+
+/* What @fi's byte count should be: its extents and a tail block kept. */
+static uint64_t fk_want_bytes(const struct fk_inode *fi)
+{
+	return fi->ext_bytes + (fk_tail_ok(fi) ? fi->tail_bs : 0);
+}
+
 /* Does @fi's byte count differ from what its (well-formed) extents hold? */
 static bool fk_bytes_wrong(const struct fk_inode *fi)
 {
-	return !fi->bad_ext && fi->bytes != fi->ext_bytes;
+	return !fi->bad_ext && fi->bytes != fk_want_bytes(fi);
 }
 
 /* Is @fi an inode no entry names, that is not the root nor an orphan? */
@@ -1010,7 +1062,7 @@ static int fk_fix_extents(struct smr_cow *cow, struct smr_txn *t,
 
 struct fk_plan {
 	uint64_t drops, halves, moves, nlinks, counters, orphans, strays;
-	uint64_t dirsizes, bytes, flags, bad;
+	uint64_t dirsizes, bytes, flags, bad, tails;
 };
 
 static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
@@ -1110,11 +1162,18 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 				"defined (%sclear them)", fi->ino, fi->flags,
 				will);
 		}
+		if (fk_tail_wrong(fi)) {
+			p->tails++;
+			smr_err("inode %" PRIu64 ": tail block of %u bytes at %"
+				PRIu64 " unusable, its items hold %u (%sdrop it: "
+				"those bytes read as zeros)", fi->ino,
+				fi->tail_len, fi->tail, fi->tail_seen, will);
+		}
 		if (fk_bytes_wrong(fi)) {
 			p->bytes++;
 			smr_err("inode %" PRIu64 ": byte count %" PRIu64 ", its "
 				"extents hold %" PRIu64 " (%sset it)", fi->ino,
-				fi->bytes, fi->ext_bytes, will);
+				fi->bytes, fk_want_bytes(fi), will);
 		}
 	}
 	/* A root made again counts too. */
@@ -1342,6 +1401,30 @@ static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 	return fk_inode_rw(cow, t, fi->ino, &in, true);
 }
 
+/* Delete every TAIL item of @ino. */
+static int fk_drop_tail(struct smr_cow *cow, struct smr_txn *t, uint64_t ino)
+{
+	struct smr_key from = fk_key(ino, SMR_NS_T_TAIL, 0), found;
+	int rc;
+
+	for (;;) {
+		size_t len = 0;
+
+		rc = smr_bt_next(cow, SMR_TREE_FS, &from, &found,
+				 NULL, &len);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc)
+			return rc;
+		if (found.objid != ino || found.type != SMR_NS_T_TAIL)
+			return 0;
+		rc = smr_bt_delete(t, SMR_TREE_FS, &found);
+		if (rc)
+			return rc;
+		from = found;
+	}
+}
+
 /* Links, directory sizes and the inode counter, from a fresh walk. */
 static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			 struct fk_walk *w, uint64_t *fixed)
@@ -1354,12 +1437,18 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 
 		bool nlink, size = S_ISDIR(fi->mode) && fi->size;
 		bool bytes = fk_bytes_wrong(fi), flags = fi->flags;
+		bool tail = fk_tail_wrong(fi);
 
 		nlink = !fi->orphan && !fk_nameless(fi) &&
 			fi->nlink != fk_want_nlink(fi);
-		if (!nlink && !size && !bytes && !flags)
+		if (!nlink && !size && !bytes && !flags && !tail)
 			continue;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
+		if (!rc && tail) {
+			rc = fk_drop_tail(cow, t, fi->ino);
+			d.tail = 0;
+			d.tail_len = 0;
+		}
 		if (rc)
 			return rc;
 		if (nlink)
@@ -1367,7 +1456,7 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 		if (size)
 			d.size = 0;
 		if (bytes)
-			d.bytes = htole64(fi->ext_bytes);
+			d.bytes = htole64(fk_want_bytes(fi));
 		d.flags = 0;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, true);
 		if (rc)
@@ -1379,10 +1468,13 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			smr_info("dir %" PRIu64 ": size set to 0", fi->ino);
 		if (bytes)
 			smr_info("inode %" PRIu64 ": byte count set to %" PRIu64,
-				 fi->ino, fi->ext_bytes);
+				 fi->ino, fk_want_bytes(fi));
+		if (tail)
+			smr_info("inode %" PRIu64 ": tail block dropped",
+				 fi->ino);
 		if (flags)
 			smr_info("inode %" PRIu64 ": flags cleared", fi->ino);
-		*fixed += nlink + size + bytes + flags;
+		*fixed += nlink + size + bytes + flags + tail;
 	}
 	if (w->meta && le64toh(w->meta_d.nr_inodes) != w->nin) {
 		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_META, 0);
@@ -1875,7 +1967,7 @@ walk:
 	{
 		uint64_t fixable = p.drops + p.halves + p.moves + p.nlinks +
 				   p.counters + p.strays + p.dirsizes +
-				   p.bytes + p.flags + p.bad;
+				   p.bytes + p.flags + p.bad + p.tails;
 
 		/* smr_ns_check counts the same things once each (an nlink
 		 * that is off because of a dangling entry once more, which is

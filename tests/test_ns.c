@@ -2580,7 +2580,8 @@ static void test_extent_walk(void)
 	g = mkfile(ROOT, "g", 0644);
 	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, buf, sizeof(buf)),
 			(ssize_t)sizeof(buf));
-	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, g, 1 << 20, buf, 100), 100);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, g, 1 << 20, buf, 4096),
+			4096);
 	SMR_ASSERT_OK(smr_ns_for_each_extent(ns, ext_sum_fn, &x));
 	SMR_ASSERT_OK(smr_ns_getattr(ns, f, &a));
 	SMR_ASSERT_OK(smr_ns_getattr(ns, g, &b));
@@ -2687,6 +2688,264 @@ static void test_overwrite_extents(void)
 	CU_ASSERT_EQUAL(problems, 0);
 	free(model);
 	free(out);
+	fs_teardown();
+}
+
+/* A model of one file: what every read of it must return. */
+struct tmodel {
+	uint64_t ino;
+	uint8_t *b;
+	uint64_t size;
+};
+
+static void tm_write(struct tmodel *m, uint64_t off, const void *buf,
+		     size_t len)
+{
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, m->ino, off, buf, len),
+			(ssize_t)len);
+	memcpy(m->b + off, buf, len);
+	m->size = SMR_MAX(m->size, off + len);
+}
+
+static void tm_truncate(struct tmodel *m, uint64_t size)
+{
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE, .size = size };
+
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, m->ino, &sa, NULL));
+	/* Past the size the model holds zeros, as the file reads. */
+	if (size < m->size)
+		memset(m->b + size, 0, m->size - size);
+	m->size = size;
+}
+
+/* The whole file reads as the model says, and its size and blocks. */
+static bool tm_same(const struct tmodel *m)
+{
+	uint8_t *got = malloc(m->size + 4096);
+	struct smr_ns_attr a;
+	bool same;
+
+	if (!got)
+		return false;
+	same = smr_ns_read(ns, m->ino, 0, m->size + 4096, got) ==
+		       (ssize_t)m->size &&
+	       memcmp(got, m->b, m->size) == 0 &&
+	       !smr_ns_getattr(ns, m->ino, &a) && a.size == m->size &&
+	       (m->size == 0 || a.blocks > 0);
+	free(got);
+	return same;
+}
+
+/* Items of @type of @ino. */
+static unsigned int items_of(uint64_t ino, uint8_t type)
+{
+	struct smr_key from = { ino, type, 0 }, found;
+	unsigned int n = 0;
+	size_t len = 0;
+
+	while (!smr_bt_next(cow, SMR_TREE_FS, &from, &found, NULL, &len) &&
+	       found.objid == ino && found.type == type) {
+		n++;
+		from = found;
+		from.offset++;
+		len = 0;
+	}
+	return n;
+}
+
+/*
+ * Small appends keep the file's last block in the tree (tail items), not
+ * on the device: reads, truncates, punches, SEEK_DATA/SEEK_HOLE, writes
+ * over it, past it and far from it, all see the bytes written, and the
+ * audit finds the tail consistent after each step.
+ */
+static void test_tails(void)
+{
+	struct tmodel m = { 0 };
+	uint8_t buf[12000];
+	uint64_t r, problems;
+	unsigned int seed = 5;
+
+	fs_setup();
+	m.b = calloc(1, 1 << 21);
+	CU_ASSERT_FATAL(m.b != NULL);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rand_r(&seed);
+	m.ino = mkfile(ROOT, "log", 0644);
+	/* Appends of 1 to 300 bytes: the tail grows over part boundaries
+	 * and blocks. */
+	for (int i = 0; i < 200; i++) {
+		size_t n = 1 + (size_t)rand_r(&seed) % 300;
+
+		tm_write(&m, m.size, buf + i, n);
+		if (i % 20 == 0)
+			CU_ASSERT_TRUE(tm_same(&m));
+	}
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+
+	/* Writes past the end of a short tail, inside its block: the gap
+	 * reads as zeros, the first part grows to its full length. */
+	{
+		struct tmodel g = { .ino = mkfile(ROOT, "gap", 0644),
+				    .b = calloc(1, 8192) };
+
+		CU_ASSERT_FATAL(g.b != NULL);
+		tm_write(&g, 0, buf, 1500);
+		tm_write(&g, 2100, buf, 300);
+		CU_ASSERT_TRUE(tm_same(&g));
+		tm_write(&g, 3000, buf, 10);
+		tm_write(&g, 4000, buf, 50);
+		CU_ASSERT_TRUE(tm_same(&g));
+		SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+		CU_ASSERT_EQUAL(problems, 0);
+		free(g.b);
+	}
+	/* An overwrite inside the tail, not reaching the end: to the
+	 * device, as a whole block, and the tail goes. */
+	tm_write(&m, SMR_ROUND_DOWN(m.size, 4096) + 1, "xyz", 3);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
+	/* Appending again makes one. */
+	tm_write(&m, m.size, buf, 10);
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+	/* Shrunk inside the tail block, then below it, then grown. */
+	tm_truncate(&m, m.size - 5);
+	CU_ASSERT_TRUE(tm_same(&m));
+	tm_truncate(&m, SMR_ROUND_DOWN(m.size, 4096) - 100);
+	CU_ASSERT_TRUE(tm_same(&m));
+	tm_write(&m, m.size, buf, 50);
+	tm_truncate(&m, m.size + 9000);
+	CU_ASSERT_TRUE(tm_same(&m));
+	/* The tail is not the last block now; a write past it ends in a
+	 * block of its own, and the old tail goes to the device. */
+	tm_write(&m, m.size + 3000, buf, 700);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+	/* A big unaligned append: whole blocks and a tail. */
+	tm_write(&m, m.size, buf, sizeof(buf));
+	CU_ASSERT_TRUE(tm_same(&m));
+	SMR_ASSERT_OK(smr_ns_check(ns, &problems));
+	CU_ASSERT_EQUAL(problems, 0);
+	/* A punch inside the tail zeroes its bytes; one over the start of
+	 * its block to the end drops it. */
+	r = SMR_ROUND_DOWN(m.size, 4096);
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, m.ino, SMR_NS_FALLOC_PUNCH_HOLE |
+				       SMR_NS_FALLOC_KEEP_SIZE, r + 10, 20));
+	memset(m.b + r + 10, 0, 20);
+	CU_ASSERT_TRUE(tm_same(&m));
+	SMR_ASSERT_OK(smr_ns_fallocate(ns, m.ino, SMR_NS_FALLOC_PUNCH_HOLE |
+				       SMR_NS_FALLOC_KEEP_SIZE, r - 4096,
+				       m.size - r + 4096));
+	memset(m.b + r - 4096, 0, m.size - r + 4096);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
+
+	/* A file of a few bytes far out: data only in the tail block. */
+	tm_truncate(&m, 0);
+	tm_write(&m, 1 << 20, "hello", 5);
+	CU_ASSERT_TRUE(tm_same(&m));
+	SMR_ASSERT_OK(smr_ns_lseek(ns, m.ino, 0, SEEK_DATA, &r));
+	CU_ASSERT_EQUAL(r, 1 << 20);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, m.ino, 0, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, 0);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, m.ino, (1 << 20) + 2, SEEK_DATA, &r));
+	CU_ASSERT_EQUAL(r, (1 << 20) + 2);
+	SMR_ASSERT_OK(smr_ns_lseek(ns, m.ino, 1 << 20, SEEK_HOLE, &r));
+	CU_ASSERT_EQUAL(r, m.size);
+	/* A block written in whole over it takes its place. */
+	memset(buf, 9, 4096);
+	tm_write(&m, 1 << 20, buf, 4096);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
+	tm_write(&m, m.size, "end", 3);
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+#ifdef NS_TEST_REAL
+	/* Kept across a mount, and a power cut keeps what was committed. */
+	fs_reopen(NULL, false);
+	CU_ASSERT_TRUE(tm_same(&m));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	fs_reopen(NULL, true);
+	CU_ASSERT_TRUE(tm_same(&m));
+#endif
+	/* Unlinked, the tail goes with the file (the audit at teardown finds
+	 * no item left). */
+	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "log"));
+	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
+	free(m.b);
+	fs_teardown();
+}
+
+#ifdef NS_TEST_REAL
+/*
+ * A file appended to in small writes costs the device about what was
+ * written: 100-byte appends wrote a 4 KiB block each (42 device bytes per
+ * user byte); the tail block now waits in the tree for a commit, and the
+ * device gets each block once, when it is full.
+ */
+static void test_tail_appends(void)
+{
+	struct smr_cow_gc_stats a, b;
+	uint8_t line[100];
+	uint64_t f;
+
+	fs_setup();
+	memset(line, 'x', sizeof(line));
+	f = mkfile(ROOT, "log", 0644);
+	smr_cow_gc_stats(cow, &a);
+	for (int i = 0; i < 2000; i++)
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f,
+					     (uint64_t)i * sizeof(line),
+					     line, sizeof(line)),
+				(ssize_t)sizeof(line));
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	smr_cow_gc_stats(cow, &b);
+	CU_ASSERT_EQUAL(b.user_bytes - a.user_bytes, 2000 * sizeof(line));
+	/* 200,000 bytes: 48 full blocks, a commit's nodes and the tail. */
+	CU_ASSERT(b.device_bytes - a.device_bytes < 2 * 2000 * sizeof(line));
+	fs_teardown();
+}
+#endif
+
+/* A namespace of version 1 (before tails) is mounted as it is: small
+ * writes go to the device, and the version stays. */
+static void test_tails_v1(void)
+{
+	struct smr_key k = { SMR_NS_META_OBJID, SMR_NS_T_META, 0 };
+	struct smr_ns_meta_d d;
+	struct smr_txn *t;
+	size_t len = sizeof(d);
+	uint64_t f;
+
+	fs_setup();
+	smr_ns_close(ns);
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &k, &d, &len));
+	d.version = htole32(1);
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+	f = mkfile(ROOT, "f", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, "abc", 3), 3);
+	CU_ASSERT_EQUAL(items_of(f, SMR_NS_T_TAIL), 0);
+	CU_ASSERT_EQUAL(items_of(f, SMR_NS_T_EXTENT), 1);
+	len = sizeof(d);
+	SMR_ASSERT_OK(smr_bt_lookup(cow, SMR_TREE_FS, &k, &d, &len));
+	CU_ASSERT_EQUAL(le32toh(d.version), 1);
+	/* A version from the future is refused. */
+	smr_ns_close(ns);
+	d.version = htole32(SMR_NS_VERSION + 1);
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	smr_txn_end(t);
+	CU_ASSERT_EQUAL(smr_ns_open(cow, NULL, &ns), -EOPNOTSUPP);
+	d.version = htole32(SMR_NS_VERSION);
+	SMR_ASSERT_OK(smr_txn_begin(cow, &t));
+	SMR_ASSERT_OK(smr_bt_update(t, SMR_TREE_FS, &k, &d, sizeof(d)));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
 	fs_teardown();
 }
 
@@ -3952,6 +4211,11 @@ static const struct smr_test ns_tests[] = {
 	{ "overwrite_extents", test_overwrite_extents },
 	{ "big_write_items", test_big_write_items },
 	{ "user_bytes", test_user_bytes },
+	{ "tails", test_tails },
+	{ "tails_v1", test_tails_v1 },
+#ifdef NS_TEST_REAL
+	{ "tail_appends", test_tail_appends },
+#endif
 #ifndef NS_TEST_REAL
 	{ "overwrite_raced", test_overwrite_raced },
 	{ "enospc_waits", test_enospc_waits },

@@ -20,6 +20,8 @@
  *   (ino, EXTENT,   file offset)             struct smr_ns_extent_d + csums
  *   (ino, SYMLINK,  part)                    target bytes, SMR_NS_SYMLINK_PART
  *                                            bytes per part
+ *   (ino, TAIL,     file offset)             file bytes, SMR_NS_TAIL_PART
+ *                                            per part (namespace version 2)
  */
 #ifndef SMR_FORMAT_ONDISK_NS_H
 #define SMR_FORMAT_ONDISK_NS_H
@@ -33,6 +35,7 @@
 #define SMR_NS_T_SYMLINK 6
 #define SMR_NS_T_ORPHAN 7
 #define SMR_NS_T_META 8
+#define SMR_NS_T_TAIL 9
 
 /* Object id of the namespace's own items (META, ORPHAN). */
 #define SMR_NS_META_OBJID 0ULL
@@ -42,14 +45,22 @@
 #define SMR_NS_HASH_SEED 0x736d7266736e616dULL /* "smrfsnam" */
 /* Collision slots of a DIRENT hash: the key's low 8 bits. */
 #define SMR_NS_DIRENT_SLOTS 256
-/* Layout version in smr_ns_meta_d.version. */
-#define SMR_NS_VERSION 1
+/*
+ * Layout version in smr_ns_meta_d.version: what mkfs writes. Version 2
+ * adds TAIL items (a file's block held in the tree); a version 1
+ * namespace has none, and is mounted without making any.
+ */
+#define SMR_NS_VERSION 2
+/* The oldest version still mounted. */
+#define SMR_NS_VERSION_MIN 1
 /* First readdir sequence number of a directory (1 and 2 are "." and ".."). */
 #define SMR_NS_FIRST_SEQ 3
 /* Bytes of symlink target per SYMLINK item. */
 #define SMR_NS_SYMLINK_PART 2048
 /* Most blocks one extent item covers (so that its checksums fit an item). */
 #define SMR_NS_EXTENT_MAX_BLOCKS 256
+/* File bytes per TAIL item. */
+#define SMR_NS_TAIL_PART 2048
 
 /* (0, META, 0): namespace-wide counters. 64 bytes. */
 struct smr_ns_meta_d {
@@ -84,7 +95,9 @@ struct smr_ns_inode_d {
 	__le64 flags;    /* zero; reserved for inode flags */
 	__le64 next_seq; /* directories: next readdir sequence number */
 	__le64 parent;   /* directories: the parent directory's inode */
-	uint8_t reserved[24];
+	__le64 tail;     /* with tail_len: file offset of the block in TAIL items */
+	__le32 tail_len; /* bytes of that block held there; 0: no such block */
+	uint8_t reserved[12];
 };
 SMR_ONDISK_SIZE(struct smr_ns_inode_d, 128);
 SMR_ONDISK_OFFSET(struct smr_ns_inode_d, mode, 0);
@@ -102,7 +115,9 @@ SMR_ONDISK_OFFSET(struct smr_ns_inode_d, gen, 72);
 SMR_ONDISK_OFFSET(struct smr_ns_inode_d, flags, 80);
 SMR_ONDISK_OFFSET(struct smr_ns_inode_d, next_seq, 88);
 SMR_ONDISK_OFFSET(struct smr_ns_inode_d, parent, 96);
-SMR_ONDISK_OFFSET(struct smr_ns_inode_d, reserved, 104);
+SMR_ONDISK_OFFSET(struct smr_ns_inode_d, tail, 104);
+SMR_ONDISK_OFFSET(struct smr_ns_inode_d, tail_len, 112);
+SMR_ONDISK_OFFSET(struct smr_ns_inode_d, reserved, 116);
 
 /*
  * (dir, DIRENT, hash slot) and (dir, DIRINDEX, seq): one directory entry,
@@ -162,5 +177,16 @@ SMR_ONDISK_OFFSET(struct smr_ns_extent_d, gen, 16);
 SMR_ONDISK_OFFSET(struct smr_ns_extent_d, nr_csums, 24);
 SMR_ONDISK_OFFSET(struct smr_ns_extent_d, flags, 28);
 SMR_ONDISK_OFFSET(struct smr_ns_extent_d, csums, 32);
+
+/*
+ * (ino, TAIL, tail + k * SMR_NS_TAIL_PART), k = 0, 1, ...: the bytes
+ * [tail, tail + tail_len) of a regular file whose inode names that block
+ * (smr_ns_inode_d.tail, tail_len; 1 <= tail_len < block size), each part
+ * SMR_NS_TAIL_PART bytes but the last. A file's last partial block is
+ * kept here while small writes append to it, instead of being written to
+ * the device again with every write. No extent covers the block; its
+ * bytes past tail_len read as zeros, and tail + tail_len <= size. The
+ * block counts as a whole block in smr_ns_inode_d.bytes.
+ */
 
 #endif /* SMR_FORMAT_ONDISK_NS_H */

@@ -4,8 +4,9 @@
  * tests and for fsck: every name leads to an inode and every inode's link
  * count is the number of its names (directories: 2 + subdirectories), the
  * two items of each entry agree, extents do not overlap in a file or on the
- * device and add up to the inode's byte count, symlink parts add up to the
- * size, orphan records name unlinked inodes, and the counters hold.
+ * device and, with the tail block, add up to the inode's byte count, a
+ * tail block's items are whole and no extent covers it, symlink parts add
+ * up to the size, orphan records name unlinked inodes, and the counters hold.
  *
  * Two passes over the FS tree: the first collects the inodes (in key order,
  * so sorted by number), the second checks everything that refers to them.
@@ -35,6 +36,10 @@ struct ck_inode {
 	uint64_t subdirs;  /* directories among its entries */
 	uint64_t dirents, dirindex; /* its own entries, of each kind */
 	uint64_t ext_bytes, ext_end, link_bytes;
+	uint64_t tail;               /* the inode's tail block */
+	uint32_t tail_len, tail_seen; /* its bytes, and those of its items */
+	bool tail_bad;               /* misplaced, or an item or extent
+				      * where none should be */
 	bool orphan;
 };
 
@@ -149,6 +154,13 @@ static int ck_inode_item(void *arg, const struct smr_key *k, const void *val,
 	ci->bytes = le64toh(d.bytes);
 	ci->next_seq = le64toh(d.next_seq);
 	ci->parent = le64toh(d.parent);
+	ci->tail = le64toh(d.tail);
+	ci->tail_len = le32toh(d.tail_len);
+	ci->tail_bad = ci->tail_len &&
+		       (!S_ISREG(ci->mode) || ck->ns->version < 2 ||
+			ci->tail % ck->ns->bsize ||
+			ci->tail_len >= ck->ns->bsize ||
+			ci->tail + ci->tail_len > ci->size);
 	if (d.flags)
 		ck_report(ck, true, "inode %llu: flags %#llx, none is defined",
 			  (unsigned long long)k->objid,
@@ -379,6 +391,7 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 	case SMR_NS_T_XATTR:
 	case SMR_NS_T_SYMLINK:
 	case SMR_NS_T_EXTENT:
+	case SMR_NS_T_TAIL:
 		break;
 	default:
 		/* As above. */
@@ -391,7 +404,17 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			  k->type, (unsigned long long)k->objid);
 		return 0;
 	}
-	if (k->type == SMR_NS_T_XATTR) {
+	if (k->type == SMR_NS_T_TAIL) {
+		/* The parts in order, each as long as it should be. */
+		uint32_t seen = ci->tail_seen;
+
+		if (seen < ci->tail_len && seen % SMR_NS_TAIL_PART == 0 &&
+		    k->offset == ci->tail + seen &&
+		    len == SMR_MIN(SMR_NS_TAIL_PART, ci->tail_len - seen))
+			ci->tail_seen += (uint32_t)len;
+		else
+			ci->tail_bad = true;
+	} else if (k->type == SMR_NS_T_XATTR) {
 		ck_acl(ck, ci, k, val, len);
 	} else if (k->type == SMR_NS_T_SYMLINK) {
 		ci->link_bytes += len;
@@ -417,6 +440,9 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			ck_report(ck, false, "inode %llu: extents overlap at %llu",
 				  (unsigned long long)ci->ino,
 				  (unsigned long long)k->offset);
+		if (ci->tail_len && k->offset < ci->tail + bs &&
+		    k->offset + elen > ci->tail)
+			ci->tail_bad = true;
 		/* The furthest end: an extent that reaches past the size or
 		 * over later ones is seen whatever follows it. */
 		ci->ext_end = SMR_MAX(ci->ext_end, k->offset + elen);
@@ -473,9 +499,16 @@ static void ck_inodes(struct ck *ck)
 		if (ci->nlink == 0 && !ci->orphan)
 			ck_report(ck, true, "inode %llu: no links and no orphan record",
 				  ino);
-		if (ci->ext_bytes != ci->bytes)
+		if (ci->tail_bad || ci->tail_seen != ci->tail_len)
+			ck_report(ck, true, "inode %llu: tail block of %u bytes "
+				  "at %llu unusable (items for %u bytes, or "
+				  "misplaced, or under an extent)", ino,
+				  ci->tail_len, (unsigned long long)ci->tail,
+				  ci->tail_seen);
+		if (ci->ext_bytes + (ci->tail_len ? bs : 0) != ci->bytes)
 			ck_report(ck, true, "inode %llu: extents hold %llu bytes, inode says %llu",
-				  ino, (unsigned long long)ci->ext_bytes,
+				  ino, (unsigned long long)(ci->ext_bytes +
+				  (ci->tail_len ? bs : 0)),
 				  (unsigned long long)ci->bytes);
 		if (ci->ext_end > SMR_ROUND_UP(ci->size, bs))
 			ck_report(ck, false, "inode %llu: extent past the size %llu",

@@ -178,12 +178,126 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
 	return rc ? rc : 1;
 }
 
+/* ========================================================================
+ * Tails
+ * ======================================================================== */
+
+/*
+ * A file appended to in small writes (a log, a file written a line at a
+ * time) would have its last block, partial, written to new space by every
+ * write: a hundred bytes appended cost a block of device writes and left
+ * the block before it dead for the cleaner. Instead, a write that ends
+ * inside a block at or past the end of the file keeps that block's bytes
+ * in TAIL items of the tree (docs/FORMAT.md), where the next append
+ * changes an item, and the block reaches the device with the tree, once a
+ * commit, or as data when a write fills it. One block per file at most
+ * (ip->tail, ip->tail_len), with no extent over it; past tail_len it
+ * reads as zeros. Whatever maps data over the block, or cuts it out,
+ * drops the tail (ns_punch_locked); a shrinking truncate or a zeroing
+ * inside it changes the items (ns_zero_partial). Namespace version 2.
+ */
+
+/* Does [@a, @b) touch @ip's tail block? */
+static bool ns_tail_within(const struct smr_ns *ns, const struct ns_inode *ip,
+			   uint64_t a, uint64_t b)
+{
+	return ip->tail_len && ip->tail < b && ip->tail + ns->bsize > a;
+}
+
+static uint32_t ns_tail_parts(uint32_t len)
+{
+	return (uint32_t)SMR_DIV_ROUND_UP(len, SMR_NS_TAIL_PART);
+}
+
+/* @ip's tail block into @blk (ns->bsize bytes, zeros past tail_len). */
+static int ns_tail_read(struct smr_ns *ns, const struct ns_inode *ip,
+			uint8_t *blk)
+{
+	memset(blk, 0, ns->bsize);
+	for (uint32_t p = 0; p < ns_tail_parts(ip->tail_len); p++) {
+		uint64_t at = (uint64_t)p * SMR_NS_TAIL_PART;
+		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
+					  ip->tail + at);
+		size_t want = SMR_MIN(SMR_NS_TAIL_PART, ip->tail_len - at);
+		size_t len = want;
+		int rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, blk + at,
+				       &len);
+
+		if (rc == -ENOENT || (!rc && len != want)) {
+			smr_err("inode %llu: tail item at file offset %llu %s",
+				(unsigned long long)ip->ino,
+				(unsigned long long)(ip->tail + at),
+				rc ? "missing" : "of the wrong size");
+			return smr_corrupt(UINT64_MAX, "tail item");
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Hold the first @len bytes of @blk as @ip's tail block at @at (a tail
+ * elsewhere was dropped before); the bytes before @from are what the
+ * items hold already. The caller puts the inode.
+ */
+static int ns_tail_put(struct smr_ns *ns, struct smr_txn *t,
+		       struct ns_inode *ip, uint64_t at, const uint8_t *blk,
+		       uint32_t len, uint32_t from)
+{
+	uint32_t had = ip->tail_len ? ns_tail_parts(ip->tail_len) : 0;
+	uint32_t parts = ns_tail_parts(len);
+	int rc = 0;
+
+	for (uint32_t p = from / SMR_NS_TAIL_PART; !rc && p < parts; p++) {
+		uint64_t o = (uint64_t)p * SMR_NS_TAIL_PART;
+		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL, at + o);
+
+		rc = ns_bt_put(ns, t, &k, blk + o,
+			       SMR_MIN(SMR_NS_TAIL_PART, len - o));
+	}
+	for (uint32_t p = parts; !rc && p < had; p++) {
+		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
+					  at + (uint64_t)p * SMR_NS_TAIL_PART);
+
+		rc = ns_bt_delete(ns, t, &k);
+	}
+	if (rc)
+		return rc;
+	if (!ip->tail_len)
+		ip->bytes += ns->bsize;
+	ip->tail = at;
+	ip->tail_len = len;
+	return 0;
+}
+
+/* Drop @ip's tail block (its bytes go). The caller puts the inode. */
+static int ns_tail_drop(struct smr_ns *ns, struct smr_txn *t,
+			struct ns_inode *ip)
+{
+	for (uint32_t p = 0; p < ns_tail_parts(ip->tail_len); p++) {
+		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
+					  ip->tail +
+						  (uint64_t)p *
+							  SMR_NS_TAIL_PART);
+		int rc = ns_bt_delete(ns, t, &k);
+
+		if (rc)
+			return rc;
+	}
+	ip->bytes -= SMR_MIN(ip->bytes, (uint64_t)ns->bsize);
+	ip->tail = 0;
+	ip->tail_len = 0;
+	return 0;
+}
+
 /*
  * Cut [@a, @b) (block-aligned) out of the map: extents inside go, extents
  * across an end keep the part outside, and the device space of what was cut
- * is freed when the transaction commits. If @left is not NULL, it is set to
- * the extent the map keeps just before @a when the cut shortened one
- * (left->n == 0 otherwise), which saves the caller a lookup.
+ * is freed when the transaction commits; a tail block inside goes too. If
+ * @left is not NULL, it is set to the extent the map keeps just before @a
+ * when the cut shortened one (left->n == 0 otherwise), which saves the
+ * caller a lookup.
  *
  * If @repl is not NULL (an extent of exactly [@a, @b)) and the map holds
  * one extent of exactly [@a, @b), @repl takes its item in place, which
@@ -213,6 +327,11 @@ static int ns_punch_locked(struct smr_ns *ns, struct smr_txn *t,
 		left->n = 0;
 	if (replaced)
 		*replaced = false;
+	if (ns_tail_within(ns, ip, a, b)) {
+		rc = ns_tail_drop(ns, t, ip);
+		if (rc)
+			return rc;
+	}
 	while (pos < b) {
 		uint64_t s, end, os, oe;
 		struct smr_key k;
@@ -293,6 +412,12 @@ int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
 	struct ns_ext e;
 	int rc;
 
+	if (ip->tail_len) {
+		rc = ns_tail_drop(ns, t, ip);
+		if (!rc)
+			rc = ns_inode_put(ns, t, ip);
+		return rc ? rc : 1;
+	}
 	rc = ns_ext_find(ns, ip->ino, 0, &e);
 	if (rc == -ENOENT)
 		return 0;
@@ -311,22 +436,37 @@ int ns_extents_free_part_locked(struct smr_ns *ns, struct smr_txn *t,
  * ======================================================================== */
 
 /*
- * What holds @pos of a read that ends at @end: a hole is zeroed into @dst
- * (which stands for @pos) at once and 0 returned; an extent is left in @e
- * and 1 returned. Either way *@next is where that part of the read ends.
- * Namespace lock held.
+ * What holds @pos of a read of @ip that ends at @end: a hole, or the tail
+ * block, is copied into @dst (which stands for @pos) at once and 0
+ * returned; an extent is left in @e and 1 returned. Either way *@next is
+ * where that part of the read ends. Namespace lock held.
  */
-static int ns_read_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
-			uint64_t end, struct ns_ext *e, uint8_t *dst,
-			uint64_t *next)
+static int ns_read_find(struct smr_ns *ns, const struct ns_inode *ip,
+			uint64_t pos, uint64_t end, struct ns_ext *e,
+			uint8_t *dst, uint64_t *next)
 {
-	int rc = ns_ext_find(ns, ino, pos, e);
+	int rc;
 
+	if (ns_tail_within(ns, ip, pos, pos + 1)) {
+		uint8_t *blk = malloc(ns->bsize);
+
+		if (!blk)
+			return -ENOMEM;
+		rc = ns_tail_read(ns, ip, blk);
+		*next = SMR_MIN(end, ip->tail + ns->bsize);
+		if (!rc)
+			memcpy(dst, blk + (pos - ip->tail), *next - pos);
+		free(blk);
+		return rc;
+	}
+	rc = ns_ext_find(ns, ip->ino, pos, e);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	if (rc != 0) {
-		/* A hole up to the next extent or the end. */
+		/* A hole up to the next extent, the tail or the end. */
 		*next = rc == 1 ? SMR_MIN(e->foff, end) : end;
+		if (ns_tail_within(ns, ip, pos, *next))
+			*next = ip->tail;
 		memset(dst, 0, *next - pos);
 		return 0;
 	}
@@ -403,7 +543,7 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
 	int rc = 0;
 
 	while (pos < end && rc >= 0) {
-		rc = ns_read_find(ns, ip->ino, pos, end, &e, buf + (pos - off),
+		rc = ns_read_find(ns, ip, pos, end, &e, buf + (pos - off),
 				  &next);
 		if (rc == 1)
 			rc = ns_read_extent(ns, ip->ino, &e, pos, next,
@@ -422,16 +562,15 @@ static int ns_read_locked(struct smr_ns *ns, const struct ns_inode *ip,
  * had come just before the read; a truncate below them ends the read
  * there, short, as the kernel's own reads end at a size that shrank.
  */
-static ssize_t ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
-			      uint64_t len, uint8_t *buf)
+static ssize_t ns_read_unlock(struct smr_ns *ns, struct ns_inode *ip,
+			      uint64_t off, uint64_t len, uint8_t *buf)
 {
-	uint64_t pos = off, end = off + len, next;
-	struct ns_inode in;
+	uint64_t pos = off, end = off + len, next, ino = ip->ino;
 	struct ns_ext e;
 	int rc;
 
 	for (;;) {
-		rc = ns_read_find(ns, ino, pos, end, &e, buf + (pos - off),
+		rc = ns_read_find(ns, ip, pos, end, &e, buf + (pos - off),
 				  &next);
 		if (rc == 1) {
 			smr_cow_read_pin(ns->cow);
@@ -444,9 +583,9 @@ static ssize_t ns_read_unlock(struct smr_ns *ns, uint64_t ino, uint64_t off,
 			if (next == end)
 				return (ssize_t)len;
 			pthread_mutex_lock(&ns->lock);
-			rc = ns_inode_get(ns, ino, &in);
-			if (!rc && in.size < end)
-				end = SMR_MAX(in.size, next);
+			rc = ns_inode_get(ns, ino, ip);
+			if (!rc && ip->size < end)
+				end = SMR_MAX(ip->size, next);
 		}
 		if (rc < 0 || next == end)
 			break;
@@ -481,7 +620,7 @@ ssize_t smr_ns_read(struct smr_ns *ns, uint64_t ino, uint64_t off,
 		return 0;
 	}
 	size = (size_t)SMR_MIN((uint64_t)size, in.size - off);
-	return ns_read_unlock(ns, ino, off, size, buf);
+	return ns_read_unlock(ns, &in, off, size, buf);
 }
 
 /* ========================================================================
@@ -855,7 +994,7 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 {
 	struct ns_piece *pc = malloc(sizeof(*pc));
 	size_t mark = ns_undo_mark(ns);
-	uint64_t bytes = ip->bytes;
+	struct ns_inode was = *ip;
 	struct ns_before bf;
 	int rc;
 
@@ -871,8 +1010,11 @@ static int ns_write_piece(struct smr_ns *ns, struct smr_txn *t,
 		ns_piece_csum(ns, ip->ino, ip->gen, wbuf, pc);
 		rc = ns_piece_map_locked(ns, t, ip, pc, e, &bf);
 		/* Earlier pieces stay; nothing of this one does. */
-		if (rc && ns_undo_to(ns, t, mark))
-			ip->bytes = bytes;
+		if (rc && ns_undo_to(ns, t, mark)) {
+			ip->bytes = was.bytes;
+			ip->tail = was.tail;
+			ip->tail_len = was.tail_len;
+		}
 	}
 	free(pc);
 	return rc;
@@ -950,6 +1092,94 @@ static int ns_write_locked(struct smr_ns *ns, struct smr_txn *t,
 out_free:
 	smr_cow_buf_free(wbuf);
 	free(e);
+	return rc;
+}
+
+/*
+ * Does a write of @size bytes at @off end in a tail block (see "Tails")?
+ * It must end inside a block, at or past the end of the file; small
+ * writes that do not are rare enough to go to the device.
+ */
+static bool ns_tail_takes(const struct smr_ns *ns, const struct ns_inode *ip,
+			  uint64_t off, uint64_t size)
+{
+	return ns->version >= 2 && (off + size) % ns->bsize &&
+	       off + size >= ip->size;
+}
+
+/*
+ * A write that ns_tail_takes(): the whole blocks before the one it ends
+ * in go to the device as any write's, that block to TAIL items (a tail
+ * elsewhere in the file is written out first: one per file). *@done as
+ * for ns_write_locked.
+ */
+static int ns_write_tail_locked(struct smr_ns *ns, struct smr_txn *t,
+				struct ns_inode *ip, uint64_t off,
+				const uint8_t *buf, uint64_t len,
+				uint64_t *done)
+{
+	uint64_t bs = ns->bsize, end = off + len;
+	uint64_t at = SMR_ROUND_DOWN(end, bs), from = SMR_MAX(off, at);
+	struct ns_inode was;
+	size_t mark;
+	uint8_t *blk;
+	int rc = 0;
+
+	*done = 0;
+	if (off < at) {
+		rc = ns_write_locked(ns, t, ip, off, buf, at - off, false,
+				     NULL, done);
+		if (rc)
+			return rc;
+	}
+	/* The blocks before stay if the rest fails; nothing of it does. */
+	mark = ns_undo_mark(ns);
+	was = *ip;
+	blk = malloc(2 * bs);
+	if (!blk)
+		return -ENOMEM;
+	/* What the block holds now (bytes past the size are zeros). */
+	rc = ns_read_locked(ns, ip, at, bs, blk);
+	if (!rc && ip->tail_len && ip->tail != at) {
+		/* Its tail elsewhere goes to the device as a whole block. */
+		rc = ns_tail_read(ns, ip, blk + bs);
+		if (!rc) {
+			uint64_t wrote;
+
+			rc = ns_write_locked(ns, t, ip, ip->tail, blk + bs, bs,
+					     false, NULL, &wrote);
+		}
+	}
+	/* New items take metadata space; a block the map held is freed. */
+	if (!rc && !(ip->tail_len && ip->tail == at))
+		rc = ns_admit_meta_locked(ns, ns_tail_parts((uint32_t)(end -
+								     at)),
+					  end - at);
+	if (!rc && !(ip->tail_len && ip->tail == at))
+		rc = ns_punch_locked(ns, t, ip, at, at + bs, NULL, NULL, NULL,
+				     NULL);
+	if (!rc) {
+		/* What changes: from the write's start, or from the old
+		 * end of the tail if the write leaves a gap of zeros. */
+		uint32_t first = ip->tail_len && ip->tail == at ?
+					 SMR_MIN((uint32_t)(from - at),
+						 ip->tail_len) :
+					 0;
+
+		memcpy(blk + (from - at), buf + (from - off), end - from);
+		rc = ns_tail_put(ns, t, ip, at, blk, (uint32_t)(end - at),
+				 first);
+	}
+	free(blk);
+	if (!rc) {
+		*done = len;
+	} else if (ns_undo_to(ns, t, mark)) {
+		ip->bytes = was.bytes;
+		ip->tail = was.tail;
+		ip->tail_len = was.tail_len;
+	} else {
+		*done = 0; /* the caller's end undoes it all */
+	}
 	return rc;
 }
 
@@ -1253,12 +1483,18 @@ retry:
 	 * takes it at once: answered once its space is held, as in
 	 * ns_write_aligned(). */
 	blocks = SMR_ROUND_UP(off + size, bs) - SMR_ROUND_DOWN(off, bs);
-	first = total == 0 &&
-		blocks <= (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs &&
-		ns_ack_first(ns, ak, blocks);
-	rc = ns_write_locked(ns, t, &in, off + total,
-			     (const uint8_t *)buf + total, size - total, false,
-			     first ? &held : NULL, &done);
+	if (total == 0 && ns_tail_takes(ns, &in, off, size)) {
+		first = false;
+		rc = ns_write_tail_locked(ns, t, &in, off, buf, size, &done);
+	} else {
+		first = total == 0 &&
+			blocks <= (uint64_t)SMR_NS_EXTENT_MAX_BLOCKS * bs &&
+			ns_ack_first(ns, ak, blocks);
+		rc = ns_write_locked(ns, t, &in, off + total,
+				     (const uint8_t *)buf + total,
+				     size - total, false,
+				     first ? &held : NULL, &done);
+	}
 	first = first && ak->done;
 	if (rc && first) {
 		/* Answered, and nothing of it is kept (one piece): the next
@@ -1341,6 +1577,33 @@ void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
  * Truncate, fallocate, lseek, fsync
  * ======================================================================== */
 
+/* Zero [@from, @to) inside @ip's tail block: its items change. */
+static int ns_tail_zero(struct smr_ns *ns, struct smr_txn *t,
+			struct ns_inode *ip, uint64_t from, uint64_t to)
+{
+	uint32_t a = (uint32_t)(from - ip->tail), b = (uint32_t)(to - ip->tail);
+	uint8_t *blk;
+	int rc;
+
+	if (a >= ip->tail_len)
+		return 0;
+	if (a == 0 && b >= ip->tail_len)
+		return ns_tail_drop(ns, t, ip);
+	blk = malloc(ns->bsize);
+	if (!blk)
+		return -ENOMEM;
+	rc = ns_tail_read(ns, ip, blk);
+	if (!rc && b >= ip->tail_len) {
+		/* The end goes. */
+		rc = ns_tail_put(ns, t, ip, ip->tail, blk, a, a);
+	} else if (!rc) {
+		memset(blk + a, 0, b - a);
+		rc = ns_tail_put(ns, t, ip, ip->tail, blk, ip->tail_len, a);
+	}
+	free(blk);
+	return rc;
+}
+
 /*
  * Zero [@from, @to) inside one block, if that block holds data. The calls
  * that do it (a shrinking truncate, a punch, a zero range) give space back,
@@ -1358,6 +1621,8 @@ static int ns_zero_partial(struct smr_ns *ns, struct smr_txn *t,
 
 	if (from >= to)
 		return 0;
+	if (ns_tail_within(ns, ip, from, to))
+		return ns_tail_zero(ns, t, ip, from, to);
 	rc = ns_ext_find(ns, ip->ino, from, &e);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
@@ -1525,18 +1790,28 @@ int smr_ns_lseek(struct smr_ns *ns, uint64_t ino, uint64_t off, int whence,
 		goto out;
 	}
 	if (whence == SEEK_DATA) {
+		uint64_t data = UINT64_MAX;
+
 		rc = ns_ext_find(ns, ino, off, &e);
-		if (rc == 0) {
-			*result = off;
-		} else if (rc == 1 && e.foff < in.size) {
-			*result = e.foff;
-			rc = 0;
-		} else if (rc == 1 || rc == -ENOENT) {
-			rc = -ENXIO;
-		}
+		if (rc < 0 && rc != -ENOENT)
+			goto out;
+		if (rc >= 0)
+			data = rc == 0 ? off : e.foff;
+		/* The tail block is data too. */
+		if (ns_tail_within(ns, &in, off, data))
+			data = SMR_MAX(off, in.tail);
+		rc = data < in.size ? 0 : -ENXIO;
+		if (!rc)
+			*result = data;
 		goto out;
 	}
 	for (;;) {
+		if (ns_tail_within(ns, &in, off, off + 1)) {
+			off = in.tail + ns->bsize;
+			if (off >= in.size)
+				break;
+			continue;
+		}
 		rc = ns_ext_find(ns, ino, off, &e);
 		if (rc < 0 && rc != -ENOENT)
 			goto out;

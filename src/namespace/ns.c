@@ -123,6 +123,8 @@ static void ns_inode_from_disk(struct ns_inode *ip, uint64_t ino,
 	ip->flags = le64toh(d->flags);
 	ip->next_seq = le64toh(d->next_seq);
 	ip->parent = le64toh(d->parent);
+	ip->tail = le64toh(d->tail);
+	ip->tail_len = le32toh(d->tail_len);
 }
 
 static void ns_inode_to_disk(const struct ns_inode *ip,
@@ -144,6 +146,8 @@ static void ns_inode_to_disk(const struct ns_inode *ip,
 	d->flags = htole64(ip->flags);
 	d->next_seq = htole64(ip->next_seq);
 	d->parent = htole64(ip->parent);
+	d->tail = htole64(ip->tail);
+	d->tail_len = htole32(ip->tail_len);
 }
 
 static struct ns_icache *ns_icache_slot(struct smr_ns *ns, uint64_t ino)
@@ -251,7 +255,7 @@ int ns_meta_put(struct smr_ns *ns, struct smr_txn *t)
 	struct smr_ns_meta_d d;
 
 	memset(&d, 0, sizeof(d));
-	d.version = htole32(SMR_NS_VERSION);
+	d.version = htole32(ns->version);
 	d.next_ino = htole64(ns->next_ino);
 	d.next_gen = htole64(ns->next_gen);
 	d.nr_inodes = htole64(ns->nr_inodes);
@@ -650,9 +654,10 @@ static int ns_load_meta(struct smr_ns *ns)
 		return rc;
 	if (len != sizeof(d))
 		return smr_corrupt(UINT64_MAX, "namespace record of the wrong size");
-	if (le32toh(d.version) != SMR_NS_VERSION) {
-		smr_err("namespace version %u is not supported",
-			le32toh(d.version));
+	ns->version = le32toh(d.version);
+	if (ns->version < SMR_NS_VERSION_MIN || ns->version > SMR_NS_VERSION) {
+		smr_err("namespace version %u is not supported (%u to %u are)",
+			ns->version, SMR_NS_VERSION_MIN, SMR_NS_VERSION);
 		return -EOPNOTSUPP;
 	}
 	ns->next_ino = le64toh(d.next_ino);
@@ -693,11 +698,12 @@ static const char *const ns_item_names[] = {
 	[SMR_NS_T_DIRINDEX] = "dirindex", [SMR_NS_T_XATTR] = "xattr",
 	[SMR_NS_T_EXTENT] = "extent",   [SMR_NS_T_SYMLINK] = "symlink",
 	[SMR_NS_T_ORPHAN] = "orphan",   [SMR_NS_T_META] = "meta",
+	[SMR_NS_T_TAIL] = "tail",
 };
 
 static bool ns_item_type_known(uint8_t type)
 {
-	return type >= SMR_NS_T_INODE && type <= SMR_NS_T_META;
+	return type >= SMR_NS_T_INODE && type <= SMR_NS_T_TAIL;
 }
 
 /* The engine's check: an item type of the namespace. What a value holds
@@ -753,6 +759,7 @@ int smr_ns_mkfs(struct smr_cow *cow, const struct smr_ns_cred *cr)
 	rc = ns_alloc(cow, NULL, &ns);
 	if (rc)
 		return rc;
+	ns->version = SMR_NS_VERSION;
 	ns->next_ino = SMR_NS_ROOT_INO + 1;
 	ns->next_gen = 2;
 	ns->nr_inodes = 1;

@@ -24,6 +24,8 @@ struct ns_inode {
 	uint64_t size, bytes;
 	int64_t atime, mtime, ctime, crtime;
 	uint64_t rdev, gen, flags, next_seq, parent;
+	uint64_t tail;     /* with tail_len: the block held in TAIL items */
+	uint32_t tail_len; /* 0: none (file.c, "Tails") */
 };
 
 /*
@@ -116,6 +118,7 @@ struct smr_ns {
 	struct smr_ns_opts opts;
 	bool acl;                     /* POSIX ACLs kept (smr_ns_set_acl) */
 	uint32_t bsize;               /* data block size */
+	uint32_t version;             /* smr_ns_meta_d.version */
 	pthread_mutex_t lock;         /* the namespace lock; see ns.h */
 	uint32_t acks_in;             /* smr_ns_write_ack() calls running
 				       * (atomic, no lock) */

@@ -379,11 +379,17 @@ done
 # Its data found nowhere (checksums that hold nowhere): the extent is
 # dropped, the file reads zeros there, and no other file changes.
 check zl "extent onto another file's data, its own lost" 1 \
-	"inode [0-9]+: the extent at file offset 0 .* 3 are found nowhere" \
+	"inode [0-9]+: the extent at file offset 0 .* 2 are found nowhere" \
 	"$(every_file_but a/b/medium)" extent /a/b/medium onto-bad /a/big
 SCRUB=--scrub
 check zl "extent checksum (scrub)" 4 "data block at file offset 0 .* fails its checksum" \
-	"$NOSMALL" extent /a/b/small csum
+	"$(every_file_but a/b/medium)" extent /a/b/medium csum
+# A tail block (small, a few bytes, lives in the tree) whose item is gone:
+# the repair drops it, and the file reads zeros there.
+for k in zl file; do
+	check $k "tail item missing" 1 "inode [0-9]+: tail block of 6 bytes at 0 unusable" \
+		"$NOSMALL" notail /a/b/small
+done
 SCRUB=--scrub
 check file "data block (scrub)" 4 "data block at file offset 0 .* fails its checksum" \
 	"$NOBIG" data /a/big

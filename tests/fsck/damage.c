@@ -16,6 +16,7 @@
  *                                       walk's order (the key order)
  *   damage DEV inode PATH FIELD VALUE   set mode, size, nlink or flags
  *   damage DEV noinode PATH             delete PATH's inode item
+ *   damage DEV notail PATH              delete PATH's first tail item
  *   damage DEV item PATH TYPE           add an item of item type TYPE (one
  *                                       the namespace does not know) to
  *                                       PATH's inode, as another program
@@ -431,6 +432,25 @@ static int do_noinode(const char *path)
 	return rc;
 }
 
+static int do_notail(const char *path)
+{
+	struct item it;
+	uint64_t ino;
+	struct fs f;
+	int rc;
+
+	rc = resolve_ino(path, &ino);
+	if (rc || (rc = fs_open(&f)))
+		return rc;
+	rc = find_item(f.cow, ino, SMR_NS_T_TAIL, NULL, &it);
+	it.len = 0;
+	rc = put_items(&f, rc, &it, 1);
+	if (!rc)
+		printf("inode %" PRIu64 ": tail item at %" PRIu64 " deleted\n",
+		       ino, it.k.offset);
+	return rc;
+}
+
 static int do_item(const char *path, uint8_t type)
 {
 	struct item it = { .len = 8 };
@@ -690,6 +710,8 @@ int main(int argc, char **argv)
 		rc = do_inode(argv[3], argv[4], val);
 	else if (!strcmp(what, "noinode") && argc == 4)
 		rc = do_noinode(argv[3]);
+	else if (!strcmp(what, "notail") && argc == 4)
+		rc = do_notail(argv[3]);
 	else if (!strcmp(what, "item") && argc == 5)
 		rc = do_item(argv[3], (uint8_t)atoi(argv[4]));
 	else if (!strcmp(what, "nometa") && argc == 3)
