@@ -159,6 +159,11 @@ struct fk_walk {
 	size_t nst, cst;
 	struct smr_key *bad; /* entry and readdir items that do not decode */
 	size_t nbad, cbad;
+	struct {
+		uint64_t offset; /* SMR_NS_TAIL_OFFSET */
+		size_t len;
+	} *tl;              /* TAIL items, looked at after the walk */
+	size_t ntl, ctl;
 	uint64_t cur_ino; /* the last INODE item seen: items follow it */
 	uint64_t *orphan_recs;
 	size_t norphan, corphan;
@@ -377,6 +382,41 @@ static void fk_scrub(struct fk_walk *w, uint64_t ino, uint64_t foff,
 	}
 }
 
+/*
+ * The TAIL items, after the walk: each is the next part of its inode's
+ * tail block and as long as it should be, or it is a stray of a missing
+ * inode (docs/FORMAT.md).
+ */
+static int fk_tail_items(struct fk_walk *w)
+{
+	for (size_t i = 0; i < w->ntl; i++) {
+		uint64_t off = w->tl[i].offset;
+		struct fk_inode *fi = fk_find(w, off >> 1);
+		uint32_t seen, part = (uint32_t)(off & 1);
+		struct fk_stray *x;
+
+		if (fi) {
+			seen = fi->tail_seen;
+			if (seen < fi->tail_len &&
+			    seen == part * SMR_NS_TAIL_PART &&
+			    w->tl[i].len == SMR_MIN(SMR_NS_TAIL_PART,
+						    fi->tail_len - seen))
+				fi->tail_seen += (uint32_t)w->tl[i].len;
+			else
+				fi->tail_bad = true;
+			continue;
+		}
+		if (smr_array_grow((void **)&w->st, &w->cst, w->nst,
+				   sizeof(*w->st)))
+			return -ENOMEM;
+		x = &w->st[w->nst++];
+		memset(x, 0, sizeof(*x));
+		x->type = SMR_NS_T_TAIL;
+		x->offset = off;
+	}
+	return 0;
+}
+
 static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		   size_t len)
 {
@@ -396,6 +436,13 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 				return w->err = -ENOMEM;
 			w->orphan_recs[w->norphan++] = k->offset;
 			w->max_ino = SMR_MAX(w->max_ino, k->offset);
+		} else if (k->type == SMR_NS_T_TAIL) {
+			/* Before any inode: looked at after the walk. */
+			if (smr_array_grow((void **)&w->tl, &w->ctl, w->ntl,
+					   sizeof(*w->tl)))
+				return w->err = -ENOMEM;
+			w->tl[w->ntl].offset = k->offset;
+			w->tl[w->ntl++].len = len;
 		}
 		return 0;
 	}
@@ -542,22 +589,6 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 			fk_scrub(w, k->objid, k->offset, &d, val, len);
 		return 0;
 	}
-	case SMR_NS_T_TAIL:
-		/* The parts in order, each as long as it should be. */
-		if (w->nin && w->in[w->nin - 1].ino == k->objid) {
-			struct fk_inode *fi = &w->in[w->nin - 1];
-			uint32_t seen = fi->tail_seen;
-
-			if (seen < fi->tail_len &&
-			    seen % SMR_NS_TAIL_PART == 0 &&
-			    k->offset == fi->tail + seen &&
-			    len == SMR_MIN(SMR_NS_TAIL_PART,
-					   fi->tail_len - seen))
-				fi->tail_seen += (uint32_t)len;
-			else
-				fi->tail_bad = true;
-		}
-		return 0;
 	default:
 		return 0;
 	}
@@ -580,6 +611,7 @@ static void fk_walk_free(struct fk_walk *w)
 	free(w->st);
 	free(w->bad);
 	free(w->orphan_recs);
+	free(w->tl);
 	smr_cow_buf_free(w->blk);
 	memset(w, 0, sizeof(*w));
 }
@@ -620,6 +652,9 @@ static int fk_walk_progress(struct smr_cow *cow, bool scrub,
 		if (fi && !fi->nlink)
 			fi->orphan = true;
 	}
+	rc = fk_tail_items(w);
+	if (rc)
+		return rc;
 	/* The two items of each entry: entries are in (dir, hash key)
 	 * order and readdir items in (dir, sequence) order, as iterated. */
 	for (size_t i = 0; i < w->nen; i++) {
@@ -1111,6 +1146,13 @@ static void fk_plan(struct fk_walk *w, bool repair, struct fk_plan *p)
 			i = j; /* kept: the root is made again */
 			continue;
 		}
+		if (w->st[i].type == SMR_NS_T_TAIL) {
+			/* The namespace's own (object 0): one at a time. */
+			p->strays++;
+			smr_err("tail item of missing inode %" PRIu64
+				" (%sdrop it)", w->st[i].offset >> 1, will);
+			continue;
+		}
 		p->strays += j - i + 1;
 		smr_err("inode %" PRIu64 " is missing but has %zu items "
 			"(%sdrop them and free their data)", w->st[i].objid,
@@ -1401,28 +1443,18 @@ static int fk_link_into(struct smr_cow *cow, struct smr_txn *t, uint64_t lf,
 	return fk_inode_rw(cow, t, fi->ino, &in, true);
 }
 
-/* Delete every TAIL item of @ino. */
-static int fk_drop_tail(struct smr_cow *cow, struct smr_txn *t, uint64_t ino)
+/* Delete the TAIL items of @ino. */
+static int fk_drop_tail(struct smr_txn *t, uint64_t ino)
 {
-	struct smr_key from = fk_key(ino, SMR_NS_T_TAIL, 0), found;
-	int rc;
+	for (uint32_t p = 0; p < 2; p++) {
+		struct smr_key k = fk_key(SMR_NS_META_OBJID, SMR_NS_T_TAIL,
+					  SMR_NS_TAIL_OFFSET(ino, p));
+		int rc = smr_bt_delete(t, SMR_TREE_FS, &k);
 
-	for (;;) {
-		size_t len = 0;
-
-		rc = smr_bt_next(cow, SMR_TREE_FS, &from, &found,
-				 NULL, &len);
-		if (rc == -ENOENT)
-			return 0;
-		if (rc)
+		if (rc && rc != -ENOENT)
 			return rc;
-		if (found.objid != ino || found.type != SMR_NS_T_TAIL)
-			return 0;
-		rc = smr_bt_delete(t, SMR_TREE_FS, &found);
-		if (rc)
-			return rc;
-		from = found;
 	}
+	return 0;
 }
 
 /* Links, directory sizes and the inode counter, from a fresh walk. */
@@ -1445,7 +1477,7 @@ static int fk_fix_counts(struct smr_cow *cow, struct smr_txn *t,
 			continue;
 		rc = fk_inode_rw(cow, t, fi->ino, &d, false);
 		if (!rc && tail) {
-			rc = fk_drop_tail(cow, t, fi->ino);
+			rc = fk_drop_tail(t, fi->ino);
 			d.tail = 0;
 			d.tail_len = 0;
 		}

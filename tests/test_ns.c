@@ -2736,13 +2736,23 @@ static bool tm_same(const struct tmodel *m)
 	return same;
 }
 
-/* Items of @type of @ino. */
+/* Items of @type of @ino (TAIL: the namespace's, for @ino). */
 static unsigned int items_of(uint64_t ino, uint8_t type)
 {
 	struct smr_key from = { ino, type, 0 }, found;
 	unsigned int n = 0;
 	size_t len = 0;
 
+	if (type == SMR_NS_T_TAIL) {
+		for (uint32_t p = 0; p < 2; p++) {
+			struct smr_key k = { SMR_NS_META_OBJID, type,
+					     SMR_NS_TAIL_OFFSET(ino, p) };
+
+			len = 0;
+			n += !smr_bt_lookup(cow, SMR_TREE_FS, &k, NULL, &len);
+		}
+		return n;
+	}
 	while (!smr_bt_next(cow, SMR_TREE_FS, &from, &found, NULL, &len) &&
 	       found.objid == ino && found.type == type) {
 		n++;

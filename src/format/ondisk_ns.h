@@ -20,8 +20,9 @@
  *   (ino, EXTENT,   file offset)             struct smr_ns_extent_d + csums
  *   (ino, SYMLINK,  part)                    target bytes, SMR_NS_SYMLINK_PART
  *                                            bytes per part
- *   (ino, TAIL,     file offset)             file bytes, SMR_NS_TAIL_PART
- *                                            per part (namespace version 2)
+ *   (0,   TAIL,     ino << 1 | part)          file bytes of ino's tail block,
+ *                                            SMR_NS_TAIL_PART per part
+ *                                            (namespace version 2)
  */
 #ifndef SMR_FORMAT_ONDISK_NS_H
 #define SMR_FORMAT_ONDISK_NS_H
@@ -61,6 +62,14 @@
 #define SMR_NS_EXTENT_MAX_BLOCKS 256
 /* File bytes per TAIL item. */
 #define SMR_NS_TAIL_PART 2048
+/*
+ * The key offset of part @part of @ino's tail block. TAIL items are the
+ * namespace's own (object 0), apart from every inode's items: their bytes
+ * do not thin out the leaves a walk of the inodes reads, and new inodes
+ * still append at the end of the tree. A block (at most the superblock's
+ * 4096 bytes) takes two parts at most.
+ */
+#define SMR_NS_TAIL_OFFSET(ino, part) ((uint64_t)(ino) << 1 | (part))
 
 /* (0, META, 0): namespace-wide counters. 64 bytes. */
 struct smr_ns_meta_d {
@@ -179,14 +188,15 @@ SMR_ONDISK_OFFSET(struct smr_ns_extent_d, flags, 28);
 SMR_ONDISK_OFFSET(struct smr_ns_extent_d, csums, 32);
 
 /*
- * (ino, TAIL, tail + k * SMR_NS_TAIL_PART), k = 0, 1, ...: the bytes
+ * (0, TAIL, SMR_NS_TAIL_OFFSET(ino, k)), k = 0, 1: the bytes
  * [tail, tail + tail_len) of a regular file whose inode names that block
- * (smr_ns_inode_d.tail, tail_len; 1 <= tail_len < block size), each part
- * SMR_NS_TAIL_PART bytes but the last. A file's last partial block is
- * kept here while small writes append to it, instead of being written to
- * the device again with every write. No extent covers the block; its
- * bytes past tail_len read as zeros, and tail + tail_len <= size. The
- * block counts as a whole block in smr_ns_inode_d.bytes.
+ * (smr_ns_inode_d.tail, tail_len; 1 <= tail_len < block size), part k
+ * holding those from tail + k * SMR_NS_TAIL_PART, SMR_NS_TAIL_PART bytes
+ * but the last. A file's last partial block is kept here while small
+ * writes append to it, instead of being written to the device again with
+ * every write. No extent covers the block; its bytes past tail_len read
+ * as zeros, and tail + tail_len <= size. The block counts as a whole
+ * block in smr_ns_inode_d.bytes.
  */
 
 #endif /* SMR_FORMAT_ONDISK_NS_H */

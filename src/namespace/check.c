@@ -354,6 +354,26 @@ static void ck_acl(struct ck *ck, const struct ck_inode *ci,
 			  ns_acl_fault_str(fault));
 }
 
+/* A TAIL item: the parts of an inode's tail block in order, each as long
+ * as it should be. */
+static void ck_tail_item(struct ck *ck, const struct smr_key *k, size_t len)
+{
+	struct ck_inode *ci = ck_find(ck, k->offset >> 1);
+	uint32_t seen, part = (uint32_t)(k->offset & 1);
+
+	if (!ci) {
+		ck_report(ck, true, "tail item of missing inode %llu",
+			  (unsigned long long)(k->offset >> 1));
+		return;
+	}
+	seen = ci->tail_seen;
+	if (seen < ci->tail_len && seen == part * SMR_NS_TAIL_PART &&
+	    len == SMR_MIN(SMR_NS_TAIL_PART, ci->tail_len - seen))
+		ci->tail_seen += (uint32_t)len;
+	else
+		ci->tail_bad = true;
+}
+
 /* Pass 2: everything that refers to inodes. */
 static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			 size_t len)
@@ -372,6 +392,8 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 					  ci ? "has links" : "is missing");
 			else
 				ci->orphan = true;
+		} else if (k->type == SMR_NS_T_TAIL) {
+			ck_tail_item(ck, k, len);
 		} else {
 			/* The FS tree's type refuses it too: a B-tree
 			 * problem, which the repair's salvage drops. */
@@ -391,7 +413,6 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 	case SMR_NS_T_XATTR:
 	case SMR_NS_T_SYMLINK:
 	case SMR_NS_T_EXTENT:
-	case SMR_NS_T_TAIL:
 		break;
 	default:
 		/* As above. */
@@ -404,17 +425,7 @@ static int ck_other_item(void *arg, const struct smr_key *k, const void *val,
 			  k->type, (unsigned long long)k->objid);
 		return 0;
 	}
-	if (k->type == SMR_NS_T_TAIL) {
-		/* The parts in order, each as long as it should be. */
-		uint32_t seen = ci->tail_seen;
-
-		if (seen < ci->tail_len && seen % SMR_NS_TAIL_PART == 0 &&
-		    k->offset == ci->tail + seen &&
-		    len == SMR_MIN(SMR_NS_TAIL_PART, ci->tail_len - seen))
-			ci->tail_seen += (uint32_t)len;
-		else
-			ci->tail_bad = true;
-	} else if (k->type == SMR_NS_T_XATTR) {
+	if (k->type == SMR_NS_T_XATTR) {
 		ck_acl(ck, ci, k, val, len);
 	} else if (k->type == SMR_NS_T_SYMLINK) {
 		ci->link_bytes += len;

@@ -209,6 +209,16 @@ static uint32_t ns_tail_parts(uint32_t len)
 	return (uint32_t)SMR_DIV_ROUND_UP(len, SMR_NS_TAIL_PART);
 }
 
+/* The key of part @p of @ino's tail block. */
+static struct smr_key ns_tail_key(uint64_t ino, uint32_t p)
+{
+	return ns_key(SMR_NS_META_OBJID, SMR_NS_T_TAIL,
+		      SMR_NS_TAIL_OFFSET(ino, p));
+}
+
+_Static_assert(SMR_SB_SIZE <= 2 * SMR_NS_TAIL_PART,
+	       "a tail block takes two parts at most");
+
 /* @ip's tail block into @blk (ns->bsize bytes, zeros past tail_len). */
 static int ns_tail_read(struct smr_ns *ns, const struct ns_inode *ip,
 			uint8_t *blk)
@@ -216,8 +226,7 @@ static int ns_tail_read(struct smr_ns *ns, const struct ns_inode *ip,
 	memset(blk, 0, ns->bsize);
 	for (uint32_t p = 0; p < ns_tail_parts(ip->tail_len); p++) {
 		uint64_t at = (uint64_t)p * SMR_NS_TAIL_PART;
-		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
-					  ip->tail + at);
+		struct smr_key k = ns_tail_key(ip->ino, p);
 		size_t want = SMR_MIN(SMR_NS_TAIL_PART, ip->tail_len - at);
 		size_t len = want;
 		int rc = smr_bt_lookup(ns->cow, SMR_TREE_FS, &k, blk + at,
@@ -251,14 +260,13 @@ static int ns_tail_put(struct smr_ns *ns, struct smr_txn *t,
 
 	for (uint32_t p = from / SMR_NS_TAIL_PART; !rc && p < parts; p++) {
 		uint64_t o = (uint64_t)p * SMR_NS_TAIL_PART;
-		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL, at + o);
+		struct smr_key k = ns_tail_key(ip->ino, p);
 
 		rc = ns_bt_put(ns, t, &k, blk + o,
 			       SMR_MIN(SMR_NS_TAIL_PART, len - o));
 	}
 	for (uint32_t p = parts; !rc && p < had; p++) {
-		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
-					  at + (uint64_t)p * SMR_NS_TAIL_PART);
+		struct smr_key k = ns_tail_key(ip->ino, p);
 
 		rc = ns_bt_delete(ns, t, &k);
 	}
@@ -276,10 +284,7 @@ static int ns_tail_drop(struct smr_ns *ns, struct smr_txn *t,
 			struct ns_inode *ip)
 {
 	for (uint32_t p = 0; p < ns_tail_parts(ip->tail_len); p++) {
-		struct smr_key k = ns_key(ip->ino, SMR_NS_T_TAIL,
-					  ip->tail +
-						  (uint64_t)p *
-							  SMR_NS_TAIL_PART);
+		struct smr_key k = ns_tail_key(ip->ino, p);
 		int rc = ns_bt_delete(ns, t, &k);
 
 		if (rc)

@@ -434,7 +434,7 @@ static int do_noinode(const char *path)
 
 static int do_notail(const char *path)
 {
-	struct item it;
+	struct item it = { .len = 0 };
 	uint64_t ino;
 	struct fs f;
 	int rc;
@@ -442,12 +442,10 @@ static int do_notail(const char *path)
 	rc = resolve_ino(path, &ino);
 	if (rc || (rc = fs_open(&f)))
 		return rc;
-	rc = find_item(f.cow, ino, SMR_NS_T_TAIL, NULL, &it);
-	it.len = 0;
-	rc = put_items(&f, rc, &it, 1);
+	it.k = key(SMR_NS_META_OBJID, SMR_NS_T_TAIL, SMR_NS_TAIL_OFFSET(ino, 0));
+	rc = put_items(&f, 0, &it, 1);
 	if (!rc)
-		printf("inode %" PRIu64 ": tail item at %" PRIu64 " deleted\n",
-		       ino, it.k.offset);
+		printf("inode %" PRIu64 ": tail item deleted\n", ino);
 	return rc;
 }
 
