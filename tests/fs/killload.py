@@ -19,6 +19,9 @@ crash may leave of each is known exactly:
             fsync the directory: the old or the new contents until the
             directory fsync returns, then only the new;
   overwrite pwrite up to 8 KiB in place, fsync: old or new, then new;
+  append    1 to 8 appends of 1 to 300 bytes each (O_APPEND), fsync: the
+            old contents or the contents after one of the appends (a
+            crash keeps whole writes, in order), then the last;
   delete    unlink, fsync the directory: the old contents or no file,
             then no file.
 Everything else (scratch files and directories, writes never fsync'd)
@@ -133,6 +136,31 @@ class Load:
             os.close(fd)
         self.files[name] = [sha(new)]
 
+    def append(self):
+        if not self.files:
+            return
+        name = self.r.choice(sorted(self.files))
+        p = os.path.join(self.root, name)
+        if self.files[name] == [ABSENT]:
+            return
+        with open(p, "rb") as f:
+            cur = f.read()
+        states = [sha(cur)]
+        pieces = [os.urandom(self.r.randrange(1, 301))
+                  for _ in range(self.r.randrange(1, 9))]
+        for piece in pieces:
+            cur += piece
+            states.append(sha(cur))
+        self.files[name] = states
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+        try:
+            for piece in pieces:
+                os.write(fd, piece)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.files[name] = [states[-1]]
+
     def delete(self):
         if not self.files:
             return
@@ -188,7 +216,9 @@ class Load:
             self.replace()
         elif x < 0.42:
             self.overwrite()
-        elif x < 0.47:
+        elif x < 0.52:
+            self.append()
+        elif x < 0.57:
             self.delete()
         else:
             self.scratch()
