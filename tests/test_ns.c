@@ -2880,9 +2880,14 @@ static void test_tails(void)
 	fs_reopen(NULL, true);
 	CU_ASSERT_TRUE(tm_same(&m));
 #endif
-	/* Unlinked, the tail goes with the file (the audit at teardown finds
-	 * no item left). */
+	/* Unlinked while open, appended to, closed: the tail goes with the
+	 * file (the audit at teardown finds no item left). */
+	SMR_ASSERT_OK(smr_ns_open_file(ns, m.ino, O_RDWR, NULL));
 	SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, "log"));
+	tm_write(&m, m.size, "orphan", 6);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+	smr_ns_release(ns, m.ino);
 	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
 	free(m.b);
 	fs_teardown();
