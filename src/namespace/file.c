@@ -1103,13 +1103,14 @@ out_free:
 /*
  * Does a write of @size bytes at @off end in a tail block (see "Tails")?
  * It must end inside a block, at or past the end of the file; small
- * writes that do not are rare enough to go to the device.
+ * writes that do not are rare enough to go to the device. (Inode numbers
+ * never reach 2^63, where tail keys would wrap.)
  */
 static bool ns_tail_takes(const struct smr_ns *ns, const struct ns_inode *ip,
 			  uint64_t off, uint64_t size)
 {
 	return ns->version >= 2 && (off + size) % ns->bsize &&
-	       off + size >= ip->size;
+	       off + size >= ip->size && ip->ino >> 63 == 0;
 }
 
 /*
