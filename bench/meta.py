@@ -11,6 +11,9 @@
                            fails unless it finds exactly N files
   meta.py readtree DIR N   open, read and close every regular file of the
                            tree under DIR; fails unless they hold N bytes
+  meta.py append DIR N     N appends of 100 bytes to DIR/log (O_APPEND, as
+                           a logger writes lines), then fsync; fails
+                           unless the file then holds N * 100 bytes
 
 A missing file or a wrong count is an error (exit 1), so a filesystem that
 loses names cannot look fast.
@@ -87,12 +90,28 @@ def readtree(d, n):
         raise SystemExit("%s: %d bytes read, not %d" % (d, got, n))
 
 
+def append(d, n):
+    line = b"x" * 99 + b"\n"
+    p = os.path.join(d, "log")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for _ in range(n):
+            os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if os.stat(p).st_size != n * len(line):
+        raise SystemExit("%s: %d bytes, not %d" %
+                         (p, os.stat(p).st_size, n * len(line)))
+    os.unlink(p)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     op = {"create": create, "stat": stat, "readdir": readdir,
           "unlink": unlink, "tree": tree, "walk": walk,
-          "readtree": readtree}[sys.argv[1]]
+          "readtree": readtree, "append": append}[sys.argv[1]]
     t = time.monotonic()
     op(sys.argv[2], int(sys.argv[3]))
     print("%.6f" % (time.monotonic() - t))

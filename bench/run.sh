@@ -302,6 +302,11 @@ if want meta; then
 	for fs in $FSES; do
 		t=$(meta unlink "${MNT[$fs]}/meta" $NFILES)
 		record unlink $fs "$(awk -v n=$NFILES -v t=$t 'BEGIN { printf "%.0f", n / t }')" ops/s hi
+	done
+	# Lines appended to a log, 100 bytes each, one fsync at the end.
+	for fs in $FSES; do
+		t=$(meta append "${MNT[$fs]}/meta" $NFILES)
+		record append-100 $fs "$(awk -v n=$NFILES -v t=$t 'BEGIN { printf "%.0f", n / t }')" ops/s hi
 		rmdir "${MNT[$fs]}/meta"
 	done
 fi
