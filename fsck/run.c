@@ -392,15 +392,11 @@ static int fk_tail_items(struct fk_walk *w)
 	for (size_t i = 0; i < w->ntl; i++) {
 		uint64_t off = w->tl[i].offset;
 		struct fk_inode *fi = fk_find(w, off >> 1);
-		uint32_t seen, part = (uint32_t)(off & 1);
 		struct fk_stray *x;
 
 		if (fi) {
-			seen = fi->tail_seen;
-			if (seen < fi->tail_len &&
-			    seen == part * SMR_NS_TAIL_PART &&
-			    w->tl[i].len == SMR_MIN(SMR_NS_TAIL_PART,
-						    fi->tail_len - seen))
+			if (smr_ns_tail_next(off, w->tl[i].len, fi->tail_seen,
+					     fi->tail_len))
 				fi->tail_seen += (uint32_t)w->tl[i].len;
 			else
 				fi->tail_bad = true;
@@ -492,12 +488,11 @@ static int fk_item(void *arg, const struct smr_key *k, const void *val,
 		fi->tail = le64toh(d.tail);
 		fi->tail_len = le32toh(d.tail_len);
 		fi->tail_bs = w->bsize;
-		fi->tail_bad = fi->tail_len &&
-			       (!S_ISREG(fi->mode) || !w->meta ||
-				le32toh(w->meta_d.version) < 2 ||
-				fi->tail % w->bsize ||
-				fi->tail_len >= w->bsize ||
-				fi->tail + fi->tail_len > fi->size);
+		/* (A namespace record lost is made again at this version.) */
+		fi->tail_bad = !smr_ns_tail_fits(
+			S_ISREG(fi->mode),
+			w->meta ? le32toh(w->meta_d.version) : SMR_NS_VERSION,
+			w->bsize, fi->size, fi->tail, fi->tail_len);
 		w->max_gen = SMR_MAX(w->max_gen, le64toh(d.gen));
 		return 0;
 	}

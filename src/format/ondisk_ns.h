@@ -27,6 +27,8 @@
 #ifndef SMR_FORMAT_ONDISK_NS_H
 #define SMR_FORMAT_ONDISK_NS_H
 
+#include <stdbool.h>
+
 /* Item types of the FS tree. */
 #define SMR_NS_T_INODE 1
 #define SMR_NS_T_DIRENT 2
@@ -198,5 +200,27 @@ SMR_ONDISK_OFFSET(struct smr_ns_extent_d, csums, 32);
  * as zeros, and tail + tail_len <= size. The block counts as a whole
  * block in smr_ns_inode_d.bytes.
  */
+
+/* Does an inode's tail block (@tail, @tail_len: none if 0) fit its file,
+ * a @regular one of @size bytes, blocks of @bs, namespace @version? */
+static inline bool smr_ns_tail_fits(bool regular, uint32_t version,
+				    uint32_t bs, uint64_t size, uint64_t tail,
+				    uint32_t tail_len)
+{
+	return !tail_len || (regular && version >= 2 && tail % bs == 0 &&
+			     tail_len < bs && tail + tail_len <= size);
+}
+
+/* Is the TAIL item of @len bytes at key offset @offset the next part of
+ * its inode's tail block of @tail_len bytes, @seen of them met so far? */
+static inline bool smr_ns_tail_next(uint64_t offset, size_t len,
+				    uint32_t seen, uint32_t tail_len)
+{
+	uint32_t want = tail_len - seen < SMR_NS_TAIL_PART ?
+				tail_len - seen : SMR_NS_TAIL_PART;
+
+	return seen < tail_len && seen == (offset & 1) * SMR_NS_TAIL_PART &&
+	       len == want;
+}
 
 #endif /* SMR_FORMAT_ONDISK_NS_H */

@@ -156,11 +156,9 @@ static int ck_inode_item(void *arg, const struct smr_key *k, const void *val,
 	ci->parent = le64toh(d.parent);
 	ci->tail = le64toh(d.tail);
 	ci->tail_len = le32toh(d.tail_len);
-	ci->tail_bad = ci->tail_len &&
-		       (!S_ISREG(ci->mode) || ck->ns->version < 2 ||
-			ci->tail % ck->ns->bsize ||
-			ci->tail_len >= ck->ns->bsize ||
-			ci->tail + ci->tail_len > ci->size);
+	ci->tail_bad = !smr_ns_tail_fits(S_ISREG(ci->mode), ck->ns->version,
+					 ck->ns->bsize, ci->size, ci->tail,
+					 ci->tail_len);
 	if (d.flags)
 		ck_report(ck, true, "inode %llu: flags %#llx, none is defined",
 			  (unsigned long long)k->objid,
@@ -359,16 +357,11 @@ static void ck_acl(struct ck *ck, const struct ck_inode *ci,
 static void ck_tail_item(struct ck *ck, const struct smr_key *k, size_t len)
 {
 	struct ck_inode *ci = ck_find(ck, k->offset >> 1);
-	uint32_t seen, part = (uint32_t)(k->offset & 1);
 
-	if (!ci) {
+	if (!ci)
 		ck_report(ck, true, "tail item of missing inode %llu",
 			  (unsigned long long)(k->offset >> 1));
-		return;
-	}
-	seen = ci->tail_seen;
-	if (seen < ci->tail_len && seen == part * SMR_NS_TAIL_PART &&
-	    len == SMR_MIN(SMR_NS_TAIL_PART, ci->tail_len - seen))
+	else if (smr_ns_tail_next(k->offset, len, ci->tail_seen, ci->tail_len))
 		ci->tail_seen += (uint32_t)len;
 	else
 		ci->tail_bad = true;
