@@ -2813,9 +2813,13 @@ static void test_tails(void)
 		CU_ASSERT_EQUAL(problems, 0);
 		free(g.b);
 	}
-	/* An overwrite inside the tail, not reaching the end: to the
-	 * device, as a whole block, and the tail goes. */
+	/* An overwrite inside the tail, not reaching the end: the items
+	 * change, the length stays; one that starts in the block before
+	 * rewrites both to the device, and the tail goes. */
 	tm_write(&m, SMR_ROUND_DOWN(m.size, 4096) + 1, "xyz", 3);
+	CU_ASSERT_TRUE(tm_same(&m));
+	CU_ASSERT(items_of(m.ino, SMR_NS_T_TAIL) >= 1);
+	tm_write(&m, SMR_ROUND_DOWN(m.size, 4096) - 2, "abcd", 4);
 	CU_ASSERT_TRUE(tm_same(&m));
 	CU_ASSERT_EQUAL(items_of(m.ino, SMR_NS_T_TAIL), 0);
 	/* Appending again makes one. */
@@ -2898,7 +2902,8 @@ static void test_tails(void)
  * A file appended to in small writes costs the device about what was
  * written: 100-byte appends wrote a 4 KiB block each (42 device bytes per
  * user byte); the tail block now waits in the tree for a commit, and the
- * device gets each block once, when it is full.
+ * device gets each block once, when it is full. So does a small file
+ * rewritten in place.
  */
 static void test_tail_appends(void)
 {
@@ -2920,6 +2925,19 @@ static void test_tail_appends(void)
 	CU_ASSERT_EQUAL(b.user_bytes - a.user_bytes, 2000 * sizeof(line));
 	/* 200,000 bytes: 48 full blocks, a commit's nodes and the tail. */
 	CU_ASSERT(b.device_bytes - a.device_bytes < 2 * 2000 * sizeof(line));
+	/* A small file rewritten in place, as a state file is: its block
+	 * stays in the tree (each rewrite wrote a block before). */
+	f = mkfile(ROOT, "state", 0644);
+	CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, 0, line, sizeof(line)),
+			(ssize_t)sizeof(line));
+	smr_cow_gc_stats(cow, &a);
+	for (int i = 0; i < 1000; i++)
+		CU_ASSERT_EQUAL(smr_ns_write(ns, &root_cr, f, (uint64_t)i % 90,
+					     line, 10),
+				10);
+	SMR_ASSERT_OK(smr_ns_sync(ns));
+	smr_cow_gc_stats(cow, &b);
+	CU_ASSERT(b.device_bytes - a.device_bytes < 100 * 4096);
 	fs_teardown();
 }
 #endif

@@ -1102,15 +1102,20 @@ out_free:
 
 /*
  * Does a write of @size bytes at @off end in a tail block (see "Tails")?
- * It must end inside a block, at or past the end of the file; small
- * writes that do not are rare enough to go to the device. (Inode numbers
- * never reach 2^63, where tail keys would wrap.)
+ * It must end inside a block, at or past the end of the file, or lie
+ * within the bytes the file's tail block holds (a small file rewritten
+ * in place); small writes elsewhere are rare enough to go to the device.
+ * (Inode numbers never reach 2^63, where tail keys would wrap.)
  */
 static bool ns_tail_takes(const struct smr_ns *ns, const struct ns_inode *ip,
 			  uint64_t off, uint64_t size)
 {
-	return ns->version >= 2 && (off + size) % ns->bsize &&
-	       off + size >= ip->size && ip->ino >> 63 == 0;
+	uint64_t end = off + size;
+
+	return ns->version >= 2 && end % ns->bsize && ip->ino >> 63 == 0 &&
+	       (end >= ip->size ||
+		(ip->tail_len && off >= ip->tail &&
+		 end <= ip->tail + ip->tail_len));
 }
 
 /*
@@ -1165,16 +1170,18 @@ static int ns_write_tail_locked(struct smr_ns *ns, struct smr_txn *t,
 		rc = ns_punch_locked(ns, t, ip, at, at + bs, NULL, NULL, NULL,
 				     NULL);
 	if (!rc) {
+		bool had = ip->tail_len && ip->tail == at;
 		/* What changes: from the write's start, or from the old
-		 * end of the tail if the write leaves a gap of zeros. */
-		uint32_t first = ip->tail_len && ip->tail == at ?
-					 SMR_MIN((uint32_t)(from - at),
-						 ip->tail_len) :
-					 0;
+		 * end of the tail if the write leaves a gap of zeros; a
+		 * write inside the tail keeps its length. */
+		uint32_t first = had ? SMR_MIN((uint32_t)(from - at),
+					       ip->tail_len) : 0;
+		uint32_t tlen = (uint32_t)(end - at);
 
+		if (had)
+			tlen = SMR_MAX(tlen, ip->tail_len);
 		memcpy(blk + (from - at), buf + (from - off), end - from);
-		rc = ns_tail_put(ns, t, ip, at, blk, (uint32_t)(end - at),
-				 first);
+		rc = ns_tail_put(ns, t, ip, at, blk, tlen, first);
 	}
 	free(blk);
 	if (!rc) {
