@@ -187,10 +187,11 @@ static int ns_ext_find(struct smr_ns *ns, uint64_t ino, uint64_t pos,
  * time) would have its last block, partial, written to new space by every
  * write: a hundred bytes appended cost a block of device writes and left
  * the block before it dead for the cleaner. Instead, a write that ends
- * inside a block at or past the end of the file keeps that block's bytes
- * in TAIL items of the tree (docs/FORMAT.md), where the next append
- * changes an item, and the block reaches the device with the tree, once a
- * commit, or as data when a write fills it. One block per file at most
+ * inside a block at or past the end of the file (or lies within the bytes
+ * the tail holds) keeps that block's bytes in TAIL items of the tree
+ * (docs/FORMAT.md), where the next append changes an item; the block
+ * reaches the device with the tree at the next commit or fsync record,
+ * and as data once a write fills it or covers it. One block per file at most
  * (ip->tail, ip->tail_len), with no extent over it; past tail_len it
  * reads as zeros. Whatever maps data over the block, or cuts it out,
  * drops the tail (ns_punch_locked); a shrinking truncate or a zeroing
