@@ -115,15 +115,22 @@ class Load:
         fsync_path(self.dpath(d))
         self.files[name] = [sha(data)]
 
-    def overwrite(self):
+    def pick(self):
+        """A durable file that exists: its name, path and contents."""
         if not self.files:
-            return
+            return None
         name = self.r.choice(sorted(self.files))
-        p = os.path.join(self.root, name)
         if self.files[name] == [ABSENT]:
-            return
+            return None
+        p = os.path.join(self.root, name)
         with open(p, "rb") as f:
-            cur = f.read()
+            return name, p, f.read()
+
+    def overwrite(self):
+        picked = self.pick()
+        if not picked:
+            return
+        name, p, cur = picked
         off = self.r.randrange(len(cur) + 1)
         piece = os.urandom(self.r.randrange(1, 8193))
         new = cur[:off] + piece + cur[off + len(piece):]
@@ -137,14 +144,10 @@ class Load:
         self.files[name] = [sha(new)]
 
     def append(self):
-        if not self.files:
+        picked = self.pick()
+        if not picked:
             return
-        name = self.r.choice(sorted(self.files))
-        p = os.path.join(self.root, name)
-        if self.files[name] == [ABSENT]:
-            return
-        with open(p, "rb") as f:
-            cur = f.read()
+        name, p, cur = picked
         states = [sha(cur)]
         pieces = [os.urandom(self.r.randrange(1, 301))
                   for _ in range(self.r.randrange(1, 9))]

@@ -415,7 +415,8 @@ static int do_inode(const char *path, const char *field, uint64_t val)
 	return rc;
 }
 
-static int do_noinode(const char *path)
+/* Delete PATH's inode item, or (@tail) the first part of its tail block. */
+static int do_delete(const char *path, bool tail)
 {
 	struct item it = { .len = 0 };
 	uint64_t ino;
@@ -425,27 +426,13 @@ static int do_noinode(const char *path)
 	rc = resolve_ino(path, &ino);
 	if (rc || (rc = fs_open(&f)))
 		return rc;
-	it.k = key(ino, SMR_NS_T_INODE, 0);
+	it.k = tail ? key(SMR_NS_META_OBJID, SMR_NS_T_TAIL,
+			  SMR_NS_TAIL_OFFSET(ino, 0)) :
+		      key(ino, SMR_NS_T_INODE, 0);
 	rc = put_items(&f, 0, &it, 1);
 	if (!rc)
-		printf("inode %" PRIu64 " deleted\n", ino);
-	return rc;
-}
-
-static int do_notail(const char *path)
-{
-	struct item it = { .len = 0 };
-	uint64_t ino;
-	struct fs f;
-	int rc;
-
-	rc = resolve_ino(path, &ino);
-	if (rc || (rc = fs_open(&f)))
-		return rc;
-	it.k = key(SMR_NS_META_OBJID, SMR_NS_T_TAIL, SMR_NS_TAIL_OFFSET(ino, 0));
-	rc = put_items(&f, 0, &it, 1);
-	if (!rc)
-		printf("inode %" PRIu64 ": tail item deleted\n", ino);
+		printf("inode %" PRIu64 ": %s deleted\n", ino,
+		       tail ? "tail item" : "inode item");
 	return rc;
 }
 
@@ -707,9 +694,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(what, "inode") && argc == 6)
 		rc = do_inode(argv[3], argv[4], val);
 	else if (!strcmp(what, "noinode") && argc == 4)
-		rc = do_noinode(argv[3]);
+		rc = do_delete(argv[3], false);
 	else if (!strcmp(what, "notail") && argc == 4)
-		rc = do_notail(argv[3]);
+		rc = do_delete(argv[3], true);
 	else if (!strcmp(what, "item") && argc == 5)
 		rc = do_item(argv[3], (uint8_t)atoi(argv[4]));
 	else if (!strcmp(what, "nometa") && argc == 3)
