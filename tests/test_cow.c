@@ -386,6 +386,28 @@ static void flip_byte(enum kind k, const char *path, uint64_t off)
 }
 
 /*
+ * Opened read-only, the filesystem at @path is at generation @gen and holds
+ * @m; returns the generation open skipped (info.skipped_gen), or
+ * UINT64_MAX if it did not open.
+ */
+static uint64_t opens_at(const char *path, uint64_t gen, const struct model *m)
+{
+	struct smr_cow_info info = { .skipped_gen = UINT64_MAX };
+	struct smr_dev *dev;
+	struct smr_cow *c = NULL;
+
+	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
+			      &dev, &c));
+	if (c) {
+		smr_cow_info(c, &info);
+		CU_ASSERT_EQUAL(info.gen, gen);
+		CU_ASSERT_TRUE(model_equal(c, m));
+		close_fs(dev, c);
+	}
+	return info.skipped_gen;
+}
+
+/*
  * One bit flipped at device offset @at, in the newest checkpoint record or
  * a root node only it references (of generation @gen, holding @m): open
  * puts it back from the checksum and takes that checkpoint, not its
@@ -395,20 +417,8 @@ static void flip_byte(enum kind k, const char *path, uint64_t off)
 static void bit_restored(enum kind k, const char *path, uint64_t at,
 			 uint64_t gen, const struct model *m)
 {
-	struct smr_cow_info info;
-	struct smr_dev *dev;
-	struct smr_cow *c = NULL;
-
 	flip_bits(k, path, at, 0x20);
-	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
-			      &dev, &c));
-	if (c) {
-		smr_cow_info(c, &info);
-		CU_ASSERT_EQUAL(info.gen, gen);
-		CU_ASSERT_EQUAL(info.skipped_gen, 0);
-		CU_ASSERT_TRUE(model_equal(c, m));
-		close_fs(dev, c);
-	}
+	CU_ASSERT_EQUAL(opens_at(path, gen, m), 0);
 	flip_bits(k, path, at + 1, 0x01);
 }
 
@@ -553,7 +563,6 @@ static void two_records(enum kind k)
 	const char *path = make_dev(k, "tworec");
 	struct smr_cow_opts o = { .commit_secs = 3600 };
 	struct model m = { .n = 2000 };
-	struct smr_cow_info info;
 	struct smr_dev *dev;
 	struct smr_cow *c = NULL;
 	uint64_t g1, g2, at1, at2;
@@ -574,15 +583,7 @@ static void two_records(enum kind k)
 	CU_ASSERT_FATAL(at1 && at2 && g2 < g1);
 	flip_bits(k, path, at1 + 300, 0x20);
 	flip_bits(k, path, at2 + 9000, 0x02);
-	c = NULL;
-	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
-			      &dev, &c));
-	if (c) {
-		smr_cow_info(c, &info);
-		CU_ASSERT_EQUAL(info.gen, g1);
-		CU_ASSERT_TRUE(model_equal(c, &m));
-		close_fs(dev, c);
-	}
+	(void)opens_at(path, g1, &m);
 	free(m.ver);
 }
 
@@ -656,14 +657,7 @@ static void fallback_durable(enum kind k, int what)
 	smr_dev_close(lower);
 	smr_fault_free(f);
 
-	SMR_ASSERT_OK(open_fs(path, &(struct smr_cow_opts){ .read_only = true },
-			      &dev, &c));
-	if (c) {
-		smr_cow_info(c, &info);
-		CU_ASSERT_EQUAL(info.gen, gen);
-		CU_ASSERT_TRUE(model_equal(c, &cur));
-		close_fs(dev, c);
-	}
+	(void)opens_at(path, gen, &cur);
 	if (what == 0) {
 		uint64_t g2, at = newest_ckpt(k, path, &g2);
 
