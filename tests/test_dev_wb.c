@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dev/dev.h"
+#include "dev/dev_int.h"
 #include "dev/fault.h"
 
 #define ZS SMR_MIB
@@ -247,6 +249,85 @@ static void test_error_at_flush(void)
 	free(buf);
 }
 
+static uint64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000 +
+	       (uint64_t)((t.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/* Small writes are gathered: a zone's queue goes out by itself once its
+ * oldest write is old enough, once it holds the gathering bytes, and at
+ * once when something waits for it (a read of the range, a zone reset, a
+ * flush). Past the first part the gathering time is far longer than any
+ * wait the test allows, so a wait that did not hurry the queue fails. */
+static void test_gather(void)
+{
+	const uint64_t z0 = NCNV * ZS, z1 = z0 + ZS;
+	const unsigned int run = SMR_DEV_WB_GATHER_BYTES / BLK;
+	const uint64_t slow_ms = 20000;
+	const struct timespec ms20 = { .tv_nsec = 20000000 };
+	uint8_t *buf = malloc(ZS);
+	struct smr_dev_wb_stats st;
+	struct timespec t0;
+	struct smr_dev *dev;
+	char path[4096];
+	uint64_t n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	fill(buf, ZS, 23);
+	dev = mkdev("wb-gather", 0, 0, path, sizeof(path));
+	SMR_ASSERT_OK(smr_dev_set_write_behind(dev, 4 * ZS));
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	SMR_ASSERT_OK(smr_dev_write(dev, buf, BLK, z0));
+	n++;
+	do {
+		nanosleep(&ms20, NULL);
+		smr_dev_wb_stats(dev, &st);
+	} while (st.bytes < BLK && ms_since(&t0) < slow_ms);
+	CU_ASSERT_EQUAL(st.issued, 1);
+	CU_ASSERT_EQUAL(st.bytes, BLK);
+	CU_ASSERT(ms_since(&t0) >= SMR_DEV_WB_GATHER_MS);
+
+	smr_dev_wb_gather(dev, SMR_DEV_WB_GATHER_BYTES, 2 * slow_ms);
+	for (; n < run; n++)
+		SMR_ASSERT_OK(smr_dev_write(dev, buf + n * BLK, BLK,
+					    z0 + n * BLK));
+	nanosleep(&ms20, NULL);
+	smr_dev_wb_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.issued, 1);
+	SMR_ASSERT_OK(smr_dev_write(dev, buf + n * BLK, BLK, z0 + n * BLK));
+	n++;
+	smr_dev_wb_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.issued, 2);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	SMR_ASSERT_OK(smr_dev_write(dev, buf + n * BLK, BLK, z0 + n * BLK));
+	n++;
+	CU_ASSERT(reads_as(dev, buf, n * BLK, z0));
+	SMR_ASSERT_OK(smr_dev_write(dev, buf, BLK, z1));
+	SMR_ASSERT_OK(smr_dev_zone_reset(dev, smr_dev_zone_no(dev, z1)));
+	SMR_ASSERT_OK(smr_dev_write(dev, buf + n * BLK, BLK, z0 + n * BLK));
+	n++;
+	SMR_ASSERT_OK(smr_dev_flush(dev));
+	CU_ASSERT(ms_since(&t0) < slow_ms / 2);
+	smr_dev_wb_stats(dev, &st);
+	CU_ASSERT_EQUAL(st.queued, n + 1);
+	CU_ASSERT_EQUAL(st.bytes, (n + 1) * BLK);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, smr_dev_zone_no(dev, z0)),
+			z0 + n * BLK);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, smr_dev_zone_no(dev, z1)), z1);
+	CU_ASSERT(reads_as(dev, buf, n * BLK, z0));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	free(buf);
+}
+
 /* Several threads, each filling its own zone through a small cap. */
 struct twork {
 	struct smr_dev *dev;
@@ -305,6 +386,7 @@ static const struct smr_test wb_tests[] = {
 	{ "limits", test_limits },
 	{ "error_at_flush", test_error_at_flush },
 	{ "threads", test_threads },
+	{ "gather", test_gather },
 	{ NULL, NULL },
 };
 

@@ -574,6 +574,7 @@ int smr_dev_write_begin(struct smr_dev *dev, uint32_t zno, uint64_t off,
 					       !dev->unchecked, undo);
 		if (rc != SMR_ZC_BUSY_RETRY || !wait)
 			break;
+		smr_dev_wb_hurry(dev);
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	}
 	pthread_mutex_unlock(&dev->zlock);
@@ -857,6 +858,7 @@ static int zone_op(struct smr_dev *dev, enum smr_zc_op op, uint32_t zno)
 			rc = smr_zc_op_prep(dev->zc, op, zno, &undo);
 		if (rc != SMR_ZC_BUSY_RETRY)
 			break;
+		smr_dev_wb_hurry(dev);
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	}
 	pthread_mutex_unlock(&dev->zlock);

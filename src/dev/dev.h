@@ -295,16 +295,23 @@ bool smr_dev_write_quick(struct smr_dev *dev, size_t len);
 
 /* Default cap on the bytes a handle holds queued for write-behind. */
 #define SMR_DEV_WB_DEFAULT_BYTES (32 * SMR_MIB)
+/* A zone's queued writes go out once they hold this many bytes (or the
+ * device's max transfer, if smaller), once the oldest is this old, or as
+ * soon as anything waits for them (a flush, a read of their range, a zone
+ * operation, a synchronous write into the zone, a writer short of room). */
+#define SMR_DEV_WB_GATHER_BYTES (256 * 1024)
+#define SMR_DEV_WB_GATHER_MS 10
 
 /*
  * Turn write-behind of sequential writes on (@max_bytes > 0: at most that
  * many bytes queued; a writer that would pass it waits, unless nothing is
- * queued) or off (0: waits for what is queued). On by default, with
- * SMR_DEV_WB_DEFAULT_BYTES, for zoned devices opened for direct I/O
- * (info.direct_io), where the data is copied into an aligned buffer anyway;
- * off for buffered backends and unchecked handles. Call it while no other
- * I/O runs on the handle. Returns 0, -EINVAL (not zoned), -EROFS (read-only
- * handle), -ENOMEM, or the error of a queued write when turning it off.
+ * queued; small writes are gathered as above) or off (0: waits for what is
+ * queued). On by default, with SMR_DEV_WB_DEFAULT_BYTES, for zoned devices
+ * opened for direct I/O (info.direct_io), where the data is copied into an
+ * aligned buffer anyway; off for buffered backends and unchecked handles.
+ * Call it while no other I/O runs on the handle. Returns 0, -EINVAL (not
+ * zoned), -EROFS (read-only handle), -ENOMEM, or the error of a queued
+ * write when turning it off.
  */
 int smr_dev_set_write_behind(struct smr_dev *dev, size_t max_bytes);
 

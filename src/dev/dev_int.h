@@ -67,6 +67,10 @@ int smr_dev_wb_stop(struct smr_dev *dev);
 int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		     size_t len, uint64_t off);
 
+/* Change when a zone's queue goes out (dev.h, SMR_DEV_WB_GATHER_*): for
+ * the tests, which need times that do not depend on the machine's load. */
+void smr_dev_wb_gather(struct smr_dev *dev, size_t bytes, uint64_t ms);
+
 /* Would a queued write of @len bytes go in without waiting for room? */
 bool smr_dev_wb_room(struct smr_dev *dev, size_t len);
 
@@ -75,6 +79,10 @@ void smr_dev_wb_wait_read(struct smr_dev *dev, uint64_t off, size_t len);
 
 /* Wait for every write queued before the call; the sticky error or 0. */
 int smr_dev_wb_drain(struct smr_dev *dev);
+
+/* With zlock held, before waiting on zcond for a busy zone: the writes
+ * queued so far go out now instead of gathering more. */
+void smr_dev_wb_hurry(struct smr_dev *dev);
 
 /*
  * With zlock held: whether opening zone @zno now (a write into it, or an

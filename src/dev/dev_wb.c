@@ -11,6 +11,14 @@
  * mq-deadline dispatches one write per zone at a time, but only among the
  * requests it already has); a zone's queued writes that follow each other
  * go out merged, as one vectored write of at most the device's max transfer.
+ * A zone's small writes are gathered before they go out (dev.h,
+ * SMR_DEV_WB_GATHER_*): every device write costs a system call and a
+ * wake-up of this thread, and the small writes of one writer rarely found
+ * another in flight to queue behind (bench/README.md). The caller has its
+ * answer at once either way, and a write that was not flushed may be lost
+ * in a crash whether it sits here or in the device's cache. Whoever waits
+ * for a busy zone hurries the queue first (smr_dev_wb_hurry()); a wait
+ * that does not still ends when the gathering time is over.
  * Zones go in parallel on one ring. The submitting thread is whoever queues
  * a write or completes one; one thread of the handle only reaps
  * completions (and, for a backend without io_target, does the writes).
@@ -35,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "dev/dev_int.h"
 
@@ -49,6 +58,7 @@ struct wb_req {
 	uint64_t off;
 	size_t len;
 	uint64_t ticket; /* order of queueing, for flush */
+	uint64_t t_ns;   /* when it was queued (CLOCK_MONOTONIC) */
 	char *buf;       /* the handle's copy */
 	size_t cap;      /* its size */
 };
@@ -79,12 +89,15 @@ struct smr_dev_wb {
 	struct smr_dev *dev;
 	size_t max_bytes;      /* cap on queued bytes */
 	size_t max_io;         /* bytes per device write */
+	size_t gather;         /* a zone's queue goes out at this many bytes */
+	uint64_t gather_ns;    /* or when its oldest write is this old */
 	size_t queued;         /* bytes queued or in flight */
 	uint64_t tickets;      /* last ticket handed out */
+	uint64_t hurry;        /* writes up to this ticket are not gathered */
 	int err;               /* first failed write: sticky */
 	unsigned int nr_full;  /* zones full in the cache, writes queued */
 	unsigned int inflight; /* device writes on the ring */
-	struct wb_zone *zones; /* zones with queued writes */
+	struct wb_zone *zones; /* zones with queued writes, oldest first */
 	struct wb_zone *spare; /* unused entries */
 	/* Buffers of completed writes, for the next ones: fresh memory
 	 * would be faulted in again for every write. At most half the cap. */
@@ -112,6 +125,24 @@ static struct wb_zone *zone_find(struct smr_dev_wb *wb, uint32_t zno)
 		if (z->zno == zno)
 			return z;
 	return NULL;
+}
+
+/*
+ * The first writes of zones must reach the device in the order the zone
+ * cache opened them, or a device at its open limit closes another zone
+ * than the cache does (both close the zone opened first). So a zone joins
+ * the list at its end, zones that go out together go in list order, and
+ * where the device has an open limit a zone that goes out takes the
+ * gathering zones before it along (zone_issue()).
+ */
+static void zone_append(struct smr_dev_wb *wb, struct wb_zone *z)
+{
+	struct wb_zone **pp = &wb->zones;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	z->next = NULL;
+	*pp = z;
 }
 
 static bool opens_zone(uint8_t cond, bool explicit_open)
@@ -222,7 +253,7 @@ static void zone_failed(struct smr_dev_wb *wb, struct wb_zone *z, int rc)
 	zone_drained(wb, z);
 }
 
-static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z);
+static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z, bool force);
 
 /* Put (the rest of) @z's device write on the ring. */
 static void zone_submit(struct smr_dev_wb *wb, struct wb_zone *z)
@@ -263,16 +294,32 @@ static void zone_submit(struct smr_dev_wb *wb, struct wb_zone *z)
 		smr_warn("%s: io_uring_submit: %s", dev->path, strerror(-rc));
 }
 
-/* Start the next device write of @z, if it has none in flight: the queued
- * writes at its head, merged up to max_io. */
-static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z)
+static uint64_t wb_now(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Is @z gathering: writes queued, none going out? */
+static bool zone_idle(const struct wb_zone *z)
+{
+	return z->head && !z->on_ring && !z->sync && !z->nio;
+}
+
+/* Start the next device write of @z, if it has none in flight: the queued
+ * writes at its head, merged up to max_io; unless they are still few and
+ * young, nobody waits for them and not @force. */
+static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z, bool force)
+{
+	struct wb_req *r;
 	size_t bytes = 0;
 	unsigned int n = 0;
 
-	if (z->on_ring || z->sync || z->nio || !z->head)
+	if (!zone_idle(z))
 		return;
-	for (struct wb_req *r = z->head; r && n < WB_MERGE_MAX; r = r->next) {
+	for (r = z->head; r && n < WB_MERGE_MAX; r = r->next) {
 		if (n && bytes + r->len > wb->max_io)
 			break;
 		z->iov[n].iov_base = r->buf;
@@ -280,6 +327,21 @@ static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z)
 		bytes += r->len;
 		n++;
 	}
+	if (!force && !r && n < WB_MERGE_MAX && bytes < wb->gather &&
+	    !z->full && z->head->ticket > wb->hurry &&
+	    wb_now() < z->head->t_ns + wb->gather_ns) {
+		/* The thread keeps the time; a zone that just started
+		 * gathering may be due before whatever it waits for. */
+		if (z->head == z->tail)
+			pthread_cond_signal(&wb->wake);
+		return;
+	}
+	/* Where the device closes zones implicitly, the zones the cache
+	 * opened before this one are opened on the device first (see
+	 * zone_append()): their gathered writes go too. */
+	if (!force && wb->dev->info.max_open)
+		for (struct wb_zone *o = wb->zones; o != z; o = o->next)
+			zone_issue(wb, o, true);
 	z->nio = n;
 	z->io_len = bytes;
 	z->io_done = 0;
@@ -294,7 +356,7 @@ static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z)
 }
 
 /* Every zone with something to issue or to submit again: after a
- * completion freed room on the ring. */
+ * completion freed room on the ring, or when gathered writes are due. */
 static void issue_waiting(struct smr_dev_wb *wb)
 {
 	for (struct wb_zone *z = wb->zones; z; z = z->next) {
@@ -303,8 +365,24 @@ static void issue_waiting(struct smr_dev_wb *wb)
 		if (z->nio)
 			zone_submit(wb, z);
 		else
-			zone_issue(wb, z);
+			zone_issue(wb, z, false);
 	}
+}
+
+/* Somebody waits for the queue: what is queued now goes out without
+ * gathering more (zlock held). */
+static void wb_hurry(struct smr_dev_wb *wb)
+{
+	if (wb->hurry == wb->tickets)
+		return;
+	wb->hurry = wb->tickets;
+	issue_waiting(wb);
+}
+
+void smr_dev_wb_hurry(struct smr_dev *dev)
+{
+	if (dev->wb)
+		wb_hurry(dev->wb);
 }
 
 /* The device write of @z is over with @res (bytes, or a negative errno). */
@@ -344,7 +422,7 @@ static void zone_result(struct smr_dev_wb *wb, struct wb_zone *z, int res)
 		z->tail = NULL;
 	z->nio = 0;
 	if (z->head)
-		zone_issue(wb, z);
+		zone_issue(wb, z, false);
 	else
 		zone_drained(wb, z);
 }
@@ -386,17 +464,29 @@ static void zone_write_sync(struct smr_dev_wb *wb, struct wb_zone *z)
 	pthread_cond_broadcast(&dev->zcond);
 }
 
+/* When the first gathering zone is due (0: none gathers). */
+static uint64_t gather_due(const struct smr_dev_wb *wb)
+{
+	uint64_t due = 0;
+
+	for (const struct wb_zone *z = wb->zones; z; z = z->next)
+		if (zone_idle(z) && (!due || z->head->t_ns < due))
+			due = z->head->t_ns;
+	return due ? due + wb->gather_ns : 0;
+}
+
 static void *wb_thread(void *arg)
 {
 	struct smr_dev_wb *wb = arg;
 	struct smr_dev *dev = wb->dev;
-	struct __kernel_timespec ts = { .tv_sec = 1 };
 
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {
+		struct __kernel_timespec ts = { .tv_sec = 1 };
 		struct io_uring_cqe *cqe;
 		struct wb_zone *z;
 		unsigned int head, seen;
+		uint64_t due, now = 0;
 		int rc;
 
 		for (z = wb->zones; z && !(z->sync && !z->on_ring);
@@ -406,11 +496,32 @@ static void *wb_thread(void *arg)
 			zone_write_sync(wb, z);
 			continue;
 		}
+		due = gather_due(wb);
+		if (due) {
+			now = wb_now();
+			if (now >= due) {
+				issue_waiting(wb);
+				continue;
+			}
+		}
 		if (!wb->inflight) {
+			struct timespec until = {
+				.tv_sec = (time_t)(due / 1000000000ULL),
+				.tv_nsec = (long)(due % 1000000000ULL),
+			};
+
 			if (wb->stop)
 				break;
-			pthread_cond_wait(&wb->wake, &dev->zlock);
+			if (due)
+				pthread_cond_timedwait(&wb->wake, &dev->zlock,
+						       &until);
+			else
+				pthread_cond_wait(&wb->wake, &dev->zlock);
 			continue;
+		}
+		if (due && due - now < 1000000000ULL) {
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long long)(due - now);
 		}
 		/* Only this thread reads the completion queue; the
 		 * submission side is used under zlock. */
@@ -445,6 +556,7 @@ static void *wb_thread(void *arg)
 int smr_dev_wb_start(struct smr_dev *dev, size_t max_bytes)
 {
 	struct smr_dev_wb *wb = dev->wb;
+	pthread_condattr_t ca;
 	int rc;
 
 	if (wb) {
@@ -461,10 +573,15 @@ int smr_dev_wb_start(struct smr_dev *dev, size_t max_bytes)
 	wb->max_bytes = max_bytes;
 	wb->max_io = dev->info.max_transfer ? dev->info.max_transfer
 					    : WB_DEFAULT_MAX_IO;
+	wb->gather = SMR_MIN(wb->max_io, (size_t)SMR_DEV_WB_GATHER_BYTES);
+	wb->gather_ns = SMR_DEV_WB_GATHER_MS * 1000000ULL;
 	if (dev->ops->io_target)
 		wb->uring = io_uring_queue_init(WB_RING_DEPTH, &wb->ring,
 						0) == 0;
-	pthread_cond_init(&wb->wake, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wb->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	rc = -pthread_create(&wb->thread, NULL, wb_thread, wb);
 	if (rc) {
 		pthread_cond_destroy(&wb->wake);
@@ -485,6 +602,7 @@ int smr_dev_wb_stop(struct smr_dev *dev)
 	if (!wb)
 		return 0;
 	pthread_mutex_lock(&dev->zlock);
+	wb_hurry(wb);
 	while (wb->zones)
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	wb->stop = true;
@@ -529,6 +647,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 	r->off = off;
 	r->len = len;
 	r->next = NULL;
+	r->t_ns = wb_now();
 
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {
@@ -562,6 +681,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 			if (rc != SMR_ZC_BUSY_RETRY)
 				break;
 		}
+		wb_hurry(wb);
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	}
 	if (rc) {
@@ -579,8 +699,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		nz = NULL;
 		memset(z, 0, sizeof(*z));
 		z->zno = zno;
-		z->next = wb->zones;
-		wb->zones = z;
+		zone_append(wb, z);
 	}
 	r->ticket = ++wb->tickets;
 	if (z->tail)
@@ -601,7 +720,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 		nz->next = wb->spare;
 		wb->spare = nz;
 	}
-	zone_issue(wb, z);
+	zone_issue(wb, z, false);
 	pthread_mutex_unlock(&dev->zlock);
 	return 0;
 }
@@ -620,8 +739,10 @@ void smr_dev_wb_wait_read(struct smr_dev *dev, uint64_t off, size_t len)
 	    !(smr_zc_word(dev->zc, zno) & SMR_ZC_BUSY))
 		return;
 	pthread_mutex_lock(&dev->zlock);
-	while ((z = zone_find(wb, zno)) && z->head->off < off + len)
+	while ((z = zone_find(wb, zno)) && z->head->off < off + len) {
+		wb_hurry(wb);
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
+	}
 	pthread_mutex_unlock(&dev->zlock);
 }
 
@@ -644,11 +765,23 @@ int smr_dev_wb_drain(struct smr_dev *dev)
 			older = z->head->ticket <= last;
 		if (!older)
 			break;
+		wb_hurry(wb);
 		pthread_cond_wait(&dev->zcond, &dev->zlock);
 	}
 	rc = wb->err;
 	pthread_mutex_unlock(&dev->zlock);
 	return rc;
+}
+
+void smr_dev_wb_gather(struct smr_dev *dev, size_t bytes, uint64_t ms)
+{
+	struct smr_dev_wb *wb = dev->wb;
+
+	pthread_mutex_lock(&dev->zlock);
+	wb->gather = SMR_MIN(wb->max_io, bytes);
+	wb->gather_ns = ms * 1000000ULL;
+	pthread_cond_signal(&wb->wake);
+	pthread_mutex_unlock(&dev->zlock);
 }
 
 bool smr_dev_wb_room(struct smr_dev *dev, size_t len)
