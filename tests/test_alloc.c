@@ -63,16 +63,31 @@ static struct smr_dev *zloop_dev(const char *tag, uint32_t max_open,
 }
 
 /* The zloop_dev shape with its first two zones conventional. */
+/* All zones but the last conventional. */
 static struct smr_dev *cnv_dev(const char *tag, char *path, size_t len)
 {
 	struct smr_zloop_params p = {
 		.capacity = NZONES * ZSZ,
 		.zone_size = ZSZ,
-		.nr_cnv = 2,
+		.nr_cnv = NZONES - 1,
 		.block_size = BS,
 	};
 
 	return zloop_dev_p(tag, &p, path, len);
+}
+
+/* A stream opens the sequential zone of a cnv_dev() before any of the
+ * conventional ones (whose writes write-behind does not queue): fill it,
+ * so that the stream's next zone is conventional. */
+static void fill_seq_zone(struct smr_alloc *a, struct smr_dev *dev,
+			  uint8_t *buf)
+{
+	struct smr_extent e[4];
+
+	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ, NULL,
+					      SMR_STREAM_HOT, e, 4), 1);
+	CU_ASSERT_EQUAL(smr_dev_zone_no(dev, e[0].off), NZONES - 1);
+	SMR_ASSERT_OK(smr_alloc_settle(a, e[0].off, e[0].len));
 }
 
 static struct smr_dev *file_dev(const char *tag, uint64_t size, char *path,
@@ -833,6 +848,7 @@ static void test_zoned_cnv_reset(void)
 
 	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
 	CU_ASSERT_FATAL(a != NULL);
+	fill_seq_zone(a, dev, buf);
 	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ, NULL,
 					      SMR_STREAM_HOT, e, 4), 1);
 	z = smr_dev_zone_no(dev, e[0].off);
@@ -875,6 +891,7 @@ static void test_zoned_cnv_claim(void)
 
 	SMR_ASSERT_OK(smr_alloc_open(&smr_zoned_ops, dev, 0, uuid, NULL, &a));
 	CU_ASSERT_FATAL(a != NULL);
+	fill_seq_zone(a, dev, buf);
 	CU_ASSERT_EQUAL_FATAL(smr_alloc_write(a, buf, ZSZ / 2, NULL,
 					      SMR_STREAM_HOT, e, 4), 1);
 	z = smr_dev_zone_no(dev, e[0].off);

@@ -139,6 +139,25 @@ static uint32_t free_find(const struct zoned *m, uint32_t from)
 	return UINT32_MAX;
 }
 
+/*
+ * The free zone to open next: the first at or after @from, wrapping, but a
+ * sequential one before any conventional one. On a zoned block device the
+ * writes into a sequential zone are queued and gathered (write-behind,
+ * dev.h), those into a conventional zone go out one by one and are waited
+ * for.
+ */
+static uint32_t free_pick(const struct zoned *m, uint32_t from)
+{
+	uint32_t first = free_find(m, from), i = first;
+
+	while (i != UINT32_MAX && m->z[i].cnv) {
+		i = free_find(m, (i + 1) % m->nz);
+		if (i == first)
+			break;
+	}
+	return i;
+}
+
 static uint64_t dev_wp(struct smr_alloc *a, struct zoned *m, uint32_t i)
 {
 	struct zz *z = &m->z[i];
@@ -542,7 +561,7 @@ static int open_zone(struct smr_alloc *a, struct zoned *m, uint32_t slot,
 
 		if (m->nfree < need)
 			return -ENOSPC;
-		i = free_find(m, from);
+		i = free_pick(m, from);
 		if (i == UINT32_MAX)
 			return -ENOSPC;
 		free_clear(m, i);
