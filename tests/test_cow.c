@@ -336,6 +336,41 @@ static void test_read_only_writes_nothing(void)
 	close_fs(dev, c);
 }
 
+/* smr_cow_fs_changes() counts by object: a change of an item of one object
+ * moves that object's count and not another's (in another slot); a change
+ * that fails counts too. */
+static void test_fs_changes_by_object(void)
+{
+	const char *path = make_dev(K_FILE, "fs-changes");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	const struct smr_key a = { .objid = 7, .type = 1 };
+	const struct smr_key b = { .objid = 8, .type = 1 };
+	struct smr_cow_info info;
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	struct smr_txn *t;
+	uint64_t ca, cb;
+
+	SMR_ASSERT_OK(format_path(path, &info));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	ca = smr_cow_fs_changes(c, a.objid);
+	cb = smr_cow_fs_changes(c, b.objid);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &a, "x", 1));
+	smr_txn_end(t);
+	CU_ASSERT(smr_cow_fs_changes(c, a.objid) > ca);
+	CU_ASSERT_EQUAL(smr_cow_fs_changes(c, b.objid), cb);
+	ca = smr_cow_fs_changes(c, a.objid);
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_RC(smr_bt_delete(t, SMR_TREE_FS, &b), -ENOENT);
+	smr_txn_end(t);
+	CU_ASSERT(smr_cow_fs_changes(c, b.objid) > cb);
+	CU_ASSERT_EQUAL(smr_cow_fs_changes(c, a.objid), ca);
+	close_fs(dev, c);
+}
+
 static void test_roundtrip_file(void) { roundtrip(K_FILE); }
 static void test_roundtrip_zloop_cnv(void) { roundtrip(K_ZLOOP_CNV); }
 static void test_roundtrip_zloop(void) { roundtrip(K_ZLOOP_SEQ); }
@@ -1980,6 +2015,7 @@ static void test_power_loss_zloop(void) { power_loss(K_ZLOOP_SEQ); }
 static void test_power_loss_zloop_cap(void) { power_loss(K_ZLOOP_CAP); }
 
 static const struct smr_test cow_tests[] = {
+	{ "fs_changes_by_object", test_fs_changes_by_object },
 	{ "roundtrip_file", test_roundtrip_file },
 	{ "roundtrip_zloop_cnv", test_roundtrip_zloop_cnv },
 	{ "roundtrip_zloop", test_roundtrip_zloop },

@@ -1324,6 +1324,13 @@ static const char *item_unfit(const struct smr_tree_type *tt,
 	return tt->check_item ? tt->check_item(&k, val, len) : NULL;
 }
 
+/* An item of object @objid in the FS tree is about to change. */
+static void fs_changed(struct smr_cow *c, uint64_t objid)
+{
+	__atomic_fetch_add(&c->fs_changes[smr_cow_fs_slot(objid)].n, 1,
+			   __ATOMIC_RELAXED);
+}
+
 int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
 			 const struct smr_nkey *key, const void *val,
 			 size_t len, int mode)
@@ -1345,7 +1352,7 @@ int smr_bt_modify_locked(struct smr_cow *c, uint32_t tree,
 	if (item_unfit(tt, key, val, len))
 		return -EINVAL;
 	if (tree == SMR_TREE_FS)
-		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
+		fs_changed(c, key->objid);
 	if (!t->addr) {
 		struct smr_node *root;
 
@@ -1410,7 +1417,7 @@ int smr_bt_delete_locked(struct smr_cow *c, uint32_t tree,
 	if (!t || !tree_type(c, tree, "change"))
 		return -EINVAL;
 	if (tree == SMR_TREE_FS)
-		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
+		fs_changed(c, key->objid);
 	rc = bt_search(c, t, key, &p);
 	if (rc <= 0) {
 		path_release(c, &p);
@@ -2596,7 +2603,8 @@ int smr_bt_salvage_locked(struct smr_cow *c, uint32_t tree, uint64_t *kept,
 		return 0;
 	bt_reshaped(c);
 	if (tree == SMR_TREE_FS)
-		__atomic_fetch_add(&c->fs_changes, 1, __ATOMIC_RELAXED);
+		for (uint32_t i = 0; i < SMR_COW_FS_CHANGE_SLOTS; i++)
+			fs_changed(c, i);
 	s.tt = tree_type(c, tree, "salvage");
 	if (!s.tt)
 		return -EINVAL;

@@ -521,9 +521,10 @@ int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key)
 	return rc;
 }
 
-uint64_t smr_cow_fs_changes(struct smr_cow *c)
+uint64_t smr_cow_fs_changes(struct smr_cow *c, uint64_t objid)
 {
-	return __atomic_load_n(&c->fs_changes, __ATOMIC_RELAXED);
+	return __atomic_load_n(&c->fs_changes[smr_cow_fs_slot(objid)].n,
+			       __ATOMIC_RELAXED);
 }
 
 int smr_bt_iterate(struct smr_cow *c, uint32_t tree, const struct smr_key *from,

@@ -357,12 +357,13 @@ int smr_bt_put(struct smr_txn *t, uint32_t tree, const struct smr_key *key,
 int smr_bt_delete(struct smr_txn *t, uint32_t tree, const struct smr_key *key);
 
 /*
- * How many changes of the FS tree's items have been tried since open, by
- * anyone (failed ones count too): a count unchanged since an item was
- * read means the item still holds what was read, so a cache above may
- * answer for it. No lock needed.
+ * How many changes of the FS tree's items of object @objid have been tried
+ * since open, by anyone (failed ones count too; objects may share a count,
+ * and a salvage counts for all): a count unchanged since an item of the
+ * object was read means the item still holds what was read, so a cache
+ * above may answer for it. No lock needed.
  */
-uint64_t smr_cow_fs_changes(struct smr_cow *c);
+uint64_t smr_cow_fs_changes(struct smr_cow *c, uint64_t objid);
 
 /*
  * Call @fn for each item with @from <= key <= @to, in key order, under the

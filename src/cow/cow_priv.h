@@ -41,6 +41,14 @@
  * transaction released. */
 #define SMR_CKPT_UNSETTLED_ROOM 128
 
+/* smr_cow_fs_changes() counts by object in this many slots. */
+#define SMR_COW_FS_CHANGE_SLOTS 64
+
+static inline uint32_t smr_cow_fs_slot(uint64_t objid)
+{
+	return (uint32_t)(objid % SMR_COW_FS_CHANGE_SLOTS);
+}
+
 struct smr_cow;
 
 /*
@@ -227,8 +235,11 @@ struct smr_cow {
 				  * it, even after a fallback; lock */
 	uint64_t nr_nodes;       /* nodes written since mkfs; lock */
 	bool changed;            /* something to commit; lock */
-	uint64_t fs_changes;     /* smr_cow_fs_changes; atomics, under lock
-				  * exclusive */
+	/* smr_cow_fs_changes, by object: atomics, under lock exclusive;
+	 * a cache line each, as writers of different files bump their own */
+	struct {
+		uint64_t n;
+	} __attribute__((aligned(64))) fs_changes[SMR_COW_FS_CHANGE_SLOTS];
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
 	struct smr_xlist free_prev; /* released by the newest checkpoint,
 				     * not yet given to the allocator; lock */

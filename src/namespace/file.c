@@ -685,7 +685,8 @@ struct ns_piece {
  * What the map holds just before file offset @a, as seen at one moment:
  * the extent that covers @a - 1 (in the caller's struct ns_ext), nothing,
  * or not known; and whether the extent that covers @a was seen (in a second
- * struct ns_ext). Both stay true while the FS tree's change count is @chg.
+ * struct ns_ext). Both stay true while the change count of the file's
+ * items in the FS tree is @chg.
  */
 struct ns_before {
 	int what;              /* NS_BEFORE_* */
@@ -724,7 +725,7 @@ static uint64_t ns_near(struct smr_ns *ns, uint64_t ino, uint64_t a,
 	size_t len[2] = { sizeof(v[0]), sizeof(v[1]) };
 	int rc, i = 0;
 
-	bf->chg = smr_cow_fs_changes(ns->cow);
+	bf->chg = smr_cow_fs_changes(ns->cow, ino);
 	bf->what = NS_BEFORE_UNKNOWN;
 	bf->at = false;
 	rc = smr_bt_prev2(ns->cow, SMR_TREE_FS, &from, found, val, len);
@@ -923,9 +924,9 @@ static int ns_piece_map_locked(struct smr_ns *ns, struct smr_txn *t,
 		}
 	}
 	/* What came before the piece, and the extent at its start, are
-	 * still so if no FS item changed since; an extent across the piece's
-	 * start is the punch's to cut. */
-	if (bf && bf->chg == smr_cow_fs_changes(ns->cow)) {
+	 * still so if no item of the file changed since; an extent across
+	 * the piece's start is the punch's to cut. */
+	if (bf && bf->chg == smr_cow_fs_changes(ns->cow, ip->ino)) {
 		before = bf->what;
 		if (bf->at)
 			at = e + 2;

@@ -170,7 +170,7 @@ int ns_inode_get(struct smr_ns *ns, uint64_t ino, struct ns_inode *ip)
 {
 	struct smr_key k = ns_key(ino, SMR_NS_T_INODE, 0);
 	struct ns_icache *s = ns_icache_slot(ns, ino);
-	uint64_t stamp = smr_cow_fs_changes(ns->cow);
+	uint64_t stamp = smr_cow_fs_changes(ns->cow, ino);
 	struct smr_ns_inode_d d;
 	size_t len = sizeof(d);
 	int rc;
@@ -208,7 +208,7 @@ int ns_inode_put(struct smr_ns *ns, struct smr_txn *t,
 	ns_inode_to_disk(ip, &d);
 	rc = ns_bt_put(ns, t, &k, &d, sizeof(d));
 	if (!rc)
-		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow));
+		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow, ip->ino));
 	return rc;
 }
 
@@ -223,7 +223,7 @@ int ns_inode_put_was(struct smr_ns *ns, struct smr_txn *t,
 	ns_inode_to_disk(was, &old);
 	rc = ns_bt_put_was(ns, t, &k, &d, sizeof(d), &old, sizeof(old));
 	if (!rc)
-		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow));
+		ns_icache_set(ns, ip, smr_cow_fs_changes(ns->cow, ip->ino));
 	return rc;
 }
 

@@ -104,7 +104,8 @@ struct ns_heat {
 /* Inodes last read or written, direct-mapped by inode number (ns.c,
  * ns_inode_get): a write reads its inode twice and puts it once, each a
  * search of the FS tree. A slot answers only while the FS tree has taken
- * no change since (smr_cow_fs_changes), whoever made it. */
+ * no change of the inode's items since (smr_cow_fs_changes), whoever made
+ * it. */
 #define NS_ICACHE_BITS 4
 #define NS_ICACHE_SLOTS (1U << NS_ICACHE_BITS)
 
