@@ -215,48 +215,72 @@ nomem:
 	log_drop_ops(c);
 }
 
+/* Extents whose hashes smr_log_written() computes before taking the lock. */
+#define LOG_HASH_BATCH 16
+
+/* Add written extent @e, of hash @csum, at byte @at of the write, to log_w
+ * (log_lock held): NULL, or why the log must break. */
+static const char *log_w_add(struct smr_cow *c, const struct smr_data_extent *e,
+			     uint64_t csum, const struct smr_key *owner,
+			     uint64_t at)
+{
+	struct smr_log_w *w;
+
+	if (c->log_nw == LOG_MAX_WRITTEN)
+		return "too much data in flight to log";
+	if (c->log_nw == c->log_capw) {
+		size_t cap = c->log_capw ? 2 * c->log_capw : 64;
+		void *x = realloc(c->log_w, cap * sizeof(*c->log_w));
+
+		if (!x)
+			return "no memory";
+		c->log_w = x;
+		c->log_capw = cap;
+	}
+	w = &c->log_w[c->log_nw++];
+	memset(w, 0, sizeof(*w));
+	c->log_nunsettled++;
+	w->off = e->off;
+	w->len = e->len;
+	w->csum = csum;
+	if (owner) {
+		w->owned = true;
+		w->owner = *owner;
+		w->owner.offset += at;
+	}
+	return NULL;
+}
+
 void smr_log_written(struct smr_cow *c, const struct smr_data_extent *ext,
 		     int n, const void *buf, const struct smr_key *owner)
 {
-	uint64_t done = 0;
+	uint64_t csum[LOG_HASH_BATCH], done = 0;
 
 	if (!log_gathering(c))
 		return;
-	pthread_mutex_lock(&c->log_lock);
-	for (int i = 0; i < n; i++) {
-		struct smr_log_w *w;
+	for (int b = 0; b < n; b += LOG_HASH_BATCH) {
+		int m = SMR_MIN(n - b, LOG_HASH_BATCH);
+		const char *why = NULL;
+		uint64_t o = done;
 
-		if (c->log_nw == LOG_MAX_WRITTEN) {
-			pthread_mutex_unlock(&c->log_lock);
-			smr_log_break(c, "too much data in flight to log");
+		/* The data is hashed outside the lock, which the settle
+		 * and the free of data take too (every writer's). */
+		for (int i = 0; i < m; i++) {
+			csum[i] = smr_hash64((const uint8_t *)buf + o,
+					     ext[b + i].len, 0);
+			o += ext[b + i].len;
+		}
+		pthread_mutex_lock(&c->log_lock);
+		for (int i = 0; i < m && !why; i++) {
+			why = log_w_add(c, &ext[b + i], csum[i], owner, done);
+			done += ext[b + i].len;
+		}
+		pthread_mutex_unlock(&c->log_lock);
+		if (why) {
+			smr_log_break(c, why);
 			return;
 		}
-		if (c->log_nw == c->log_capw) {
-			size_t cap = c->log_capw ? 2 * c->log_capw : 64;
-			void *x = realloc(c->log_w, cap * sizeof(*c->log_w));
-
-			if (!x) {
-				pthread_mutex_unlock(&c->log_lock);
-				smr_log_break(c, "no memory");
-				return;
-			}
-			c->log_w = x;
-			c->log_capw = cap;
-		}
-		w = &c->log_w[c->log_nw++];
-		memset(w, 0, sizeof(*w));
-		c->log_nunsettled++;
-		w->off = ext[i].off;
-		w->len = ext[i].len;
-		w->csum = smr_hash64((const uint8_t *)buf + done, ext[i].len, 0);
-		if (owner) {
-			w->owned = true;
-			w->owner = *owner;
-			w->owner.offset += done;
-		}
-		done += ext[i].len;
 	}
-	pthread_mutex_unlock(&c->log_lock);
 }
 
 /* Take entry @i out of log_w (log_lock held). */
