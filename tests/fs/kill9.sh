@@ -10,21 +10,28 @@
 #
 # KILL9_CYCLES sets the number of cycles (default 20, about a minute and a
 # half; "make check-kill9" runs 200). KILL9_SEED makes a run repeatable.
+# KILL9_DEV runs it on that device instead of a zoned loop directory (made
+# afresh with mkfs.smrfs -f): a kernel zoned device in the zoned VM, where
+# KILL9_WAIT (seconds, default 0) should put the random kills off until
+# the emulated machine has started the workload.
 . "${srcdir:-.}/tests/fs/lib.sh"
 LOAD="${srcdir:-.}/tests/fs/killload.py"
 FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 [ -x "$FSCK" ] || skip "$FSCK not built"
 CYCLES=${KILL9_CYCLES:-20}
 SEED=${KILL9_SEED:-$$}
-Z=$T/zl
+Z=${KILL9_DEV:-$T/zl}
 M=$T/mnt
 STATE=$T/state.json
 
 # Small zones, so that the workload makes the cleaner run within a few
 # cycles and the cleaner's failpoints are reached.
-"$CTL" zloop create "$Z" --capacity 128M --zone-size 4M --conv-zones 2 \
-	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
-"$MKFS" "$Z" >/dev/null || fail "mkfs"
+if [ -z "${KILL9_DEV:-}" ]; then
+	"$CTL" zloop create "$Z" --capacity 128M --zone-size 4M \
+		--conv-zones 2 --max-open 6 >/dev/null ||
+		fail "smrfsctl zloop create"
+fi
+"$MKFS" -f "$Z" >/dev/null || fail "mkfs"
 
 FAILPOINTS="commit.after_nodes commit.after_flush commit.after_checkpoint
 commit.before_reset clean.after_relocate clean.before_commit
@@ -79,7 +86,7 @@ while [ $c -lt "$CYCLES" ]; do
 		python3 "$LOAD" run "$M" "$STATE" "$SEED$c" 30 >"$T/run.out" &
 		LOADPID=$!
 		rand 30
-		sleep "$((R / 10)).$((R % 10))"
+		sleep "$((${KILL9_WAIT:-0} + R / 10)).$((R % 10))"
 	fi
 	if kill -0 "$DAEMON" 2>/dev/null; then
 		kill -KILL "$DAEMON"

@@ -4,7 +4,9 @@
 # Run the whole filesystem (tests/zoned/fs-guest.sh: mkfs.smrfs, including
 # over dirty zones, mount.smrfs, a mixed workload, remounts and verification
 # of every byte) on real kernel zoned block devices, each in a fresh VM
-# started by tests/zoned/vm/smrfs-vm.
+# started by tests/zoned/vm/smrfs-vm; and the daemon killed in the middle
+# of a workload and at failpoints (tests/fs/kill9.sh), where write-behind
+# holds queued writes that die with it.
 #
 # Usage: tests/zoned/run-fs-tests.sh
 #   Run from the build directory, after building mkfs/mkfs.smrfs,
@@ -14,7 +16,8 @@
 #                   runner must take the same options and set ZONED_DEV)
 #   FS_TIMEOUT      seconds allowed per VM (default 900)
 #   FS_DEVICES      the configurations to run (default: all of
-#                   "nullb zns smr zns-limits nullb-limits")
+#                   "nullb zns smr zns-limits nullb-limits kill9")
+#   FS_KILL9_CYCLES kill9's cycles (default 8)
 #   FS_FILL, FS_BALLAST, FS_CHURN, FS_JOBS, FS_SEED, FS_MOUNT_OPTS are passed
 #   to fs-guest.sh.
 #
@@ -26,7 +29,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${SMRFS_VM:-$here/vm/smrfs-vm}
 timeout_s=${FS_TIMEOUT:-900}
-devices=${FS_DEVICES:-nullb zns smr zns-limits nullb-limits}
+devices=${FS_DEVICES:-nullb zns smr zns-limits nullb-limits kill9}
 
 if [ -z "$tool" ] || [ ! -x "$tool" ]; then
 	echo "run-fs-tests: the VM runner $tool is missing" >&2
@@ -41,6 +44,11 @@ done
 [ -x tests/fs/ns_audit ] ||
 	echo "run-fs-tests: tests/fs/ns_audit not built: no namespace audit"
 export FS_FILL FS_BALLAST FS_CHURN FS_JOBS FS_SEED FS_MOUNT_OPTS
+top=$(cd "$here/../.." && pwd)
+# For kill9.sh in the guest: the sources, this build, the cycles, and random
+# kills put off until the emulated machine runs the load.
+srcdir=$top SMRFS_BUILDDIR=$(pwd) KILL9_CYCLES=${FS_KILL9_CYCLES:-8} KILL9_WAIT=6
+export srcdir SMRFS_BUILDDIR KILL9_CYCLES KILL9_WAIT
 
 status=0
 summary=""
@@ -55,7 +63,13 @@ run() {
 	esac
 	echo "=== $name: ${tool##*/} $*"
 	start=$(date +%s)
-	"$tool" --timeout "$timeout_s" "$@" -- sh "$here/fs-guest.sh" .
+	case $name in
+	kill9*)
+		"$tool" --timeout "$timeout_s" "$@" -- sh -c \
+			'KILL9_DEV=$ZONED_DEV exec sh "$0"' "$top/tests/fs/kill9.sh" ;;
+	*)
+		"$tool" --timeout "$timeout_s" "$@" -- sh "$here/fs-guest.sh" . ;;
+	esac
 	rc=$?
 	secs=$(($(date +%s) - start))
 	case $rc in
@@ -72,8 +86,8 @@ run() {
   $name: $res (${secs}s)"
 }
 
-# null_blk with conventional zones (data goes there first, then the
-# sequential zones fill).
+# null_blk with conventional zones (data goes to the sequential zones first,
+# to the conventional ones once no sequential zone is free).
 run nullb --dev nullb --zones 32 --zone-size 16 --conv 4
 # NVMe ZNS: no conventional zones, zone capacity below the zone size.
 run zns --dev zns --zones 40 --zone-size 16 --zone-cap 12 --conv 0
@@ -87,6 +101,9 @@ run zns-limits --dev zns --zones 32 --zone-size 16 --zone-cap 8 --conv 0 \
 	--max-open 5 --max-active 5
 run nullb-limits --dev nullb --zones 32 --zone-size 16 --conv 2 \
 	--lbs 512 --max-open 4 --max-active 5
+# kill -9 of the daemon: small zones, so that the cleaner runs, and an open
+# limit, as on the zoned loop directory of make check.
+run kill9 --dev nullb --zones 32 --zone-size 4 --conv 2 --max-open 6
 
 echo "run-fs-tests summary:$summary"
 exit $status
