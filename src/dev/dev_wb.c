@@ -777,6 +777,8 @@ void smr_dev_wb_gather(struct smr_dev *dev, size_t bytes, uint64_t ms)
 {
 	struct smr_dev_wb *wb = dev->wb;
 
+	if (!wb)
+		return;
 	pthread_mutex_lock(&dev->zlock);
 	wb->gather = SMR_MIN(wb->max_io, bytes);
 	wb->gather_ns = ms * 1000000ULL;
