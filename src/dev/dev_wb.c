@@ -482,7 +482,7 @@ static void *wb_thread(void *arg)
 
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {
-		struct __kernel_timespec ts = { .tv_sec = 1 };
+		struct __kernel_timespec ts;
 		struct io_uring_cqe *cqe;
 		struct wb_zone *z;
 		unsigned int head, seen;
@@ -519,9 +519,13 @@ static void *wb_thread(void *arg)
 				pthread_cond_wait(&wb->wake, &dev->zlock);
 			continue;
 		}
-		if (due && due - now < 1000000000ULL) {
-			ts.tv_sec = 0;
-			ts.tv_nsec = (long long)(due - now);
+		/* A zone that starts gathering meanwhile cannot wake this
+		 * wait: look again within the gathering time. */
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long long)(due ? due - now : wb->gather_ns);
+		if (ts.tv_nsec >= 1000000000LL) {
+			ts.tv_sec = ts.tv_nsec / 1000000000LL;
+			ts.tv_nsec %= 1000000000LL;
 		}
 		/* Only this thread reads the completion queue; the
 		 * submission side is used under zlock. */
