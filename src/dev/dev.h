@@ -300,7 +300,7 @@ bool smr_dev_write_quick(struct smr_dev *dev, size_t len);
  * soon as anything waits for them (a flush, a read of their range, a zone
  * operation, a synchronous write into the zone, a writer short of room). */
 #define SMR_DEV_WB_GATHER_BYTES (256 * 1024)
-#define SMR_DEV_WB_GATHER_MS 10
+#define SMR_DEV_WB_GATHER_MS 30
 
 /*
  * Turn write-behind of sequential writes on (@max_bytes > 0: at most that
