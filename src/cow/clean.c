@@ -953,14 +953,6 @@ static int clean_nodes(struct smr_cow *c, uint64_t zs, uint64_t ze,
 	return rc;
 }
 
-static uint64_t now_usecs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
  * Move the live nodes and data of zone @zno out (data to stream @dest);
  * clean_lock held. The zone is empty only after the commits that
@@ -1015,7 +1007,7 @@ static int move_zone_locked(struct smr_cow *c, uint32_t zno,
 static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
 			      const enum smr_stream *dest, unsigned int n)
 {
-	uint64_t t0 = now_usecs();
+	uint64_t t0 = smr_now_ns() / 1000;
 	unsigned int k, done = 0, busy = 0;
 	int rc = 0, err;
 
@@ -1034,9 +1026,9 @@ static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
 		goto out;
 	err = rc;
 	/* The time so far goes into the checkpoints the pass writes. */
-	__atomic_fetch_add(&c->gc.gc_usecs, now_usecs() - t0,
+	__atomic_fetch_add(&c->gc.gc_usecs, smr_now_ns() / 1000 - t0,
 			   __ATOMIC_RELAXED);
-	t0 = now_usecs();
+	t0 = smr_now_ns() / 1000;
 	smr_failpoint("clean.before_commit");
 	/* First commit: the copies and the new references; the originals
 	 * are released. Second: the originals go back to the allocator,
@@ -1067,7 +1059,7 @@ static int clean_zones_locked(struct smr_cow *c, const uint32_t *zno,
 	if (!done)
 		rc = err;
 out:
-	__atomic_fetch_add(&c->gc.gc_usecs, now_usecs() - t0,
+	__atomic_fetch_add(&c->gc.gc_usecs, smr_now_ns() / 1000 - t0,
 			   __ATOMIC_RELAXED);
 	return rc ? rc : (int)done;
 }

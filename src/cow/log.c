@@ -228,15 +228,9 @@ static const char *log_w_add(struct smr_cow *c, const struct smr_data_extent *e,
 
 	if (c->log_nw == LOG_MAX_WRITTEN)
 		return "too much data in flight to log";
-	if (c->log_nw == c->log_capw) {
-		size_t cap = c->log_capw ? 2 * c->log_capw : 64;
-		void *x = realloc(c->log_w, cap * sizeof(*c->log_w));
-
-		if (!x)
-			return "no memory";
-		c->log_w = x;
-		c->log_capw = cap;
-	}
+	if (smr_array_grow((void **)&c->log_w, &c->log_capw, c->log_nw,
+			   sizeof(*c->log_w)))
+		return "no memory";
 	w = &c->log_w[c->log_nw++];
 	memset(w, 0, sizeof(*w));
 	c->log_nunsettled++;

@@ -294,14 +294,6 @@ static void zone_submit(struct smr_dev_wb *wb, struct wb_zone *z)
 		smr_warn("%s: io_uring_submit: %s", dev->path, strerror(-rc));
 }
 
-static uint64_t wb_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Is @z gathering: writes queued, none going out? */
 static bool zone_idle(const struct wb_zone *z)
 {
@@ -329,7 +321,7 @@ static void zone_issue(struct smr_dev_wb *wb, struct wb_zone *z, bool force)
 	}
 	if (!force && !r && n < WB_MERGE_MAX && bytes < wb->gather &&
 	    !z->full && z->head->ticket > wb->hurry &&
-	    wb_now() < z->head->t_ns + wb->gather_ns) {
+	    smr_now_ns() < z->head->t_ns + wb->gather_ns) {
 		/* The thread keeps the time; a zone that just started
 		 * gathering may be due before whatever it waits for. */
 		if (z->head == z->tail)
@@ -498,7 +490,7 @@ static void *wb_thread(void *arg)
 		}
 		due = gather_due(wb);
 		if (due) {
-			now = wb_now();
+			now = smr_now_ns();
 			if (now >= due) {
 				issue_waiting(wb);
 				continue;
@@ -651,7 +643,7 @@ int smr_dev_wb_write(struct smr_dev *dev, uint32_t zno, const void *buf,
 	r->off = off;
 	r->len = len;
 	r->next = NULL;
-	r->t_ns = wb_now();
+	r->t_ns = smr_now_ns();
 
 	pthread_mutex_lock(&dev->zlock);
 	for (;;) {

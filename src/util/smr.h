@@ -101,6 +101,9 @@ int smr_stdio_guard(void);
 /* Format @bytes for humans ("256 MiB", "1.50 GiB") into @buf; returns buf. */
 char *smr_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t smr_now_ns(void);
+
 /*
  * Make room for element @n of the array *@p of *@cap elements of @size
  * bytes (realloc, doubling): 0, or -ENOMEM with the array unchanged.
