@@ -1381,13 +1381,16 @@ static void test_read_pin_zloop(void) { read_pin(K_ZLOOP_SEQ); }
  * Data written, then a commit before anything references it, then the power
  * goes: the checkpoint counts the data's space as used, and nothing in it
  * references the data. Recovery must give the space back, not leak it; and
- * data settled before the commit must stay. @k: the device kind.
+ * data settled before the commit must stay. @k: the device kind. @cut (a
+ * zoned loop directory; -1: none): the power went while the data was being
+ * written, and only its first @cut bytes reached the zone, whose write
+ * pointer is then inside (or at the start of) the data the checkpoint lists.
  */
-static void unsettled_at_crash(enum kind k)
+static void unsettled_at_crash(enum kind k, int64_t cut)
 {
 	const char *path = make_dev(k, "unsettled");
 	struct smr_cow_opts o = { .commit_secs = 3600, .gc_off = true };
-	struct smr_fault_rule cut = { .what = SMR_FAULT_DROP_WRITES };
+	struct smr_fault_rule drop = { .what = SMR_FAULT_DROP_WRITES };
 	struct smr_data_extent ext[8], keep[8];
 	struct smr_cow_space_check sc;
 	struct smr_cow_space sp0, sp1;
@@ -1429,9 +1432,18 @@ static void unsettled_at_crash(enum kind k)
 	rkey.objid = ext[0].off;
 	vl = sizeof(v);
 	SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_RMAP, &rkey, v, &vl));
-	SMR_ASSERT_OK(smr_fault_arm(f, &cut));
+	SMR_ASSERT_OK(smr_fault_arm(f, &drop));
 	smr_cow_close(c);
 	smr_dev_close(dev);
+	if (cut >= 0) {
+		uint32_t zno = smr_dev_zone_no(lower, ext[0].off);
+		char zf[600];
+
+		CU_ASSERT_FATAL(n == 1 && (uint64_t)cut < ext[0].len);
+		snprintf(zf, sizeof(zf), "%s/seq-%06u", path, zno);
+		CU_ASSERT_FATAL(truncate(zf, (off_t)(ext[0].off + (uint64_t)cut -
+					     smr_dev_zone_start(lower, zno))) == 0);
+	}
 	smr_dev_close(lower);
 	smr_fault_free(f);
 
@@ -1445,6 +1457,13 @@ static void unsettled_at_crash(enum kind k)
 	CU_ASSERT_EQUAL(sc.leaked, 0);
 	vl = sizeof(v);
 	SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_RMAP, &rkey, v, &vl), -ENOENT);
+	if (cut > 0) {
+		/* Nor the entry's part that was never written. */
+		rkey.objid = ext[0].off + (uint64_t)cut;
+		vl = sizeof(v);
+		SMR_ASSERT_RC(smr_bt_lookup(c, SMR_TREE_RMAP, &rkey, v, &vl),
+			      -ENOENT);
+	}
 	/* Two commits on, the in-flight space is back. */
 	SMR_ASSERT_OK(smr_cow_commit_forced(c));
 	SMR_ASSERT_OK(smr_cow_commit_forced(c));
@@ -1456,8 +1475,19 @@ out:
 	smr_cow_buf_free(buf);
 }
 
-static void test_unsettled_file(void) { unsettled_at_crash(K_FILE); }
-static void test_unsettled_zloop(void) { unsettled_at_crash(K_ZLOOP_SEQ); }
+static void test_unsettled_file(void) { unsettled_at_crash(K_FILE, -1); }
+static void test_unsettled_zloop(void)
+{
+	unsettled_at_crash(K_ZLOOP_SEQ, -1);
+}
+static void test_unsettled_zloop_cut(void)
+{
+	unsettled_at_crash(K_ZLOOP_SEQ, 64 * SMR_KIB);
+}
+static void test_unsettled_zloop_lost(void)
+{
+	unsettled_at_crash(K_ZLOOP_SEQ, 0);
+}
 
 /*
  * The reverse map against a block-by-block model while data is written
@@ -2045,6 +2075,8 @@ static const struct smr_test cow_tests[] = {
 	{ "read_pin_zloop", test_read_pin_zloop },
 	{ "unsettled_file", test_unsettled_file },
 	{ "unsettled_zloop", test_unsettled_zloop },
+	{ "unsettled_zloop_cut", test_unsettled_zloop_cut },
+	{ "unsettled_zloop_lost", test_unsettled_zloop_lost },
 	{ "rmap_pending", test_rmap_pending },
 	{ "failed_write", test_failed_write },
 	{ "failed_reset", test_failed_reset },

@@ -84,7 +84,9 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		      uint64_t data_start, const uint8_t fs_uuid[16],
 		      const struct smr_alloc_ref *ref, bool rebuild,
-		      const struct smr_alloc_stats *keep, struct smr_alloc **ap)
+		      const struct smr_alloc_stats *keep,
+		      const struct smr_extent *unw, size_t nunw,
+		      struct smr_alloc **ap)
 {
 	static const struct smr_alloc_ref zero_ref;
 	const struct smr_dev_info *info = smr_dev_info(dev);
@@ -106,6 +108,8 @@ static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 	a->data_start = data_start;
 	a->rebuild = rebuild;
 	a->keep_stats = keep;
+	a->unwritten = unw;
+	a->nr_unwritten = nunw;
 	if (keep)
 		a->user_bytes = keep->user_bytes;
 	memcpy(a->fs_uuid, fs_uuid, sizeof(a->fs_uuid));
@@ -119,6 +123,8 @@ static int alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 	pthread_mutex_lock(&a->lock);
 	rc = ops->init(a, ref);
 	a->keep_stats = NULL;
+	a->unwritten = NULL;
+	a->nr_unwritten = 0;
 	pthread_mutex_unlock(&a->lock);
 	if (rc) {
 		for (int i = 0; i < SMR_STREAM_NR; i++)
@@ -135,7 +141,18 @@ int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		   uint64_t data_start, const uint8_t fs_uuid[16],
 		   const struct smr_alloc_ref *ref, struct smr_alloc **ap)
 {
-	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, NULL, ap);
+	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, NULL,
+			  NULL, 0, ap);
+}
+
+int smr_alloc_open_cut(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		       uint64_t data_start, const uint8_t fs_uuid[16],
+		       const struct smr_alloc_ref *ref,
+		       const struct smr_extent *unw, size_t n,
+		       struct smr_alloc **ap)
+{
+	return alloc_open(ops, dev, data_start, fs_uuid, ref, false, NULL,
+			  unw, n, ap);
 }
 
 int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
@@ -144,7 +161,8 @@ int smr_alloc_open_rebuild(const struct smr_alloc_ops *ops,
 			   const struct smr_alloc_stats *keep,
 			   struct smr_alloc **ap)
 {
-	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, keep, ap);
+	return alloc_open(ops, dev, data_start, fs_uuid, NULL, true, keep,
+			  NULL, 0, ap);
 }
 
 void smr_alloc_set_in_use(struct smr_alloc *a,

@@ -337,6 +337,10 @@ struct smr_alloc {
 	 * from keep_stats if not NULL (set during init only). */
 	bool rebuild;
 	const struct smr_alloc_stats *keep_stats;
+	/* Bytes the state being loaded counts used that never reached the
+	 * device (smr_alloc_open_cut; set during init only). */
+	const struct smr_extent *unwritten;
+	size_t nr_unwritten;
 	/* init read the state with a flipped bit put back (smr_state_read):
 	 * the state on the device stays damaged until a commit writes the
 	 * next one (set during init only). */
@@ -386,6 +390,18 @@ int smr_alloc_select(const struct smr_dev_info *info, const char *name,
 int smr_alloc_open(const struct smr_alloc_ops *ops, struct smr_dev *dev,
 		   uint64_t data_start, const uint8_t fs_uuid[16],
 		   const struct smr_alloc_ref *ref, struct smr_alloc **ap);
+
+/*
+ * smr_alloc_open() for a state whose commit came while data was being
+ * written, the power then going before all of it reached the device: the
+ * @n extents @unw, in sequential zones past their write pointers, count as
+ * used in the state and were never written; they are not live (zoned).
+ */
+int smr_alloc_open_cut(const struct smr_alloc_ops *ops, struct smr_dev *dev,
+		       uint64_t data_start, const uint8_t fs_uuid[16],
+		       const struct smr_alloc_ref *ref,
+		       const struct smr_extent *unw, size_t n,
+		       struct smr_alloc **ap);
 
 /*
  * Open an allocator over a filesystem whose persisted state is lost, for

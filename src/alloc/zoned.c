@@ -377,11 +377,54 @@ static void zoned_rebuild(struct smr_alloc *a, struct zoned *m)
 	}
 }
 
+/* Zone index of @off, or UINT32_MAX. */
+static uint32_t zone_of(struct smr_alloc *a, struct zoned *m, uint64_t off)
+{
+	uint32_t zno = smr_dev_zone_no(a->dev, off);
+
+	if (zno == UINT32_MAX || zno < m->first || zno - m->first >= m->nz)
+		return UINT32_MAX;
+	return zno - m->first;
+}
+
+/*
+ * The bytes of a->unwritten (smr_alloc_open_cut) in each managed zone, in
+ * *@by (NULL when there are none): the state counts them live, the device
+ * never got them.
+ */
+static int unwritten_by_zone(struct smr_alloc *a, struct zoned *m,
+			     uint64_t **by)
+{
+	*by = NULL;
+	if (!a->nr_unwritten)
+		return 0;
+	*by = calloc(m->nz, sizeof(**by));
+	if (!*by)
+		return -ENOMEM;
+	for (size_t k = 0; k < a->nr_unwritten; k++) {
+		uint64_t off = a->unwritten[k].off;
+		uint64_t end = off + a->unwritten[k].len;
+
+		while (off < end) {
+			uint32_t i = zone_of(a, m, off);
+			uint64_t piece;
+
+			if (i == UINT32_MAX)
+				break;
+			piece = SMR_MIN(end, m->z[i].start + m->z[i].len) - off;
+			(*by)[i] += piece;
+			off += piece;
+		}
+	}
+	return 0;
+}
+
 static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		      const struct smr_alloc_ref *ref)
 {
 	struct smr_state_sum sum;
 	struct smr_alloc_zone_d *ents = NULL;
+	uint64_t *unw = NULL;
 	uint64_t n = 0;
 	int rc;
 
@@ -396,6 +439,9 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 	m->st = sum.stats;
 	a->user_bytes = sum.user_bytes;
 	m->gen = ref->gen + 1;
+	rc = unwritten_by_zone(a, m, &unw);
+	if (rc)
+		goto out;
 
 	for (uint32_t i = 0; i < m->nz; i++) {
 		const struct smr_alloc_zone_d *d = &ents[i];
@@ -419,6 +465,8 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 			continue;
 		z->age_gen = le64toh(d->age_gen);
 		z->stream = d->stream;
+		if (unw)
+			live -= SMR_MIN(live, unw[i]);
 		live_set(m, z, live);
 		/* Trust the device: data after the checkpoint is dead, and a
 		 * write pointer never goes back. Bytes handed out but never
@@ -477,6 +525,7 @@ static int zoned_load(struct smr_alloc *a, struct zoned *m,
 		     m->z[i].state == ZS_RETIRING) && !m->z[i].live)
 			m->z[i].dead_gen = ref->gen;
 out:
+	free(unw);
 	free(ents);
 	return rc;
 }
@@ -670,16 +719,6 @@ static int zoned_alloc(struct smr_alloc *a, uint64_t len,
 			      stream] += done;
 	m->st.nr_allocs++;
 	return (int)n;
-}
-
-/* Zone index of @off, or UINT32_MAX. */
-static uint32_t zone_of(struct smr_alloc *a, struct zoned *m, uint64_t off)
-{
-	uint32_t zno = smr_dev_zone_no(a->dev, off);
-
-	if (zno == UINT32_MAX || zno < m->first || zno - m->first >= m->nz)
-		return UINT32_MAX;
-	return zno - m->first;
 }
 
 #define LIVE_CHECK 0

@@ -546,7 +546,8 @@ static int rmap_iter_item(void *arg, const struct smr_key *k, const void *v,
 	ce.len = e.len;
 	ce.owner = e.owner;
 	ce.released = rmap_in_list(&it->c->free_prev, e.off, e.len) ||
-		      rmap_in_list(&it->c->free_cur, e.off, e.len);
+		      rmap_in_list(&it->c->free_cur, e.off, e.len) ||
+		      rmap_in_list(&it->c->cut, e.off, e.len);
 	return it->fn(it->arg, &ce);
 }
 

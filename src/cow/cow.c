@@ -119,9 +119,11 @@ static int cow_trim_released(struct smr_cow *c)
 	if (c->opts.read_only || !c->alloc)
 		return 0;
 	pthread_rwlock_wrlock(&c->lock);
-	for (size_t i = 0; i < c->free_prev.n && !rc; i++) {
-		rc = smr_rmap_trim_locked(c, c->free_prev.x[i].off,
-					  c->free_prev.x[i].len);
+	for (size_t i = 0; i < c->free_prev.n + c->cut.n && !rc; i++) {
+		const struct smr_extent *x = i < c->free_prev.n ?
+			&c->free_prev.x[i] : &c->cut.x[i - c->free_prev.n];
+
+		rc = smr_rmap_trim_locked(c, x->off, x->len);
 		/* Opened to salvage: the rebuild drops them with the node. */
 		if (cow_damage(rc) && c->opts.salvage) {
 			skipped = true;

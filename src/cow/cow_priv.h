@@ -243,6 +243,10 @@ struct smr_cow {
 	struct smr_xlist free_cur;  /* released in the running txn; lock */
 	struct smr_xlist free_prev; /* released by the newest checkpoint,
 				     * not yet given to the allocator; lock */
+	/* Extents it released whose data was in flight and did not all
+	 * reach the device, whole (free_prev has what did): their
+	 * reverse-map entries go at the open. Set at open. */
+	struct smr_xlist cut;
 	struct smr_alloc_ref alloc_ref; /* the newest checkpoint's allocator
 					 * state (fsck reads it again); lock */
 	uint8_t *scratch[2];     /* node-size buffers for splits; lock excl. */

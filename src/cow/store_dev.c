@@ -342,7 +342,76 @@ static int sd_state_new(struct smr_cow *c)
 	return 0;
 }
 
-static int sd_open_alloc(struct smr_cow *c, const struct smr_ckpt *ck)
+/*
+ * Data in flight when checkpoint @ck was taken is among what it released
+ * (sd_record_unsettled), and the power may have gone before all of it
+ * reached the device: what lies past a sequential zone's write pointer was
+ * never written, and new data will be written there. Each extent @ck
+ * releases is cut before its first byte the device does not hold (the
+ * whole extent goes to c->cut, for its reverse-map entries); the bytes of
+ * sequential zones cut off are added to *@unw (*@nunw of them), if @unw
+ * is not NULL, for the allocator, whose state counts them used.
+ */
+static int sd_cut_pending(struct smr_cow *c, struct smr_ckpt *ck,
+			  struct smr_extent **unw, size_t *nunw)
+{
+	uint64_t lost = 0;
+	uint32_t kept = 0;
+	size_t cap = 0;
+
+	smr_xlist_clear(&c->cut);
+	for (uint32_t i = 0; i < ck->nr_pending; i++) {
+		uint64_t off = ck->pending[i].off, pos = off;
+		uint64_t end = off + ck->pending[i].len, cut = end;
+
+		while (pos < end) {
+			uint32_t zno = smr_dev_zone_no(c->dev, pos);
+			struct smr_zone z;
+			uint64_t piece, from;
+
+			if (zno == UINT32_MAX || smr_dev_zone(c->dev, zno, &z))
+				break;
+			piece = SMR_MIN(end, z.start + z.len) - pos;
+			from = SMR_MAX(pos, z.wp);
+			if (smr_zone_is_seq(&z) && from < pos + piece &&
+			    z.cond != SMR_ZONE_COND_OFFLINE &&
+			    z.cond != SMR_ZONE_COND_READONLY) {
+				cut = SMR_MIN(cut, from);
+				if (unw) {
+					int rc = smr_array_grow((void **)unw,
+								&cap, *nunw,
+								sizeof(**unw));
+
+					if (rc)
+						return rc;
+					(*unw)[*nunw].off = from;
+					(*unw)[(*nunw)++].len = pos + piece - from;
+				}
+			}
+			pos += piece;
+		}
+		if (cut < end) {
+			int rc = smr_xlist_add(&c->cut, off, end - off);
+
+			if (rc)
+				return rc;
+			lost += end - cut;
+		}
+		if (cut > off) {
+			ck->pending[kept].off = off;
+			ck->pending[kept++].len = cut - off;
+		}
+	}
+	if (c->cut.n)
+		smr_info("checkpoint of generation %" PRIu64 ": %" PRIu64
+			 " bytes of data in flight when it was taken never "
+			 "reached the device (nothing referenced them)",
+			 ck->gen, lost);
+	ck->nr_pending = kept;
+	return 0;
+}
+
+static int sd_open_alloc(struct smr_cow *c, struct smr_ckpt *ck)
 {
 	const struct smr_alloc_ops *ops;
 	const char *name = c->opts.alloc ? c->opts.alloc : c->sb.alloc;
@@ -350,6 +419,8 @@ static int sd_open_alloc(struct smr_cow *c, const struct smr_ckpt *ck)
 		.off = ck->alloc_off, .len = ck->alloc_len,
 		.csum = ck->alloc_csum, .gen = ck->alloc_gen,
 	};
+	struct smr_extent *unw = NULL;
+	size_t nunw = 0;
 	int rc;
 
 	rc = smr_alloc_select(c->info, name, &ops, c->alloc_why,
@@ -363,8 +434,11 @@ static int sd_open_alloc(struct smr_cow *c, const struct smr_ckpt *ck)
 	if (c->opts.alloc && strcmp(c->opts.alloc, c->sb.alloc))
 		smr_warn("allocator '%s' overrides '%s' recorded at mkfs",
 			 c->opts.alloc, c->sb.alloc);
-	rc = smr_alloc_open(ops, c->dev, c->sb.data_start, c->sb.uuid, &ref,
-			    &c->alloc);
+	rc = sd_cut_pending(c, ck, &unw, &nunw);
+	if (!rc)
+		rc = smr_alloc_open_cut(ops, c->dev, c->sb.data_start,
+					c->sb.uuid, &ref, unw, nunw, &c->alloc);
+	free(unw);
 	if (!rc)
 		smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
 	return rc;
@@ -516,8 +590,11 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 	rc = sd_read_ckpt(c, cand->addr, ck, 0);
 	if (rc != 1)
 		return rc < 0 ? rc : -SMR_EFSCORRUPTED;
-	rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start, c->sb.uuid,
-				    keep, &c->alloc);
+	/* The rebuilt state counts only what was written. */
+	rc = sd_cut_pending(c, ck, NULL, NULL);
+	if (!rc)
+		rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start,
+					    c->sb.uuid, keep, &c->alloc);
 	if (rc)
 		return rc;
 	smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);

@@ -475,6 +475,7 @@ void smr_cow_teardown(struct smr_cow *c)
 	smr_cache_fini(c);
 	free(c->free_cur.x);
 	free(c->free_prev.x);
+	free(c->cut.x);
 	smr_rmap_pend_fini(c);
 	smr_log_fini(c);
 	pthread_rwlock_destroy(&c->lock);
