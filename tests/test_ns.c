@@ -1948,6 +1948,54 @@ static void test_timestamps_statfs(void)
 	fs_teardown();
 }
 
+/* An answer, kept in *@arg. */
+static void ack_result(void *arg, ssize_t result)
+{
+	*(ssize_t *)arg = result;
+}
+
+/*
+ * A write the space runs out in: a short count, or, asked for all of it or
+ * an error (the kernel's writeback of cached pages, which takes any count as
+ * all written and would drop the rest unsaid), the error.
+ */
+static void test_write_whole(void)
+{
+	enum { CHUNK = 1024 * 1024 };
+	struct smr_ns_setattr sa = { .valid = SMR_NS_SET_SIZE };
+	uint8_t *buf = malloc(CHUNK);
+	struct smr_ns_attr a;
+	uint64_t f, off = 0;
+	ssize_t n = 0;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	fs_setup();
+	f = mkfile(ROOT, "fill", 0644);
+	fill_pattern(buf, CHUNK, 3);
+	for (int i = 0; i < 100000; i++) {
+		n = smr_ns_write(ns, &root_cr, f, off, buf, CHUNK);
+		if (n != CHUNK)
+			break;
+		off += CHUNK;
+	}
+	if (n > 0)
+		off += (uint64_t)n;
+	CU_ASSERT_FATAL(off >= CHUNK);
+	/* Half a chunk back, for the next writes to run out in. */
+	off -= CHUNK / 2;
+	sa.size = off;
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	smr_ns_write_ack(ns, &root_cr, f, off, buf, CHUNK, false, ack_result,
+			 &n);
+	CU_ASSERT(n > 0 && n < CHUNK);
+	SMR_ASSERT_OK(smr_ns_setattr(ns, &root_cr, f, &sa, &a));
+	smr_ns_write_ack(ns, &root_cr, f, off, buf, CHUNK, true, ack_result,
+			 &n);
+	CU_ASSERT_EQUAL(n, -ENOSPC);
+	free(buf);
+	fs_teardown();
+}
+
 /* A full device: a clear -ENOSPC, nothing written before it is lost, and
  * the space comes back once the file is gone and committed. */
 static void test_enospc(void)
@@ -3557,7 +3605,7 @@ static void ack_probe_write(struct ack_probe *p, uint64_t off,
 {
 	p->answers = 0;
 	p->started = false;
-	smr_ns_write_ack(ns, &root_cr, p->ino, off, buf, len, ack_probe_fn,
+	smr_ns_write_ack(ns, &root_cr, p->ino, off, buf, len, false, ack_probe_fn,
 			 p);
 	CU_ASSERT_EQUAL(p->answers, 1);
 	CU_ASSERT_EQUAL(p->result, (ssize_t)len);
@@ -3673,7 +3721,8 @@ static void test_write_ack(void)
 		snprintf(name, sizeof(name), "w%d", i);
 		g = mkfile(ROOT, name, 0644);
 		memcow_fail_data_write(cow, -EIO);
-		smr_ns_write_ack(ns, &root_cr, g, 0, new, 4096, ack_keep, &r);
+		smr_ns_write_ack(ns, &root_cr, g, 0, new, 4096, false, ack_keep,
+				 &r);
 		CU_ASSERT_EQUAL(r, 4096);
 		SMR_ASSERT_OK(smr_ns_unlink(ns, &root_cr, ROOT, name));
 	}
@@ -3732,7 +3781,7 @@ static void *acks_run(void *arg)
 		w->p.answers = 0;
 		w->p.started = false;
 		smr_ns_write_ack(ns, &root_cr, w->ino, (uint64_t)w->id * 4096,
-				 w->buf, sizeof(w->buf), acks_fn, w);
+				 w->buf, sizeof(w->buf), false, acks_fn, w);
 		if (w->p.started)
 			pthread_join(w->p.th, NULL);
 		if (w->p.answers != 1 || w->p.result != 4096 ||
@@ -4235,6 +4284,7 @@ static const struct smr_test ns_tests[] = {
 	{ "many_refs", test_many_refs },
 	{ "timestamps_statfs", test_timestamps_statfs },
 	{ "enospc", test_enospc },
+	{ "write_whole", test_write_whole },
 #ifndef NS_TEST_REAL
 	{ "enospc_whole", test_enospc_whole },
 #endif

@@ -51,7 +51,8 @@ SMR_FS_TESTS = \
 	tests/fs/ace.sh \
 	tests/fs/meta_reserve.sh \
 	tests/fs/meta_frag.sh \
-	tests/fs/space_fragmented.sh
+	tests/fs/space_fragmented.sh \
+	tests/fs/space_writeback.sh
 TESTS += $(SMR_FS_TESTS)
 EXTRA_DIST += $(SMR_FS_TESTS) tests/fs/lib.sh tests/fs/fsops.py tests/fs/fsx.py \
 	tests/fs/killload.py tests/fs/posix.py tests/fs/fsstress.py \

@@ -1231,6 +1231,7 @@ struct ns_ack {
 	smr_ns_ack_fn fn;
 	void *arg;
 	size_t size; /* the write's */
+	bool whole;  /* all of it or an error */
 	bool done;   /* answered */
 };
 
@@ -1563,6 +1564,8 @@ out_unlock:
 out:
 	if (done)
 		smr_cow_count_user(ns->cow, done);
+	if (done && done < size && ak && ak->whole)
+		return rc ? rc : -EIO;
 	if (done && (rc == 0 || done < size))
 		return (ssize_t)done;
 	return rc;
@@ -1576,9 +1579,10 @@ ssize_t smr_ns_write(struct smr_ns *ns, const struct smr_ns_cred *cr,
 
 void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      uint64_t ino, uint64_t off, const void *buf, size_t size,
-		      smr_ns_ack_fn ack, void *arg)
+		      bool whole, smr_ns_ack_fn ack, void *arg)
 {
-	struct ns_ack ak = { .ns = ns, .fn = ack, .arg = arg, .size = size };
+	struct ns_ack ak = { .ns = ns, .fn = ack, .arg = arg, .size = size,
+			     .whole = whole };
 	ssize_t n;
 
 	__atomic_add_fetch(&ns->acks_in, 1, __ATOMIC_RELAXED);

@@ -333,10 +333,13 @@ typedef void (*smr_ns_ack_fn)(void *arg, ssize_t result);
  *  - else once it is made.
  * Should the mapping fail after either (no memory, a metadata read error),
  * the filesystem turns read-only and later fsyncs fail.
+ * With @whole, the answer is never a short count: a write that could not
+ * all be made (out of space part way) is answered with the error. The
+ * kernel's writeback of cached pages takes any count as all written.
  */
 void smr_ns_write_ack(struct smr_ns *ns, const struct smr_ns_cred *cr,
 		      uint64_t ino, uint64_t off, const void *buf, size_t size,
-		      smr_ns_ack_fn ack, void *arg);
+		      bool whole, smr_ns_ack_fn ack, void *arg);
 /* Make the file (and everything else) durable: a commit. But if a write
  * to the inode answered before its data went out failed (see
  * smr_ns_write_ack), return that error instead, once. */
