@@ -2,7 +2,8 @@
 # lib.sh - what the shell integration tests share: finding the programs,
 # skipping (exit 77) where FUSE is not usable, a scratch directory, and
 # mounting with a cleanup that unmounts everything and stops every daemon
-# the test started, even when the test fails.
+# the test started, even when the test fails. With SMRFS_TEST_KEEP=DIR, a
+# failed test's scratch directory (its devices and logs) is moved into DIR.
 #
 # Tests run from the build directory (automake's test harness does so);
 # SMRFS_BUILDDIR overrides it.
@@ -45,6 +46,7 @@ is_mounted() {
 }
 
 cleanup() {
+	rc=$?
 	[ -z "$CLEANUP_HOOK" ] || eval "$CLEANUP_HOOK"
 	for m in $MOUNTS; do
 		if is_mounted "$m"; then
@@ -57,7 +59,12 @@ cleanup() {
 			wait_gone "$p" || kill -KILL "$p" 2>/dev/null
 		fi
 	done
-	rm -rf "$T"
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${SMRFS_TEST_KEEP:-}" ] &&
+		mkdir -p "$SMRFS_TEST_KEEP" && mv "$T" "$SMRFS_TEST_KEEP/"; then
+		echo "kept $SMRFS_TEST_KEEP/${T##*/}" >&2
+	else
+		rm -rf "$T"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
