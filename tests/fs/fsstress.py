@@ -9,13 +9,16 @@ Usage: python3 fsstress.py run [-p PROCS] [-n OPS] [-s SEED] [--secs S] DIR
 run   PROCS processes (default 4) each do OPS operations (default 2000)
       under DIR: create, O_TMPFILE (named or not), mkdir, rmdir, rename
       (also of directories, RENAME_EXCHANGE and RENAME_WHITEOUT), link,
-      unlink, symlink, readlink, truncate, write, fallocate (punch hole),
+      unlink, symlink, readlink, truncate, write, O_DIRECT write,
+      copy_file_range, fallocate (punch hole, zero range),
       setxattr, getxattr, listxattr, removexattr, POSIX ACLs (access and
       default: new names inherit them), chmod, chown, utimes, fsync,
       fdatasync, readdir and stat, all on names in the shared
       directories DIR/s*, where they collide. Each
       process also keeps files of its own in DIR/p<N>, whose contents and
-      xattrs it models and checks after every change to them. An error
+      xattrs it models and checks after every change to them (writes,
+      also through O_DIRECT and a shared mapping, copy_file_range,
+      truncate, punch hole, zero range, xattrs, renames). An error
       that a race explains (ENOENT, EEXIST, ENOTEMPTY, ...) counts; any
       other (EIO, EUCLEAN, EBADMSG, ENOTCONN, ...) is a failure, and so is
       a process that does not finish within --secs (default 600): a hang.
@@ -23,7 +26,8 @@ run   PROCS processes (default 4) each do OPS operations (default 2000)
       a file of its own.
       With --secs and --lenient, the run stops at that time without
       failing, and the loss of the mount (the daemon was killed) is not a
-      failure either: for crash trials.
+      failure either, nor is EIO once the mount is gone (the kernel's
+      writeback cache could not write its pages): for crash trials.
 walk  read every file, symlink and xattr under DIR and stat everything;
       any error is a failure. After a remount, the files of the processes
       are checked against their models (kept beside DIR), unless
@@ -34,6 +38,7 @@ import ctypes
 import errno
 import hashlib
 import json
+import mmap
 import os
 import random
 import signal
@@ -46,6 +51,8 @@ NNAMES = 12   # names per directory
 MAXLEN = 256 * 1024
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
+FALLOC_FL_ZERO_RANGE = 0x10
+PAGE = mmap.PAGESIZE
 RENAME_EXCHANGE = 2
 RENAME_WHITEOUT = 4
 AT_FDCWD = -100
@@ -63,6 +70,23 @@ RACE = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR,
 FULL = errno.ENOSPC
 # The mount went away: the daemon was killed (crash trials only).
 GONE = {errno.ENOTCONN, errno.ECONNABORTED}
+
+
+def gone(e, d):
+    """Did E come from the death of the daemon serving D? With the
+    kernel's writeback cache, a close or fsync after the death reports
+    EIO (the pages could not be written), which counts only when the
+    mount is in fact gone (statfs always asks the daemon)."""
+    if e.errno in GONE:
+        return True
+    if e.errno != errno.EIO:
+        return False
+    try:
+        os.statvfs(d)
+    except OSError as e2:
+        return e2.errno in GONE
+    return False
+
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long,
@@ -183,6 +207,39 @@ class Worker:
         finally:
             os.close(fd)
 
+    def op_zero(self):
+        fd = os.open(self.name(), os.O_WRONLY)
+        try:
+            check(libc.fallocate(fd, FALLOC_FL_ZERO_RANGE,
+                                 self.r.randrange(MAXLEN),
+                                 self.r.randrange(1, 65536)))
+        finally:
+            os.close(fd)
+
+    def op_dwrite(self):
+        # Whole pages through O_DIRECT, racing buffered I/O on the name.
+        fd = os.open(self.name(), os.O_WRONLY | os.O_DIRECT)
+        try:
+            length = self.r.randrange(1, 9) * PAGE
+            with mmap.mmap(-1, length) as buf:
+                buf.write(self.data(length))
+                os.pwrite(fd, buf, self.r.randrange(MAXLEN // PAGE) * PAGE)
+        finally:
+            os.close(fd)
+
+    def op_copy(self):
+        src = os.open(self.name(), os.O_RDONLY)
+        try:
+            dst = os.open(self.name(), os.O_WRONLY)
+            try:
+                os.copy_file_range(src, dst, self.r.randrange(1, 65536),
+                                   self.r.randrange(MAXLEN),
+                                   self.r.randrange(MAXLEN))
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
+
     def op_setxattr(self):
         os.setxattr(self.name(), "user.x%d" % self.r.randrange(4),
                     self.data(self.r.choice((0, 10, 300, 3000))),
@@ -271,6 +328,95 @@ class Worker:
             raise AssertionError("%s: xattrs %s, expected %s" %
                                  (p, sorted(xs), sorted(self.xmodel[n])))
 
+    @staticmethod
+    def own_size(m, size):
+        if size < len(m):
+            del m[size:]
+        else:
+            m.extend(bytes(size - len(m)))
+
+    def own_put(self, m, off, data):
+        if data and off > len(m):
+            m.extend(bytes(off - len(m)))
+        m[off:off + len(data)] = data
+
+    def own_direct(self, p, m):
+        """Whole pages through O_DIRECT, from page-aligned memory."""
+        off = self.r.randrange((len(m) + 65536) // PAGE + 1) * PAGE
+        length = self.r.randrange(1, 17) * PAGE
+        fd = os.open(p, os.O_WRONLY | os.O_DIRECT)
+        try:
+            with mmap.mmap(-1, length) as buf:
+                buf.write(self.data(length))
+                done = os.pwrite(fd, buf, off)
+                self.own_put(m, off, bytes(buf[:done]))
+        finally:
+            os.close(fd)
+
+    def own_mmap(self, p, m):
+        """A store through a shared mapping, inside the file; written back
+        by msync, or left to the kernel."""
+        if not m:
+            return
+        off = self.r.randrange(len(m))
+        data = self.data(min(self.r.randrange(1, 65536), len(m) - off))
+        base = off // PAGE * PAGE
+        fd = os.open(p, os.O_RDWR)
+        try:
+            with mmap.mmap(fd, off + len(data) - base, offset=base) as mp:
+                mp[off - base:off - base + len(data)] = data
+                if self.r.random() < 0.5:
+                    mp.flush()
+        finally:
+            os.close(fd)
+        self.own_put(m, off, data)
+
+    def own_copy(self, p, m):
+        """copy_file_range from another file of ours, or within this one."""
+        src = self.own_name()
+        if src not in self.model:
+            return
+        sm = self.model[src]
+        soff = self.r.randrange(len(sm) + 1)
+        doff = self.r.randrange(len(m) + 65536)
+        length = self.r.randrange(1, 65536)
+        if sm is m and soff < doff + length and doff < soff + length:
+            return  # overlapping ranges of one file: EINVAL
+        fd = os.open(p, os.O_WRONLY)
+        try:
+            sfd = os.open(os.path.join(self.own, src), os.O_RDONLY)
+            try:
+                done = os.copy_file_range(sfd, fd, length, soff, doff)
+            finally:
+                os.close(sfd)
+        finally:
+            os.close(fd)
+        if done > 0:
+            self.own_put(m, doff, bytes(sm[soff:soff + done]))
+
+    def own_zero(self, p, m):
+        """Punch a hole, or zero a range (which may extend the file)."""
+        off = self.r.randrange(len(m) + 65536)
+        length = self.r.randrange(1, 65536)
+        punch = self.r.random() < 0.5
+        fd = os.open(p, os.O_WRONLY)
+        try:
+            check(libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+                                 FALLOC_FL_KEEP_SIZE if punch else
+                                 FALLOC_FL_ZERO_RANGE, off, length))
+        except OSError as e:
+            if e.errno != errno.EOPNOTSUPP:  # an older kernel's FUSE
+                raise
+            return
+        finally:
+            os.close(fd)
+        end = off + length
+        if end > len(m) and not punch:
+            self.own_size(m, end)
+        end = min(end, len(m))
+        if off < end:
+            m[off:end] = bytes(end - off)
+
     def op_own(self):
         n = self.own_name()
         p = os.path.join(self.own, n)
@@ -283,7 +429,7 @@ class Worker:
             self.model[n] = bytearray()
             self.xmodel[n] = {}
         m = self.model[n]
-        what = self.r.randrange(5)
+        what = self.r.randrange(9)
         if what == 0:
             off = self.r.randrange(len(m) + 65536)
             data = self.data(self.r.randrange(1, 65536))
@@ -294,16 +440,11 @@ class Worker:
                 data = data[:os.pwrite(fd, data, off)]
             finally:
                 os.close(fd)
-            if data and off > len(m):
-                m.extend(bytes(off - len(m)))
-            m[off:off + len(data)] = data
+            self.own_put(m, off, data)
         elif what == 1:
             size = self.r.randrange(len(m) + 65536)
             os.truncate(p, size)
-            if size < len(m):
-                del m[size:]
-            else:
-                m.extend(bytes(size - len(m)))
+            self.own_size(m, size)
         elif what == 2:
             x = "user.o%d" % self.r.randrange(3)
             v = self.data(self.r.choice((1, 100, 2000)))
@@ -317,11 +458,19 @@ class Worker:
                 if e.errno != errno.ENODATA or x in self.xmodel[n]:
                     raise
             self.xmodel[n].pop(x, None)
-        else:
+        elif what == 4:
             # Rename it away and back: the model follows the inode.
             q = p + ".moved"
             os.rename(p, q)
             os.rename(q, p)
+        elif what == 5:
+            self.own_direct(p, m)
+        elif what == 6:
+            self.own_mmap(p, m)
+        elif what == 7:
+            self.own_copy(p, m)
+        else:
+            self.own_zero(p, m)
         self.own_check(n)
 
     def save_model(self, path):
@@ -335,7 +484,8 @@ class Worker:
            ("unlink", 5), ("rename", 6), ("exchange", 2), ("whiteout", 1),
            ("link", 3), ("symlink", 3),
            ("readlink", 2), ("write", 8), ("read", 5), ("truncate", 3),
-           ("punch", 2), ("setxattr", 3), ("getxattr", 2), ("listxattr", 2),
+           ("punch", 2), ("zero", 1), ("dwrite", 2), ("copy", 2),
+           ("setxattr", 3), ("getxattr", 2), ("listxattr", 2),
            ("removexattr", 2), ("setacl", 2), ("chmod", 2), ("chown", 2),
            ("utimes", 2),
            ("fsync", 2), ("readdir", 4), ("stat", 4), ("own", 12)]
@@ -344,7 +494,7 @@ class Worker:
         try:
             os.makedirs(self.own, exist_ok=True)
         except OSError as e:
-            if e.errno in GONE and lenient:
+            if lenient and gone(e, self.own):
                 return "gone"
             if e.errno == FULL:
                 return "full"
@@ -359,7 +509,7 @@ class Worker:
             try:
                 getattr(self, "op_" + op)()
             except OSError as e:
-                if e.errno in GONE and lenient:
+                if lenient and gone(e, self.own):
                     return "gone"
                 if e.errno == FULL and op == "own":
                     return "full"
@@ -400,7 +550,7 @@ def run(a):
     try:
         setup(a)
     except OSError as e:
-        if e.errno in GONE and a.lenient:
+        if a.lenient and gone(e, a.dir):
             print("fsstress: the mount went away before the run")
             return
         raise

@@ -7,12 +7,14 @@
 # hold what it wrote, fsck.smrfs -n finds nothing after the unmount, and
 # after the remount everything reads. Then kill -9 of the daemon under the
 # same load, a few times: after each death fsck.smrfs -n finds nothing and
-# everything reads after the remount.
+# everything reads after the remount. The zoned device is run twice, the
+# second time with the kernel's writeback cache.
 #
 # FSSTRESS_PROCS processes (default 4) of FSSTRESS_OPS operations (default
 # 1500) for each seed of FSSTRESS_SEEDS (default 1), FSSTRESS_KILLS deaths
-# (default 2); a long run: FSSTRESS_PROCS=8 FSSTRESS_OPS=20000
-# FSSTRESS_SEEDS="$(seq 4)" FSSTRESS_KILLS=20.
+# (default 3), FSSTRESS_MOUNT_OPTS more mount options for every mount; a
+# long run: FSSTRESS_PROCS=8 FSSTRESS_OPS=20000 FSSTRESS_SEEDS="$(seq 4)"
+# FSSTRESS_KILLS=20.
 . "${srcdir:-.}/tests/fs/lib.sh"
 STRESS="${srcdir:-.}/tests/fs/fsstress.py"
 FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
@@ -20,7 +22,8 @@ FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 PROCS=${FSSTRESS_PROCS:-4}
 OPS=${FSSTRESS_OPS:-1500}
 SEEDS=${FSSTRESS_SEEDS:-1}
-KILLS=${FSSTRESS_KILLS:-2}
+KILLS=${FSSTRESS_KILLS:-3}
+MORE=${FSSTRESS_MOUNT_OPTS:+,$FSSTRESS_MOUNT_OPTS}
 M=$T/mnt
 
 fsck_clean() {
@@ -75,12 +78,19 @@ note "zoned, 4 MiB zones, the cleaner kept busy"
 "$CTL" zloop create "$T/zl" --capacity 96M --zone-size 4M --conv-zones 2 \
 	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
 "$MKFS" "$T/zl" >/dev/null || fail "mkfs zoned"
-run "$T/zl" gc_low=8,gc_high=12
-kills "$T/zl" gc_low=8,gc_high=12
+run "$T/zl" gc_low=8,gc_high=12$MORE
+kills "$T/zl" gc_low=8,gc_high=12$MORE
+
+note "zoned, with the kernel's writeback cache"
+"$CTL" zloop create "$T/zlw" --capacity 96M --zone-size 4M --conv-zones 2 \
+	--max-open 6 >/dev/null || fail "smrfsctl zloop create"
+"$MKFS" "$T/zlw" >/dev/null || fail "mkfs zoned"
+run "$T/zlw" gc_low=8,gc_high=12,writeback_cache$MORE
+kills "$T/zlw" gc_low=8,gc_high=12,writeback_cache$MORE
 
 note "a plain file"
 truncate -s 128M "$T/img" || fail "truncate"
 "$MKFS" "$T/img" >/dev/null || fail "mkfs file"
-run "$T/img" commit=5
-kills "$T/img" commit=5
+run "$T/img" commit=5$MORE
+kills "$T/img" commit=5$MORE
 exit 0
