@@ -354,8 +354,11 @@ class Worker:
             os.close(fd)
 
     def own_mmap(self, p, m):
-        """A store through a shared mapping, inside the file; written back
-        by msync, or left to the kernel."""
+        """A store through a shared mapping, inside the file, written back
+        by msync or by an fsync after the unmap. Only these report an
+        error of the writeback (close does not have to, and on a full
+        copy-on-write filesystem an overwrite can fail for want of space:
+        the kernel then drops the pages' changes)."""
         if not m:
             return
         off = self.r.randrange(len(m))
@@ -363,10 +366,13 @@ class Worker:
         base = off // PAGE * PAGE
         fd = os.open(p, os.O_RDWR)
         try:
+            sync = self.r.random() < 0.5
             with mmap.mmap(fd, off + len(data) - base, offset=base) as mp:
                 mp[off - base:off - base + len(data)] = data
-                if self.r.random() < 0.5:
+                if sync:
                     mp.flush()
+            if not sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         self.own_put(m, off, data)
