@@ -1518,6 +1518,44 @@ static void test_wp(void)
 	}
 }
 
+/*
+ * The tail of the metadata zone lost (a zone file of a zoned loop directory
+ * cut short, or a device that lost writes it had acknowledged): the
+ * allocator states of both recoverable checkpoints are gone, and the node
+ * written before them is torn. The repair rebuilds the state and salvages
+ * the tree; the space audit leaves the torn node's block out, as the
+ * salvage does, where it used to count it as referenced data past the
+ * write pointer and refuse every repair: the filesystem could then be
+ * neither mounted nor repaired.
+ */
+static void test_wp_meta(void)
+{
+	struct smr_fsck_result r;
+	uint64_t s1, s2, cut;
+	char zfile[4200];
+
+	populate(K_ZLOG, 60);
+	s1 = alloc_state_addr();
+	CU_ASSERT_FATAL(s1 != 0);
+	flip(s1 + 100);
+	s2 = alloc_state_addr();
+	CU_ASSERT_FATAL(s2 != 0 && s2 != s1);
+	cut = SMR_MIN(s1, s2) - 8192;
+	CU_ASSERT_FATAL(cut / (2 * SMR_MIB) == SMR_MAX(s1, s2) / (2 * SMR_MIB));
+	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
+		 (unsigned long long)(cut / (2 * SMR_MIB)));
+	CU_ASSERT_EQUAL(truncate(zfile, (off_t)(cut % (2 * SMR_MIB))), 0);
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT_EQUAL(r.bad_nodes, 1);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+	CU_ASSERT_EQUAL(r.remaining, 0);
+	CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+	CU_ASSERT_EQUAL(r.problems, 0);
+	CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
+	mounts_clean();
+}
+
 /* Space written and committed that nothing references: the zoned counter
  * is too high, the other modules lose it. */
 static void test_leak(void)
@@ -2181,6 +2219,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "scrub", test_scrub },
 	{ "leak", test_leak },
 	{ "wp", test_wp },
+	{ "wp_meta", test_wp_meta },
 	{ "zone_low", test_zone_low },
 	{ "rmap", test_rmap },
 	{ "rmap_root", test_rmap_root },

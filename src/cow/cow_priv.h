@@ -433,8 +433,9 @@ int smr_cow_audit_locked(struct smr_cow *c);
 int smr_cow_audit_count_locked(struct smr_cow *c, uint64_t *problems,
 			       uint64_t *underfull);
 /* The address of every node reachable from the roots, unsorted, in a
- * malloc'd array (fsck's space audit). Engine lock held. 0, -ENOMEM or a
- * node's read error. */
+ * malloc'd array (fsck's space audit). With opts.skip_damaged a node that
+ * does not verify is left out with everything below it, as the salvage
+ * leaves it. Engine lock held. 0, -ENOMEM or a node's read error. */
 int smr_bt_node_addrs_locked(struct smr_cow *c, uint64_t **addrs, size_t *n);
 
 /*
