@@ -1770,6 +1770,10 @@ struct fk_found {
 			     * it from what can be read (smr_cow_salvage) */
 	uint32_t log_pending; /* fsync log records after the checkpoint: a
 			       * repair replays them first */
+	uint32_t *finish;   /* zones whose write pointer lies inside a
+			     * referenced node: a repair finishes them
+			     * first (smr_alloc_check) */
+	uint32_t nr_finish;
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -2040,6 +2044,9 @@ walk:
 			 "it out or reset it (see above)";
 	}
 	f->rebuild_alloc = sc.low > 0;
+	free(f->finish);
+	f->finish = sc.finish;
+	f->nr_finish = sc.nr_finish;
 out_walk:
 	free(planned);
 	fk_walk_free(&w);
@@ -2182,6 +2189,7 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		smr_err("space repair failed: %s", strerror(-rc));
 		goto out;
 	}
+	free(sc.finish); /* none with repair: the zones were finished */
 	r->fixed += sc.fixed;
 	/* Then the extents that do not hold their data, as audited. */
 	if (w.nxf) {
@@ -2372,6 +2380,20 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (rc)
 		goto out_operr;
 	r->fixed += sup.fixed;
+	/* A zone whose write pointer lies inside a node that reads whole
+	 * (it lost its tail, zeros there) is finished before anything could
+	 * be written over the node. */
+	for (uint32_t i = 0; i < f.nr_finish; i++) {
+		rc = smr_dev_zone_finish(dev, f.finish[i]);
+		if (rc) {
+			smr_err("zone %u: cannot finish it: %s", f.finish[i],
+				strerror(-rc));
+			goto out_uncorrected;
+		}
+		smr_info("zone %u finished: its write pointer lay inside a "
+			 "node", f.finish[i]);
+		r->fixed++;
+	}
 	if (f.salvage) {
 		if (fk_cancelled(o))
 			goto out_cancel;
@@ -2406,6 +2428,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		rc = fk_wps_take(dev, &wps);
 		if (!rc)
 			rc = fk_check_engine(dev, o, &wps, &again, &f2);
+		free(f2.finish);
 		if (rc == -ECANCELED)
 			goto out_cancel;
 		if (rc)
@@ -2434,6 +2457,7 @@ out_operr:
 	smr_err("check stopped: %s", strerror(-rc ? -rc : EINVAL));
 	r->exit_code = SMR_FSCK_OPERROR;
 out:
+	free(f.finish);
 	free(wps.wp);
 	if (!o->dev)
 		smr_dev_close(dev);

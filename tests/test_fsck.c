@@ -1520,19 +1520,27 @@ static void test_wp(void)
 
 /*
  * The tail of the metadata zone lost (a zone file of a zoned loop directory
- * cut short, or a device that lost writes it had acknowledged): the
- * allocator states of both recoverable checkpoints are gone, and the node
- * written before them is torn. The repair rebuilds the state and salvages
- * the tree; the space audit leaves the torn node's block out, as the
+ * cut short, or a device that lost writes it had acknowledged), through
+ * the allocator states of both recoverable checkpoints. The cut tears the
+ * node before them (@torn): the repair rebuilds the state and salvages the
+ * tree, and the space audit leaves the torn node's block out as the
  * salvage does, where it used to count it as referenced data past the
- * write pointer and refuse every repair: the filesystem could then be
- * neither mounted nor repaired.
+ * write pointer and refuse every repair. Or it falls into the zeros after
+ * the items of an earlier node, which still reads whole though the write
+ * pointer lies inside it: the repair finishes the zone first, so that
+ * nothing is written over the node, where the audit used to refuse. The
+ * nodes the cut took are the reverse map's, rebuilt from the extents:
+ * every file is kept. Before, fsck repaired neither and mount.smrfs
+ * refused both.
  */
-static void test_wp_meta(void)
+static void wp_meta(bool torn)
 {
 	struct smr_fsck_result r;
-	uint64_t s1, s2, cut;
+	uint64_t s1, s2, node, cut;
+	uint8_t buf[16384];
 	char zfile[4200];
+	size_t used = 0;
+	int fd;
 
 	populate(K_ZLOG, 60);
 	s1 = alloc_state_addr();
@@ -1540,10 +1548,30 @@ static void test_wp_meta(void)
 	flip(s1 + 100);
 	s2 = alloc_state_addr();
 	CU_ASSERT_FATAL(s2 != 0 && s2 != s1);
-	cut = SMR_MIN(s1, s2) - 8192;
-	CU_ASSERT_FATAL(cut / (2 * SMR_MIB) == SMR_MAX(s1, s2) / (2 * SMR_MIB));
 	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
-		 (unsigned long long)(cut / (2 * SMR_MIB)));
+		 (unsigned long long)(s1 / (2 * SMR_MIB)));
+	fd = open(zfile, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	/* The node before the states; or, untorn, the last one before them
+	 * whose items end in its first half (the others fill it). */
+	for (node = SMR_MIN(s1, s2) - sizeof(buf);
+	     node % (2 * SMR_MIB) && node > s1 - s1 % (2 * SMR_MIB);
+	     node -= 4096) {
+		CU_ASSERT_EQUAL_FATAL(pread(fd, buf, sizeof(buf),
+					    (off_t)(node % (2 * SMR_MIB))),
+				      (ssize_t)sizeof(buf));
+		if (memcmp(buf, "SNOD", 4))
+			continue;
+		for (used = sizeof(buf); used && !buf[used - 1]; used--)
+			;
+		if (torn || used <= sizeof(buf) / 2)
+			break;
+	}
+	close(fd);
+	CU_ASSERT_FATAL(!memcmp(buf, "SNOD", 4));
+	CU_ASSERT_FATAL(used > 4096 || !torn);
+	CU_ASSERT_FATAL(torn || used <= sizeof(buf) / 2);
+	cut = node + (torn ? 4096 : (used + 4095) / 4096 * 4096);
 	CU_ASSERT_EQUAL(truncate(zfile, (off_t)(cut % (2 * SMR_MIB))), 0);
 
 	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
@@ -1553,8 +1581,13 @@ static void test_wp_meta(void)
 	CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
 	CU_ASSERT_EQUAL(r.problems, 0);
 	CU_ASSERT_EQUAL(r.bad_data_blocks, 0);
+	CU_ASSERT_EQUAL(r.inodes, 67);
 	mounts_clean();
+	CU_ASSERT_TRUE(f1_intact());
 }
+
+static void test_wp_meta(void) { wp_meta(true); }
+static void test_wp_node(void) { wp_meta(false); }
 
 /* Space written and committed that nothing references: the zoned counter
  * is too high, the other modules lose it. */
@@ -2220,6 +2253,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "leak", test_leak },
 	{ "wp", test_wp },
 	{ "wp_meta", test_wp_meta },
+	{ "wp_node", test_wp_node },
 	{ "zone_low", test_zone_low },
 	{ "rmap", test_rmap },
 	{ "rmap_root", test_rmap_root },

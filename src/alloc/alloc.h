@@ -543,6 +543,10 @@ struct smr_alloc_check {
 	uint64_t bytes_referenced; /* the extents given plus the state */
 	uint64_t leaked;           /* rotational, flash: bytes neither
 				    * referenced nor free */
+	uint32_t *finish;          /* zoned, without @repair: the zones to
+				    * finish before a repair (below); malloc'd,
+				    * the caller frees it */
+	uint32_t nr_finish;
 };
 
 /*
@@ -560,6 +564,13 @@ struct smr_alloc_check {
  * commits so the state is written by the normal commit path. A zone
  * counter that is too low is never raised in place (r->low without
  * @repair; unfixable with it, since the caller should have rebuilt).
+ * An extent that starts below a sequential zone's write pointer and runs
+ * past it read whole, the caller vouches (a verified node whose last bytes
+ * are the zeros the device returns past the write pointer: a zone that
+ * lost its tail): finishing the zone keeps it as it read and lets nothing
+ * be written over it. Such zones are listed in r->finish without @repair,
+ * for the caller to finish before it repairs; with @repair the extent is
+ * unfixable (the caller should have finished the zone).
  * Fills *@r. Returns 0 (problems or not: see @r), -ENOMEM, -EOPNOTSUPP an
  * unknown module.
  */

@@ -93,6 +93,23 @@ static int check_zoned(struct smr_alloc *a, const struct smr_extent *v,
 				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the zone's capacity (not repairable)",
 					  zno, v[i].off, v[i].len);
 				r->unfixable++;
+			} else if (smr_zone_is_seq(&z) && off + piece > z.wp &&
+				   off < z.wp && !repair) {
+				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " runs past the write pointer %" PRIu64 " (a repair finishes the zone first)",
+					  zno, v[i].off, v[i].len, z.wp);
+				if (!r->nr_finish ||
+				    r->finish[r->nr_finish - 1] != zno) {
+					uint32_t *f = realloc(r->finish,
+							      (r->nr_finish + 1) *
+							      sizeof(*f));
+
+					if (!f) {
+						free(count);
+						return -ENOMEM;
+					}
+					r->finish = f;
+					r->finish[r->nr_finish++] = zno;
+				}
 			} else if (smr_zone_is_seq(&z) && off + piece > z.wp) {
 				ac_report(r, "zone %u: extent %" PRIu64 "+%" PRIu64 " past the write pointer %" PRIu64 " (never written; not repairable)",
 					  zno, v[i].off, v[i].len, z.wp);
@@ -341,5 +358,10 @@ int smr_alloc_check(struct smr_alloc *a, const struct smr_alloc_ref *ref,
 out_unlock:
 	pthread_mutex_unlock(&a->lock);
 	free(v);
+	if (rc) {
+		free(r->finish);
+		r->finish = NULL;
+		r->nr_finish = 0;
+	}
 	return rc;
 }

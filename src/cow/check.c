@@ -444,6 +444,8 @@ int smr_cow_check_space(struct smr_cow *c, const struct smr_data_extent *data,
 	r->zones = ac.zones;
 	r->bytes_referenced = ac.bytes_referenced;
 	r->leaked = ac.leaked;
+	r->finish = ac.finish;
+	r->nr_finish = ac.nr_finish;
 	if (repair && ac.fixed)
 		c->changed = true; /* the fixed state goes out with the next
 				    * commit */

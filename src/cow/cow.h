@@ -555,6 +555,10 @@ struct smr_cow_space_check {
 	uint64_t data_bytes;       /* bytes of the data extents given */
 	uint64_t bytes_referenced; /* everything referenced */
 	uint64_t leaked;           /* bytes neither referenced nor free */
+	uint32_t *finish;          /* without @repair: zones to finish
+				    * before a repair (smr_alloc_check);
+				    * malloc'd, the caller frees it */
+	uint32_t nr_finish;
 };
 
 /*
