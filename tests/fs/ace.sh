@@ -7,7 +7,9 @@
 # what fsync promised is there (with a long commit interval, so that only
 # fsync makes anything durable). Where the daemon has an fsync mode that
 # commits everything, the whole workload directory must be exactly as it
-# was at the kill; every mode the daemon offers is run.
+# was at the kill; every mode the daemon offers is run, and the log mode
+# again with the kernel's writeback cache, which keeps written data in the
+# kernel until fsync, or the kernel's own writeback, sends it.
 #
 # ACE_COUNT workloads per mode (default 100), ACE_SEED (default 1); a long
 # run: ACE_COUNT=2000 ACE_SEED=$RANDOM.
@@ -37,6 +39,8 @@ if "$MOUNT" --help 2>&1 | grep -q "fsync="; then
 	run commit=3600,fsync=commit --exact
 	note "fsync=log: the remounts must replay records"
 	run commit=3600,fsync=log --want-replays
+	note "writeback_cache: fsync must send what the kernel holds"
+	run commit=3600,fsync=log,writeback_cache --want-replays
 else
 	note "fsync commits everything"
 	run commit=3600 --exact
