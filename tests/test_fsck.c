@@ -456,6 +456,46 @@ static void test_ckpt_newest(void)
 }
 
 /*
+ * The newest checkpoint record zeroed in the checkpoint log (a device that
+ * lost an acknowledged write, or a tool that zeroed it): the one before is
+ * valid and is used, and nothing marks the record as damaged. fsck reports
+ * the zeros after it below the write pointer as a lost commit, where it
+ * used to find the filesystem clean, and a repair commits anew.
+ */
+static void test_ckpt_zeroed(void)
+{
+	static const uint8_t zeros[SMR_CKPT_SIZE];
+	struct smr_cow_super_check sc;
+	struct smr_fsck_result r;
+	struct smr_dev *dev;
+	char zfile[4200];
+	int fd;
+
+	populate(K_ZLOG, 0);
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	CU_ASSERT_FATAL(sc.newest_gen > 1);
+	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
+		 (unsigned long long)(sc.newest_addr / (2 * SMR_MIB)));
+	fd = open(zfile, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pwrite(fd, zeros, sizeof(zeros),
+			       (off_t)(sc.newest_addr % (2 * SMR_MIB))),
+			(ssize_t)sizeof(zeros));
+	close(fd);
+
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_UNCORRECTED);
+	CU_ASSERT_EQUAL(r.problems, 1);
+	CU_ASSERT_EQUAL(r.ckpt_bad, 0);
+	CU_ASSERT_EQUAL(r.gen, sc.newest_gen - 1);
+	check_repair_clean();
+	CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+	CU_ASSERT(r.gen >= sc.newest_gen);
+	mounts_clean();
+}
+
+/*
  * The root node of the newest tree damaged after its commit was durable (a
  * node only the newest checkpoint references): open falls back to the
  * previous checkpoint; fsck says so as the one problem, and a repair
@@ -2232,6 +2272,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "sb_both", test_sb_both },
 	{ "ckpt", test_ckpt },
 	{ "ckpt_newest", test_ckpt_newest },
+	{ "ckpt_zeroed", test_ckpt_zeroed },
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },

@@ -196,7 +196,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	}
 
 	/* The checkpoint records: valid ones, and the newest of them. */
-	struct { uint64_t addr, gen; bool restored; } *pl = NULL;
+	struct { uint64_t addr, gen; bool restored, empty; } *pl = NULL;
 	size_t np = 0;
 
 	if (ring) {
@@ -239,6 +239,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 			smr_blk_hdr_decode(buf, &id);
 			if (cs_is_zero(buf, SMR_CKPT_SIZE)) {
 				r->ckpt_empty++;
+				pl[i].empty = true;
 			} else if (id.magic == SMR_MAGIC_LOG) {
 				/* An fsync log piece: replayed (or found
 				 * stale) by open; one that does not verify
@@ -369,6 +370,40 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 				goto out_pl;
 		}
 		r->fixed++;
+	}
+	/* Zeros after the newest record in its log zone, below the write
+	 * pointer, where only records and fsync log pieces are written: what
+	 * was written there is lost (a device that lost acknowledged writes,
+	 * or a tool that zeroed them), newer commits with it. Not in a full
+	 * zone: a log zone is finished when the log moves on, and a power cut
+	 * can leave the log in it. */
+	struct smr_zone lz;
+
+	if (!ring && r->ckpt_valid &&
+	    !smr_dev_zone(dev, smr_dev_zone_no(dev, r->newest_addr), &lz) &&
+	    !smr_zone_is_full(&lz)) {
+		uint32_t zno = smr_dev_zone_no(dev, r->newest_addr), lost = 0;
+		uint64_t first = 0;
+
+		for (size_t i = 0; i < np; i++)
+			if (pl[i].empty && pl[i].addr > r->newest_addr &&
+			    smr_dev_zone_no(dev, pl[i].addr) == zno && !lost++)
+				first = pl[i].addr;
+		if (lost) {
+			r->problems++;
+			r->lost_commit = true;
+			smr_err("checkpoint log: %u slot%s from byte %" PRIu64
+				" on, after the newest valid record (generation %"
+				PRIu64 "), hold%s only zeros below the write "
+				"pointer: what was written there is lost, and "
+				"the commits it made with it (%s)", lost,
+				lost == 1 ? "" : "s", first, r->newest_gen,
+				lost == 1 ? "s" : "",
+				repair ? "a new commit supersedes them" :
+					 "a new commit would supersede them");
+			if (repair)
+				r->fixed++;
+		}
 	}
 	if (repair && nbad)
 		rc = smr_dev_flush(dev);
