@@ -377,17 +377,17 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	 * or a tool that zeroed them), newer commits with it. Not in a full
 	 * zone: a log zone is finished when the log moves on, and a power cut
 	 * can leave the log in it. */
+	uint32_t lzno = smr_dev_zone_no(dev, r->newest_addr);
 	struct smr_zone lz;
 
-	if (!ring && r->ckpt_valid &&
-	    !smr_dev_zone(dev, smr_dev_zone_no(dev, r->newest_addr), &lz) &&
+	if (!ring && r->ckpt_valid && !smr_dev_zone(dev, lzno, &lz) &&
 	    !smr_zone_is_full(&lz)) {
-		uint32_t zno = smr_dev_zone_no(dev, r->newest_addr), lost = 0;
 		uint64_t first = 0;
+		uint32_t lost = 0;
 
 		for (size_t i = 0; i < np; i++)
 			if (pl[i].empty && pl[i].addr > r->newest_addr &&
-			    smr_dev_zone_no(dev, pl[i].addr) == zno && !lost++)
+			    smr_dev_zone_no(dev, pl[i].addr) == lzno && !lost++)
 				first = pl[i].addr;
 		if (lost) {
 			r->problems++;
