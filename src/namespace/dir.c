@@ -1075,11 +1075,13 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 }
 
 /* relatime: atime is updated only when it is not newer than mtime/ctime
- * or is a day old, so that reading does not write metadata every time. */
+ * or is a day old, so that reading does not write metadata every time.
+ * (Compared with now less a day: any atime can be set, and now minus one
+ * far in the past would overflow.) */
 bool ns_atime_fresh(const struct ns_inode *ip, int64_t now)
 {
 	return ip->atime > ip->mtime && ip->atime > ip->ctime &&
-	       now - ip->atime < 24LL * 3600 * 1000000000;
+	       ip->atime > now - 24LL * 3600 * 1000000000;
 }
 
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
