@@ -1595,8 +1595,7 @@ static void wp_meta(bool torn)
 	/* The node before the states; or, untorn, the last one before them
 	 * whose items end in its first half (the others fill it). */
 	for (node = SMR_MIN(s1, s2) - sizeof(buf);
-	     node % (2 * SMR_MIB) && node > s1 - s1 % (2 * SMR_MIB);
-	     node -= 4096) {
+	     node > s1 - s1 % (2 * SMR_MIB); node -= 4096) {
 		CU_ASSERT_EQUAL_FATAL(pread(fd, buf, sizeof(buf),
 					    (off_t)(node % (2 * SMR_MIB))),
 				      (ssize_t)sizeof(buf));

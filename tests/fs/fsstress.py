@@ -335,7 +335,8 @@ class Worker:
         else:
             m.extend(bytes(size - len(m)))
 
-    def own_put(self, m, off, data):
+    @staticmethod
+    def own_put(m, off, data):
         if data and off > len(m):
             m.extend(bytes(off - len(m)))
         m[off:off + len(data)] = data
@@ -416,12 +417,10 @@ class Worker:
             return
         finally:
             os.close(fd)
-        end = off + length
-        if end > len(m) and not punch:
-            self.own_size(m, end)
-        end = min(end, len(m))
-        if off < end:
-            m[off:end] = bytes(end - off)
+        if not punch:
+            self.own_put(m, off, bytes(length))
+        elif off < len(m):
+            self.own_put(m, off, bytes(min(length, len(m) - off)))
 
     def op_own(self):
         n = self.own_name()
