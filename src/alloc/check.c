@@ -217,18 +217,26 @@ static int check_xmod(struct smr_alloc *a, const struct smr_extent *v,
 				     &m->cooling };
 	static const char *const names[4] = { "free", "pending", "committing",
 					      "cooling" };
-	uint64_t pos = a->data_start, cap = a->info->capacity;
+	uint64_t pos = a->data_start, cap = a->info->capacity, taken = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
 		for (int s = 0; s < 4; s++) {
 			if (!smr_xidx_overlaps(sets[s], v[i].off, v[i].len))
 				continue;
-			ac_report(r, "extent %" PRIu64 "+%" PRIu64 " is referenced but %s%s",
-				  v[i].off, v[i].len, names[s],
-				  s ? " (cannot be fixed before the next commit)" :
-				  repair ? " (taken out of the free space)" :
-					   " (would take it out of the free space)");
+			/* A state rebuilt from the device holds everything
+			 * free: each extent is expected, and said once. */
+			if (!s && a->rebuild) {
+				r->problems++;
+				taken++;
+			} else {
+				ac_report(r, "extent %" PRIu64 "+%" PRIu64
+					  " is referenced but %s%s",
+					  v[i].off, v[i].len, names[s],
+					  s ? " (cannot be fixed before the next commit)" :
+					  repair ? " (taken out of the free space)" :
+						   " (would take it out of the free space)");
+			}
 			if (s) {
 				r->unfixable++;
 			} else if (repair) {
@@ -239,6 +247,12 @@ static int check_xmod(struct smr_alloc *a, const struct smr_extent *v,
 			}
 		}
 	}
+	if (taken)
+		smr_err("%" PRIu64 " referenced extent%s free in the allocator "
+			"state rebuilt from the device (%s)", taken,
+			taken == 1 ? " is" : "s are",
+			repair ? "taken out of the free space" :
+				 "a repair takes them out of the free space");
 	/* Leaks: the managed range is referenced or in one of the sets. */
 	size_t i = 0;
 
