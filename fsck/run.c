@@ -1743,6 +1743,9 @@ static int fk_open_engine(struct smr_dev *dev, const struct smr_cow_opts *co,
 	int rc;
 
 	o.rebuild_sb = true;
+	/* Where no checkpoint record verifies, one rebuilt from the trees
+	 * (until the repair commits it). */
+	o.rebuild_ckpt = true;
 	rc = smr_cow_open(dev, &o, cowp);
 	if (rc)
 		return rc;
@@ -1768,6 +1771,9 @@ struct fk_found {
 			     * commits anew */
 	bool salvage;       /* a tree has a damaged node: a repair rebuilds
 			     * it from what can be read (smr_cow_salvage) */
+	bool ckpt_rebuilt;  /* no checkpoint record verified: the open
+			     * rebuilt one and the allocator state, so a
+			     * salvage waits for the audit (fk_repair) */
 	uint32_t log_pending; /* fsync log records after the checkpoint: a
 			       * repair replays them first */
 	uint32_t *finish;   /* zones whose write pointer lies inside a
@@ -1898,6 +1904,11 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 		f->commit_anew = true;
 	}
 	snprintf(r->alloc, sizeof(r->alloc), "%s", info.alloc);
+	if (info.ckpt_rebuilt) {
+		/* Counted by the superblock pass. */
+		f->ckpt_rebuilt = true;
+		f->commit_anew = true;
+	}
 
 	/* The trees' structure: each damaged node is reported, and the
 	 * phases below read past it (what it held is missing to them). */
@@ -2062,9 +2073,14 @@ out_cancel:
 static void fk_salvaged(const struct smr_cow_salvage *s,
 			struct smr_fsck_result *r)
 {
-	smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) dropped, %"
-		 PRIu64 " items kept, %" PRIu64 " lost", s->trees, s->bad_nodes,
-		 s->kept, s->lost);
+	if (s->lost_unknown)
+		smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) "
+			 "dropped, %" PRIu64 " items kept", s->trees,
+			 s->bad_nodes, s->kept);
+	else
+		smr_info("salvaged %u tree(s): %" PRIu64 " damaged node(s) "
+			 "dropped, %" PRIu64 " items kept, %" PRIu64 " lost",
+			 s->trees, s->bad_nodes, s->kept, s->lost);
 	r->fixed += s->trees;
 }
 
@@ -2342,7 +2358,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	}
 	if (fk_cancelled(o))
 		goto out_cancel;
-	if (sup.no_sb || !sup.ckpt_valid) {
+	if (sup.no_sb) {
 		f.fatal = true;
 	} else {
 		rc = fk_check_engine(dev, o, &wps, r, &f);
@@ -2366,7 +2382,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	}
 	if (f.fatal) {
 		smr_err("nothing repaired: %s", f.why ? f.why :
-			"no valid superblock or checkpoint");
+			"no valid superblock");
 		r->remaining = f.problems;
 		r->exit_code = SMR_FSCK_UNCORRECTED;
 		goto out;
@@ -2394,7 +2410,10 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			 "node", f.finish[i]);
 		r->fixed++;
 	}
-	if (f.salvage) {
+	/* On an allocator state rebuilt with the checkpoint, nothing may be
+	 * allocated before the audit: the salvage goes with the repairs. */
+	salvage_later = f.salvage && f.ckpt_rebuilt;
+	if (f.salvage && !salvage_later) {
 		if (fk_cancelled(o))
 			goto out_cancel;
 		rc = fk_salvage(dev, r, &salvage_later);

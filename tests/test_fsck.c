@@ -496,6 +496,183 @@ static void test_ckpt_zeroed(void)
 }
 
 /*
+ * Zero every checkpoint record, as a tool that wiped the checkpoint area
+ * would: the ring's slots (of a file, or in conventional zone 0), or every
+ * record of both zones of the checkpoint log, below their write pointers,
+ * after their superblock copies.
+ */
+static void zero_ckpts(void)
+{
+	static const uint8_t zeros[64 * 1024];
+	char file[4200];
+
+	for (int z = 0; z < (cur_kind == K_ZLOG ? 2 : 1); z++) {
+		uint64_t from = cur_kind == K_ZLOG ? SMR_SB_SIZE : 65536, to;
+		struct stat st;
+		int fd;
+
+		if (cur_kind == K_FILE)
+			snprintf(file, sizeof(file), "%s", path);
+		else
+			snprintf(file, sizeof(file), "%s/%s-%06d", path,
+				 cur_kind == K_ZCNV ? "cnv" : "seq", z);
+		fd = open(file, O_RDWR);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_FATAL(fstat(fd, &st) == 0);
+		to = cur_kind == K_FILE ? 4 * SMR_MIB :
+		     cur_kind == K_ZCNV ? 2 * SMR_MIB : (uint64_t)st.st_size;
+		for (uint64_t a = from; a < to; a += sizeof(zeros))
+			CU_ASSERT_EQUAL(pwrite(fd, zeros,
+					       SMR_MIN(sizeof(zeros), to - a),
+					       (off_t)a),
+					(ssize_t)SMR_MIN(sizeof(zeros), to - a));
+		close(fd);
+	}
+}
+
+/* Every file populate() made reads back, and /late is there or not. */
+static void all_there(int many, bool late)
+{
+	struct smr_ns_attr a;
+	struct fs f;
+
+	SMR_ASSERT_OK(fs_open(&f, true));
+	if (!f.ns)
+		return;
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ROOT, "empty", &a));
+	SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, "f2", &a));
+	CU_ASSERT_EQUAL(a.size, 9000);
+	for (int i = 0; i < many; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "file-with-a-long-name-%06d", i);
+		SMR_ASSERT_OK(smr_ns_lookup(f.ns, ino_d, name, &a));
+	}
+	SMR_ASSERT_RC(smr_ns_lookup(f.ns, ROOT, "late", &a),
+		      late ? 0 : -ENOENT);
+	fs_close(&f);
+	CU_ASSERT_TRUE(f1_intact());
+}
+
+/*
+ * Every checkpoint record lost (zeroed), the trees intact: the check says
+ * there is no valid checkpoint, and the repair rebuilds one from the
+ * newest tree roots found on the device and an allocator state rebuilt
+ * from the device. Every file is back, as the newest commit left it.
+ */
+static void test_ckpt_all_lost(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_fsck_result r;
+		uint64_t gen, inodes;
+
+		populate((enum kind)k, 200);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		gen = r.gen;
+		inodes = r.inodes;
+		CU_ASSERT(inodes > 200);
+		zero_ckpts();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.ckpt_valid, 0);
+		CU_ASSERT_EQUAL(r.inodes, inodes);
+		check_repair_clean();
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r), SMR_FSCK_OK);
+		CU_ASSERT(r.gen >= gen);
+		CU_ASSERT_EQUAL(r.inodes, inodes);
+		mounts_clean();
+		all_there(200, false);
+	}
+}
+
+/*
+ * The same after a power cut at each write of a commit that adds a file
+ * (the fault device drops every write after the first @cut): the tree of
+ * the cut commit, partly written, does not read back whole, and the one
+ * before it is taken; once all its nodes are written, it is taken. Either
+ * way nothing older is lost, and the repair leaves a clean filesystem.
+ */
+static void test_ckpt_all_lost_cut(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		bool landed = false;
+
+		for (uint64_t cut = 0; !landed && cut < 64; cut++) {
+			struct smr_fault_rule rule = {
+				.what = SMR_FAULT_DROP_WRITES, .after = cut,
+			};
+			struct smr_cow_super_check sc;
+			struct smr_dev *lower, *dev;
+			struct smr_cow_info info;
+			struct smr_fsck_result r;
+			struct smr_fault *fl;
+			struct smr_cow *cow;
+			struct smr_ns *ns;
+			uint64_t late;
+
+			populate((enum kind)k, 100);
+			SMR_ASSERT_OK(smr_dev_open(path, NULL, &lower));
+			SMR_ASSERT_OK(smr_fault_open(lower, &fl, &dev));
+			SMR_ASSERT_OK(smr_cow_open(dev, NULL, &cow));
+			SMR_ASSERT_OK(smr_ns_open(cow, NULL, &ns));
+			late = mkfile(ns, ROOT, "late", 20000);
+			CU_ASSERT(late != 0);
+			SMR_ASSERT_OK(smr_fault_arm(fl, &rule));
+			SMR_ASSERT_OK(smr_ns_sync(ns));
+			smr_cow_info(cow, &info);
+			smr_ns_close(ns);
+			smr_cow_close(cow);
+			smr_dev_close(dev);
+			smr_dev_close(lower);
+			smr_fault_free(fl);
+			/* Did the commit's record land? Then the next cut is
+			 * past the whole commit. */
+			SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+			SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+			SMR_ASSERT_OK(smr_dev_close(dev));
+			landed = sc.newest_gen >= info.gen;
+
+			zero_ckpts();
+			CU_ASSERT_EQUAL(run_fsck(true, false, &r),
+					SMR_FSCK_FIXED);
+			CU_ASSERT_EQUAL(r.remaining, 0);
+			CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+			CU_ASSERT_EQUAL(r.problems, 0);
+			mounts_clean();
+			/* The new file is there whole, or not at all. */
+			{
+				struct smr_ns_attr a;
+				struct fs f;
+				bool there;
+
+				SMR_ASSERT_OK(fs_open(&f, true));
+				if (!f.ns)
+					continue;
+				there = !smr_ns_lookup(f.ns, ROOT, "late", &a);
+				if (there) {
+					char buf[20000];
+
+					CU_ASSERT_EQUAL(a.size, 20000);
+					CU_ASSERT_EQUAL(smr_ns_read(f.ns, a.ino, 0,
+								    sizeof(buf), buf),
+							(ssize_t)sizeof(buf));
+					for (size_t i = 0; i < sizeof(buf); i++)
+						if (buf[i] != (char)('a' + i % 23)) {
+							CU_FAIL("late: wrong byte");
+							break;
+						}
+				}
+				fs_close(&f);
+				all_there(100, there);
+				if (landed)
+					CU_ASSERT_TRUE(there);
+			}
+		}
+		CU_ASSERT_TRUE(landed);
+	}
+}
+
+/*
  * The root node of the newest tree damaged after its commit was durable (a
  * node only the newest checkpoint references): open falls back to the
  * previous checkpoint; fsck says so as the one problem, and a repair
@@ -829,10 +1006,12 @@ static void test_node(void)
  * the salvage cannot run on a state of its own, so the repair rebuilds the
  * state, salvages, and audits the salvaged trees before its one commit
  * takes space (found by random bit flips: such images were left
- * unrepaired, the salvage's open refused). Nothing the trees still
- * reference is overwritten: the data reads back and scrubs clean.
+ * unrepaired, the salvage's open refused), or with every checkpoint record
+ * lost (@no_ckpt; the checkpoint is rebuilt from the trees). Nothing the
+ * trees still reference is overwritten: the data reads back and scrubs
+ * clean.
  */
-static void leaf_damage(bool one_bit, bool states)
+static void leaf_damage(bool one_bit, bool states, bool no_ckpt)
 {
 	for (int k = 0; k < K_NR; k++) {
 		struct smr_fsck_result r;
@@ -845,11 +1024,15 @@ static void leaf_damage(bool one_bit, bool states)
 		CU_ASSERT_FATAL(second != 0);
 		if (states)
 			damage_alloc_states();
+		if (no_ckpt)
+			zero_ckpts();
 		flip_mask(second + 5000, one_bit ? 0x08 : 0x5a);
 
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
 				SMR_FSCK_UNCORRECTED);
 		CU_ASSERT_EQUAL(r.bad_nodes, 1);
+		if (no_ckpt)
+			CU_ASSERT_EQUAL(r.ckpt_valid, 0);
 		if (one_bit) {
 			CU_ASSERT_EQUAL(r.inodes, 407);
 			CU_ASSERT_EQUAL(r.entries, 407);
@@ -868,8 +1051,17 @@ static void leaf_damage(bool one_bit, bool states)
 	}
 }
 
-static void test_node_bit(void) { leaf_damage(true, false); }
-static void test_alloc_state_node(void) { leaf_damage(false, true); }
+static void test_node_bit(void) { leaf_damage(true, false, false); }
+static void test_alloc_state_node(void) { leaf_damage(false, true, false); }
+
+/*
+ * Every checkpoint record lost, and the directory leaf of the newest
+ * namespace tree damaged: the rebuilt checkpoint takes the newest root all
+ * the same, and the salvage drops the leaf (the inodes it named go to
+ * /lost+found). Taking an older tree instead would lose more: the newest
+ * commit, or far more where the older trees' space was reused.
+ */
+static void test_ckpt_all_lost_node(void) { leaf_damage(false, false, true); }
 
 /* Unlink populate()'s /d/file-with-a-long-name-NNNNNN for NNNNNN from
  * @from below @to in steps of @step, and commit. */
@@ -2272,6 +2464,9 @@ static const struct smr_test fsck_tests[] = {
 	{ "ckpt", test_ckpt },
 	{ "ckpt_newest", test_ckpt_newest },
 	{ "ckpt_zeroed", test_ckpt_zeroed },
+	{ "ckpt_all_lost", test_ckpt_all_lost },
+	{ "ckpt_all_lost_cut", test_ckpt_all_lost_cut },
+	{ "ckpt_all_lost_node", test_ckpt_all_lost_node },
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },
 	{ "alloc_state", test_alloc_state },

@@ -296,9 +296,12 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		}
 	}
 	if (!r->ckpt_valid) {
-		smr_err("no valid checkpoint");
+		/* fsck rebuilds one from the trees on the device, if it finds
+		 * any (smr_cow_opts.rebuild_ckpt). */
+		smr_err("no valid checkpoint (%s from the trees found on the "
+			"device)", repair ? "rebuilt" : "a repair rebuilds one");
 		r->problems++;
-		r->unfixable++;
+		r->no_ckpt = true;
 	}
 	for (uint32_t b = 0; b < nbad; b++) {
 		size_t i = bad_at[b];
@@ -511,6 +514,7 @@ int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
 	pthread_rwlock_wrlock(&c->lock);
 	for (uint32_t id = 1; id <= SMR_COW_MAX_TREE && !rc; id++) {
 		uint64_t items, kept, bad, had = c->trees[id].nr_items;
+		const char *name;
 		char tb[16];
 
 		if (!c->trees[id].addr)
@@ -529,11 +533,21 @@ int smr_cow_salvage(struct smr_cow *c, struct smr_cow_salvage *r)
 		r->trees++;
 		r->bad_nodes += bad;
 		r->kept += kept;
+		name = smr_tree_name_locked(c, id, tb, sizeof(tb));
+		/* A rebuilt checkpoint counted only the items it could read
+		 * (smr_ckpt_from_scan): what was lost is not known. */
+		if (c->ckpt_rebuilt) {
+			r->lost_unknown = true;
+			smr_warn("salvage: tree %s rebuilt with %" PRIu64
+				 " items (how many the damaged nodes held is "
+				 "not known: no checkpoint counted them)", name,
+				 kept);
+			continue;
+		}
 		r->lost += had > kept ? had - kept : 0;
 		smr_warn("salvage: tree %s rebuilt with %" PRIu64 " items; %"
-			 PRIu64 " of the %" PRIu64 " it held are lost",
-			 smr_tree_name_locked(c, id, tb, sizeof(tb)), kept,
-			 had > kept ? had - kept : 0, had);
+			 PRIu64 " of the %" PRIu64 " it held are lost", name,
+			 kept, had > kept ? had - kept : 0, had);
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

@@ -347,6 +347,7 @@ void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info)
 	info->format_major = c->sb.format_major;
 	info->format_minor = c->sb.format_minor;
 	info->skipped_gen = c->skipped_gen;
+	info->ckpt_rebuilt = c->ckpt_rebuilt;
 	info->log_replayed = c->log_replayed;
 	info->log_pending = c->log_pending;
 	info->log_on = c->log_on;

@@ -142,6 +142,9 @@ struct smr_cow_info {
 	 * or its allocator state damaged) and took its predecessor: the
 	 * newer one's generation, else 0. */
 	uint64_t skipped_gen;
+	/* No checkpoint record verified, and open took one rebuilt from the
+	 * trees found on the device (fsck only, rebuild_ckpt). */
+	bool ckpt_rebuilt;
 	uint64_t fs_items;       /* items in the FS tree (a progress total) */
 	/* fsync log records after the newest checkpoint: replayed by this
 	 * open, or found and left for a read-write open (a read-only one
@@ -212,6 +215,11 @@ struct smr_cow_opts {
 	 * rebuilt from the device and its checkpoint records (as
 	 * smr_cow_check_super reports, docs/design/fsck.md). */
 	bool rebuild_sb;
+	/* fsck only: where no checkpoint record verifies, open with one
+	 * rebuilt from the B-tree nodes on the device (smr_ckpt_from_scan)
+	 * and an allocator state rebuilt from the device (as rebuild_alloc),
+	 * for fsck's audit and repairs (docs/design/fsck.md). */
+	bool rebuild_ckpt;
 	/* Read-only: replay the fsync log records found in memory, so that
 	 * what fsync made durable is seen (nothing is written; a read-write
 	 * open replays them for good). Off, the state is the checkpoint's
@@ -524,6 +532,9 @@ struct smr_cow_super_check {
 			       * rewritten by the next commits of a
 			       * read-write open (at most two, forced with
 			       * smr_cow_commit_forced) */
+	bool no_ckpt;         /* no record verifies: an open with
+			       * rebuild_ckpt rebuilds one from the trees,
+			       * and a commit writes it */
 	bool lost_commit;     /* a damaged record is newer than the newest
 			       * valid one: a commit (smr_cow_commit_forced)
 			       * supersedes it */
@@ -581,6 +592,9 @@ struct smr_cow_salvage {
 	uint64_t bad_nodes; /* nodes that failed verification, dropped */
 	uint64_t kept;      /* items in the rebuilt trees */
 	uint64_t lost;      /* items the checkpoint counted that are gone */
+	bool lost_unknown;  /* the checkpoint was rebuilt (rebuild_ckpt): it
+			     * counted only the items it could read, and
+			     * lost is 0 */
 };
 
 /*

@@ -34,6 +34,12 @@
  * the cache until the commit gives it a device address. */
 #define SMR_TMP_ADDR (1ULL << 63)
 
+/* The root of a tree whose checkpoint was rebuilt without one that reads
+ * back whole (smr_ckpt_from_scan): no node is there, every read of it
+ * fails as damage, and fsck's salvage rebuilds the tree from its leaves.
+ * Never written: the salvage replaces it before any commit. */
+#define SMR_ROOT_LOST (SMR_TMP_ADDR - 65536)
+
 /* Trees are numbered 1 .. SMR_CKPT_MAX_ROOTS. */
 #define SMR_COW_MAX_TREE SMR_CKPT_MAX_ROOTS
 /* Entries of a checkpoint's released list kept for data in flight (written,
@@ -230,6 +236,7 @@ struct smr_cow {
 	const struct smr_tree_type *types[SMR_COW_MAX_TREE + 1];
 	uint64_t gen;            /* newest durable checkpoint; lock */
 	uint64_t skipped_gen;    /* smr_cow_info.skipped_gen; set at open */
+	bool ckpt_rebuilt;       /* smr_cow_info.ckpt_rebuilt; set at open */
 	uint64_t gen_floor;      /* highest generation of a valid record on
 				  * disk at open: the next commit goes above
 				  * it, even after a fallback; lock */
@@ -505,6 +512,19 @@ const char *smr_tree_key_str_locked(struct smr_cow *c, uint32_t tree,
 				    size_t len);
 const char *smr_tree_name_locked(struct smr_cow *c, uint32_t tree, char *buf,
 				 size_t len);
+
+/* ckpt_scan.c */
+/*
+ * fsck only (opts.rebuild_ckpt), when no checkpoint record verifies: fill
+ * *@ck with the roots of the trees found by the store's scan_nodes (for
+ * each tree the newest top node whose tree reads back whole, else the
+ * newest top node, for the salvage) and the generation of the newest node
+ * found. Nothing else: no allocator state (the caller rebuilds it from the
+ * device), no pending extents, no figures. c->ns must be set. 0,
+ * -SMR_EFSCORRUPTED when no node is found, -ENOMEM, -EIO, -EOPNOTSUPP
+ * (a store that cannot scan).
+ */
+int smr_ckpt_from_scan(struct smr_cow *c, struct smr_ckpt *ck);
 
 /* clean.c */
 /* Describe the reverse-map tree to the engine (at open). */

@@ -37,7 +37,7 @@ tests_test_bt_scale_SOURCES = tests/test_bt_scale.c
 tests_test_bt_scale_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_test_bt_scale_LDADD = $(tests_test_bt_model_LDADD)
 TESTS += tests/test_bt_scale
-src_cow_libsmrfs_cow_la_SOURCES += src/cow/check.c
+src_cow_libsmrfs_cow_la_SOURCES += src/cow/check.c src/cow/ckpt_scan.c
 
 # The cleaner over the engine and the namespace on zoned loop directories:
 # relocation of a zone, a move dropped because its data changed, fill /

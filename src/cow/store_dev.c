@@ -566,17 +566,10 @@ static void sd_position(struct smr_cow *c, const struct sd_cand *cand)
 	}
 }
 
-/*
- * fsck only (opts.rebuild_alloc): no checkpoint has a usable allocator
- * state, so take the newest valid one with an allocator rebuilt from the
- * device (smr_alloc_open_rebuild: everything free, or on a zoned device
- * every written byte live), for fsck's space audit to bring to what the
- * trees reference (smr_alloc_check) before anything is allocated. Its
- * counters since mkfs go on from @keep, those of the state it replaces
- * (NULL: none could be read).
- */
-static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
-			    const struct sd_cand *cand,
+/* An allocator state rebuilt from the device (smr_alloc_open_rebuild:
+ * everything free, or on a zoned device every written byte live), its
+ * counters since mkfs from @keep (NULL: from zero). */
+static int sd_alloc_rebuilt(struct smr_cow *c,
 			    const struct smr_alloc_stats *keep)
 {
 	const struct smr_alloc_ops *ops;
@@ -585,24 +578,83 @@ static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
 
 	rc = smr_alloc_select(c->info, name, &ops, c->alloc_why,
 			      sizeof(c->alloc_why));
-	if (rc)
-		return rc;
+	if (!rc)
+		rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start,
+					    c->sb.uuid, keep, &c->alloc);
+	if (!rc)
+		smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
+	return rc;
+}
+
+/*
+ * fsck only (opts.rebuild_alloc): no checkpoint has a usable allocator
+ * state, so take the newest valid one with an allocator rebuilt from the
+ * device, for fsck's space audit to bring to what the trees reference
+ * (smr_alloc_check) before anything is allocated. Its counters since mkfs
+ * go on from @keep, those of the state it replaces (NULL: none could be
+ * read).
+ */
+static int sd_rebuild_alloc(struct smr_cow *c, struct smr_ckpt *ck,
+			    const struct sd_cand *cand,
+			    const struct smr_alloc_stats *keep)
+{
+	int rc;
+
 	rc = sd_read_ckpt(c, cand->addr, ck, 0);
 	if (rc != 1)
 		return rc < 0 ? rc : -SMR_EFSCORRUPTED;
 	/* The rebuilt state counts only what was written. */
 	rc = sd_cut_pending(c, ck, NULL, NULL);
 	if (!rc)
-		rc = smr_alloc_open_rebuild(ops, c->dev, c->sb.data_start,
-					    c->sb.uuid, keep, &c->alloc);
+		rc = sd_alloc_rebuilt(c, keep);
 	if (rc)
 		return rc;
-	smr_alloc_set_meta_unit(c->alloc, c->sb.node_size);
 	smr_warn("checkpoint of generation %" PRIu64 ": allocator state "
 		 "rebuilt from the device, to be brought to what the trees "
 		 "reference", ck->gen);
 	ck->alloc_off = ck->alloc_len = ck->alloc_csum = ck->alloc_gen = 0;
 	sd_position(c, cand);
+	return 0;
+}
+
+/*
+ * fsck only (opts.rebuild_ckpt): no checkpoint record verifies. Open one
+ * rebuilt from the trees' nodes on the device (smr_ckpt_from_scan), with
+ * an allocator rebuilt from the device as above; its counters and the
+ * cleaner's start from zero. The next commit goes above every node found,
+ * in the ring after its last slot, in the zone log in the zone that is
+ * open (or zone 0; the commit moves the log if it is full).
+ */
+static int sd_rebuild_ckpt(struct smr_cow *c, struct smr_ckpt *ck)
+{
+	struct sd_cand cand = { 0 };
+	int rc;
+
+	c->ns = c->sb.node_size;
+	rc = smr_ckpt_from_scan(c, ck);
+	if (!rc)
+		rc = sd_alloc_rebuilt(c, NULL);
+	if (rc)
+		return rc;
+	if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
+		struct smr_zone z0, z1;
+
+		/* Never an empty zone: it lacks its superblock copy, which
+		 * only a move of the log writes. */
+		if (!smr_dev_zone(c->dev, 0, &z0) &&
+		    !smr_dev_zone(c->dev, 1, &z1) &&
+		    (smr_zone_is_active(&z1) || z0.wp == z0.start))
+			cand.slot = 1;
+	} else {
+		cand.slot = c->sb.ckpt_nr_slots - 1;
+	}
+	c->gen_floor = ck->gen;
+	c->ckpt_rebuilt = true;
+	smr_warn("%s: no valid checkpoint: using one rebuilt from the %u "
+		 "trees found on the device (newest node of generation %"
+		 PRIu64 ") and an allocator state rebuilt from the device",
+		 smr_dev_path(c->dev), ck->nr_roots, ck->gen);
+	sd_position(c, &cand);
 	return 0;
 }
 
@@ -901,7 +953,12 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 			break;
 		rc = err;
 	}
-	if (!rc && c->opts.rebuild_alloc_always) {
+	if (!good && c->opts.rebuild_ckpt)
+		rc = sd_rebuild_ckpt(c, ck);
+	else if (!good)
+		smr_err("%s: no valid checkpoint: fsck.smrfs rebuilds one "
+			"from the trees on the device", smr_dev_path(c->dev));
+	if (!rc && good && c->opts.rebuild_alloc_always) {
 		/* The state reads but is wrong (fsck found a zone counting
 		 * fewer live bytes than referenced): rebuilt, on the same
 		 * checkpoint, its counters kept. */
@@ -926,8 +983,6 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 	if (rc && rc != -ENOENT && rc != -EINVAL && good &&
 	    c->opts.rebuild_alloc)
 		rc = sd_rebuild_alloc(c, ck, &v[0], NULL);
-	if (!good)
-		smr_err("%s: no valid checkpoint", smr_dev_path(c->dev));
 out:
 	free(dmg);
 	free(pc);
@@ -937,6 +992,10 @@ out:
 
 static int sd_read(struct smr_cow *c, uint64_t addr, void *buf, size_t len)
 {
+	if (addr == SMR_ROOT_LOST)
+		return smr_corrupt(UINT64_MAX, "btree: root lost with every "
+				   "checkpoint record (a repair rebuilds the "
+				   "tree from its leaves)");
 	if (addr < c->sb.data_start || addr + len > c->sb.capacity)
 		return smr_corrupt(addr, "btree: node address outside the data area");
 	return smr_dev_read(c->dev, buf, len, addr);
