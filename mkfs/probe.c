@@ -26,9 +26,9 @@ int smr_probe_other(const char *path, char *what, size_t len)
 		rc = 1;
 	} else if (rc == 0) {
 		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
-			snprintf(what, len, "a %s filesystem", type);
+			snprintf(what, len, "a filesystem of type %s", type);
 		else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL))
-			snprintf(what, len, "a %s partition table", type);
+			snprintf(what, len, "a partition table of type %s", type);
 		else
 			snprintf(what, len, "a known signature");
 		rc = 1;

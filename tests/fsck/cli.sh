@@ -106,7 +106,7 @@ if command -v mkfs.ext4 >/dev/null; then
 	cp "$T/img.smrfs" "$T/img" || exit 1
 	dd if="$T/ext4" of="$T/img" bs=8k count=1 conv=notrunc 2>/dev/null
 	expect 8 "$FSCK" -y "$T/img"
-	cat "$T/out" "$T/err" | grep -q 'holds a ext4 filesystem' ||
+	cat "$T/out" "$T/err" | grep -q 'holds a filesystem of type ext4' ||
 		fail "ext4 not named: $(cat "$T/out" "$T/err")"
 	cmp -s -n 8192 "$T/img" "$T/ext4" || fail "ext4's superblock changed"
 	rm -f "$T/ext4"
