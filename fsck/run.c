@@ -1734,15 +1734,17 @@ out_walk:
 
 /* Open the engine on @dev with the namespace's tree described to it, so
  * that its checks and salvage know the FS tree's items and keys. */
-static int fk_open_engine(struct smr_dev *dev, const struct smr_cow_opts *co,
-			  struct smr_cow **cowp)
+static int fk_open_engine(struct smr_dev *dev, const uint8_t *uuid,
+			  const struct smr_cow_opts *co, struct smr_cow **cowp)
 {
 	/* Where neither superblock copy verifies, the one the superblock
-	 * pass rebuilt (until the repair writes it). */
+	 * pass rebuilt (until the repair writes it), with @uuid where no
+	 * checkpoint record gives one (fk_find_uuid). */
 	struct smr_cow_opts o = *co;
 	int rc;
 
 	o.rebuild_sb = true;
+	o.sb_uuid = uuid;
 	/* Where no checkpoint record verifies, one rebuilt from the trees
 	 * (until the repair commits it). */
 	o.rebuild_ckpt = true;
@@ -1780,6 +1782,10 @@ struct fk_found {
 			     * referenced node: a repair finishes them
 			     * first (smr_alloc_check) */
 	uint32_t nr_finish;
+	uint8_t uuid_buf[16];
+	const uint8_t *uuid; /* neither a superblock copy nor a checkpoint
+			      * record verifies: the UUID of the B-tree
+			      * nodes on the device (fk_find_uuid) */
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -1866,7 +1872,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	uint64_t nsp = 0, bad = 0, restored;
 	int rc;
 
-	rc = fk_open_engine(dev, &co, &cow);
+	rc = fk_open_engine(dev, f->uuid, &co, &cow);
 	if (rc) {
 		if (rc == -ENOMEM || rc == -EIO) {
 			smr_err("cannot open the filesystem: %s", strerror(-rc));
@@ -2092,8 +2098,8 @@ static void fk_salvaged(const struct smr_cow_salvage *s,
  * is set and the repair salvages (fk_repair), on a state it rebuilds and
  * audits before anything is allocated.
  */
-static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r,
-		      bool *later)
+static int fk_salvage(struct smr_dev *dev, const uint8_t *uuid,
+		      struct smr_fsck_result *r, bool *later)
 {
 	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true,
 				   .salvage = true };
@@ -2101,7 +2107,7 @@ static int fk_salvage(struct smr_dev *dev, struct smr_fsck_result *r,
 	struct smr_cow *cow;
 	int rc, rc2;
 
-	rc = fk_open_engine(dev, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &co, &cow);
 	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
 		smr_info("no usable allocator state: the trees are salvaged "
 			 "with the other repairs, on a state rebuilt from the "
@@ -2152,7 +2158,8 @@ static int fk_repair_rmap(struct smr_cow *cow, struct smr_fsck_result *r)
 	return rc;
 }
 
-static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
+static int fk_repair(struct smr_dev *dev, const uint8_t *uuid,
+		     const struct smr_fsck_opts *o,
 		     const struct fk_wps *wps, bool commit_anew,
 		     bool rebuild_alloc, bool log_move, bool salvage,
 		     struct smr_fsck_result *r)
@@ -2169,7 +2176,7 @@ static int fk_repair(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	struct fk_walk w;
 	int rc;
 
-	rc = fk_open_engine(dev, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &co, &cow);
 	if (rc) {
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));
@@ -2265,13 +2272,13 @@ out:
  * log (their commits would then drop it), so it goes first, and without
  * it the repairs go on over the checkpoint's state.
  */
-static void fk_replay_log(struct smr_dev *dev)
+static void fk_replay_log(struct smr_dev *dev, const uint8_t *uuid)
 {
 	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true };
 	struct smr_cow *cow;
 	int rc;
 
-	rc = fk_open_engine(dev, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &co, &cow);
 	if (!rc)
 		rc = smr_cow_close(cow);
 	if (rc)
@@ -2303,10 +2310,37 @@ static bool fk_other_fs(const struct smr_fsck_opts *o, struct smr_dev *dev)
 		return true;
 	}
 	if (rc)
-		smr_err("%s holds %s: the smrfs checkpoints on it are left "
-			"from before, and no superblock is rebuilt over it",
+		smr_err("%s holds %s: no smrfs superblock is rebuilt over it "
+			"(what smrfs left on it is older)",
 			smr_dev_path(dev), what);
 	return rc != 0;
+}
+
+/*
+ * Neither a superblock copy nor a checkpoint record verifies (@sup): the
+ * device is smrfs if B-tree nodes on it say so, and they name its UUID,
+ * the one field of the superblock the device does not give (the start of
+ * a file or disk wiped, where the superblock copies and the ring lie).
+ * Not where another filesystem lies. With the UUID in f->uuid, *@sup is
+ * the superblock pass again, on the superblock rebuilt with it.
+ */
+static int fk_find_uuid(const struct smr_fsck_opts *o, struct smr_dev *dev,
+			struct fk_found *f, struct smr_cow_super_check *sup)
+{
+	int rc;
+
+	if (fk_other_fs(o, dev))
+		return 0;
+	smr_info("%s: no superblock copy and no checkpoint record verify: "
+		 "looking for smrfs B-tree nodes (this reads all the written "
+		 "space)", smr_dev_path(dev));
+	rc = smr_cow_find_uuid(dev, f->uuid_buf);
+	if (rc == -EINVAL || rc == -EEXIST)
+		return 0;
+	if (rc)
+		return rc;
+	f->uuid = f->uuid_buf;
+	return smr_cow_check_super(dev, false, f->uuid, sup);
 }
 
 int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
@@ -2333,7 +2367,9 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (rc)
 		goto out_operr;
 	fk_progress(o, 1, "superblocks", 0, 0);
-	rc = smr_cow_check_super(dev, false, &sup);
+	rc = smr_cow_check_super(dev, false, NULL, &sup);
+	if (!rc && sup.no_sb && !sup.sb_bad)
+		rc = fk_find_uuid(o, dev, &f, &sup);
 	if (rc)
 		goto out_operr;
 	r->ckpt_valid = sup.ckpt_valid;
@@ -2346,7 +2382,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			 sup.ckpt_valid, sup.ckpt_bad, sup.sb_bad,
 			 sup.sb_copies);
 	fk_count(&f, sup.problems, sup.unfixable);
-	if (sup.sb_rebuilt && fk_other_fs(o, dev)) {
+	if (sup.sb_rebuilt && !f.uuid && fk_other_fs(o, dev)) {
 		/* Old smrfs checkpoints under a newer filesystem. */
 		sup.no_sb = true;
 		sup.sb_bad = 0;
@@ -2367,7 +2403,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		if (rc)
 			goto out_operr;
 		if (o->repair && f.log_pending)
-			fk_replay_log(dev);
+			fk_replay_log(dev, f.uuid);
 	}
 	r->problems = f.problems;
 	if (!f.problems) {
@@ -2392,7 +2428,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	fk_progress(o, 5, "repairs", 0, 3);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = smr_cow_check_super(dev, true, &sup);
+	rc = smr_cow_check_super(dev, true, f.uuid, &sup);
 	if (rc)
 		goto out_operr;
 	r->fixed += sup.fixed;
@@ -2416,14 +2452,14 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (f.salvage && !salvage_later) {
 		if (fk_cancelled(o))
 			goto out_cancel;
-		rc = fk_salvage(dev, r, &salvage_later);
+		rc = fk_salvage(dev, f.uuid, r, &salvage_later);
 		if (rc)
 			goto out_uncorrected;
 	}
 	fk_progress(o, 5, "repairs", 1, 3);
 	if (fk_cancelled(o))
 		goto out_cancel;
-	rc = fk_repair(dev, o, &wps, sup.lost_commit || f.commit_anew,
+	rc = fk_repair(dev, f.uuid, o, &wps, sup.lost_commit || f.commit_anew,
 		       f.rebuild_alloc, sup.log_move, salvage_later, r);
 	if (rc == -ECANCELED)
 		goto out_cancel;
@@ -2440,7 +2476,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 
 		memset(&again, 0, sizeof(again));
 		fk_progress(o, 1, "superblocks", 0, 0);
-		rc = smr_cow_check_super(dev, false, &sup);
+		f2.uuid = f.uuid;
+		rc = smr_cow_check_super(dev, false, f.uuid, &sup);
 		if (rc)
 			goto out_operr;
 		fk_count(&f2, sup.problems, sup.unfixable);

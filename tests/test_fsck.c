@@ -416,7 +416,7 @@ static void test_ckpt_newest(void)
 
 		populate((enum kind)k, 0);
 		SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-		SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+		SMR_ASSERT_OK(smr_cow_check_super(dev, false, NULL, &sc));
 		SMR_ASSERT_OK(smr_dev_close(dev));
 		CU_ASSERT_EQUAL(sc.problems, 0);
 		CU_ASSERT_FATAL(sc.newest_gen > 1);
@@ -473,7 +473,7 @@ static void test_ckpt_zeroed(void)
 
 	populate(K_ZLOG, 0);
 	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-	SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+	SMR_ASSERT_OK(smr_cow_check_super(dev, false, NULL, &sc));
 	SMR_ASSERT_OK(smr_dev_close(dev));
 	CU_ASSERT_FATAL(sc.newest_gen > 1);
 	snprintf(zfile, sizeof(zfile), "%s/seq-%06llu", path,
@@ -499,15 +499,17 @@ static void test_ckpt_zeroed(void)
  * Zero every checkpoint record, as a tool that wiped the checkpoint area
  * would: the ring's slots (of a file, or in conventional zone 0), or every
  * record of both zones of the checkpoint log, below their write pointers,
- * after their superblock copies.
+ * after their superblock copies; with @sb, the superblock copies too (the
+ * start of the device wiped).
  */
-static void zero_ckpts(void)
+static void zero_ckpts(bool sb)
 {
 	static const uint8_t zeros[64 * 1024];
 	char file[4200];
 
 	for (int z = 0; z < (cur_kind == K_ZLOG ? 2 : 1); z++) {
-		uint64_t from = cur_kind == K_ZLOG ? SMR_SB_SIZE : 65536, to;
+		uint64_t from = sb ? 0 : cur_kind == K_ZLOG ? SMR_SB_SIZE :
+				    65536, to;
 		struct stat st;
 		int fd;
 
@@ -571,7 +573,7 @@ static void test_ckpt_all_lost(void)
 		gen = r.gen;
 		inodes = r.inodes;
 		CU_ASSERT(inodes > 200);
-		zero_ckpts();
+		zero_ckpts(false);
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
 				SMR_FSCK_UNCORRECTED);
 		CU_ASSERT_EQUAL(r.ckpt_valid, 0);
@@ -582,6 +584,56 @@ static void test_ckpt_all_lost(void)
 		CU_ASSERT_EQUAL(r.inodes, inodes);
 		mounts_clean();
 		all_there(200, false);
+	}
+}
+
+/*
+ * The start of the device wiped: both superblock copies and every
+ * checkpoint record. The B-tree nodes on the device say that it is smrfs,
+ * and whose: the superblock is rebuilt with their UUID, then the
+ * checkpoint from the trees, and every file is back. Where the nodes are
+ * of two filesystems (one made over the other), which to rebuild cannot
+ * be told, and nothing is written.
+ */
+static void test_sb_ckpt_all_lost(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		struct smr_fsck_result r;
+
+		populate((enum kind)k, 200);
+		zero_ckpts(true);
+		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
+				SMR_FSCK_UNCORRECTED);
+		CU_ASSERT_EQUAL(r.ckpt_valid, 0);
+		check_repair_clean();
+		mounts_clean();
+		all_there(200, false);
+	}
+	{
+		static const uint8_t other[16] = { 1, 2, 3 };
+		struct smr_format_opts fo = { .uuid = other };
+		struct smr_fsck_result r;
+		struct smr_dev *dev;
+		struct smr_cow *cow;
+		struct stat before, after;
+
+		/* A second filesystem made over the first on a file: mkfs
+		 * clears the ring, and the old nodes stay in the data area
+		 * until written over. */
+		populate(K_FILE, 200);
+		SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+		SMR_ASSERT_OK(smr_cow_format(dev, &fo, NULL));
+		SMR_ASSERT_OK(smr_cow_open(dev, NULL, &cow));
+		SMR_ASSERT_OK(smr_ns_mkfs(cow, &cr));
+		SMR_ASSERT_OK(smr_cow_close(cow));
+		SMR_ASSERT_OK(smr_dev_close(dev));
+		zero_ckpts(true);
+		CU_ASSERT_EQUAL(stat(path, &before), 0);
+		CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_OPERROR);
+		CU_ASSERT_EQUAL(stat(path, &after), 0);
+		CU_ASSERT_EQUAL(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+		CU_ASSERT_EQUAL(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+		CU_ASSERT_EQUAL(after.st_blocks, before.st_blocks);
 	}
 }
 
@@ -628,11 +680,11 @@ static void test_ckpt_all_lost_cut(void)
 			/* Did the commit's record land? Then the next cut is
 			 * past the whole commit. */
 			SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
-			SMR_ASSERT_OK(smr_cow_check_super(dev, false, &sc));
+			SMR_ASSERT_OK(smr_cow_check_super(dev, false, NULL, &sc));
 			SMR_ASSERT_OK(smr_dev_close(dev));
 			landed = sc.newest_gen >= info.gen;
 
-			zero_ckpts();
+			zero_ckpts(false);
 			CU_ASSERT_EQUAL(run_fsck(true, false, &r),
 					SMR_FSCK_FIXED);
 			CU_ASSERT_EQUAL(r.remaining, 0);
@@ -783,7 +835,7 @@ static void newest_bit(bool state)
 
 		populate((enum kind)k, 60);
 		SMR_ASSERT_OK(smr_dev_open(path, NULL, &d));
-		SMR_ASSERT_OK(smr_cow_check_super(d, false, &sc));
+		SMR_ASSERT_OK(smr_cow_check_super(d, false, NULL, &sc));
 		SMR_ASSERT_OK(smr_dev_close(d));
 		CU_ASSERT_FATAL(sc.newest_gen > 1);
 		flip_mask(state ? alloc_state_addr() + 100 :
@@ -1025,7 +1077,7 @@ static void leaf_damage(bool one_bit, bool states, bool no_ckpt)
 		if (states)
 			damage_alloc_states();
 		if (no_ckpt)
-			zero_ckpts();
+			zero_ckpts(false);
 		flip_mask(second + 5000, one_bit ? 0x08 : 0x5a);
 
 		CU_ASSERT_EQUAL(run_fsck(false, false, &r),
@@ -2466,6 +2518,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "ckpt_zeroed", test_ckpt_zeroed },
 	{ "ckpt_all_lost", test_ckpt_all_lost },
 	{ "ckpt_all_lost_cut", test_ckpt_all_lost_cut },
+	{ "sb_ckpt_all_lost", test_sb_ckpt_all_lost },
 	{ "ckpt_all_lost_node", test_ckpt_all_lost_node },
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },

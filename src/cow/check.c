@@ -83,7 +83,7 @@ static int cs_restore(struct smr_dev *dev, void *buf, uint64_t addr,
 }
 
 int smr_cow_check_super(struct smr_dev *dev, bool repair,
-			struct smr_cow_super_check *r)
+			const uint8_t *uuid, struct smr_cow_super_check *r)
 {
 	struct smr_sb sb, sb2;
 	uint64_t where[2], bad_at[2 * 64 + 2];
@@ -117,7 +117,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 			where[0], where[1]);
 		/* mkfs alone writes it: rebuilt, if checkpoint records say
 		 * the device is smrfs. */
-		rc = smr_cow_sb_rebuild(dev, &sb, &gen);
+		rc = smr_cow_sb_rebuild(dev, &sb, &gen, uuid);
 		if (rc == -EINVAL) {
 			r->problems++;
 			r->unfixable++;
@@ -127,9 +127,16 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		}
 		if (rc)
 			goto out;
-		smr_err("superblock rebuilt from the device and the checkpoint "
-			"of generation %" PRIu64 " (allocator %s, the "
-			"device's default; the label is lost)", gen, sb.alloc);
+		if (gen)
+			smr_err("superblock rebuilt from the device and the "
+				"checkpoint of generation %" PRIu64 " (allocator "
+				"%s, the device's default; the label is lost)",
+				gen, sb.alloc);
+		else
+			smr_err("superblock rebuilt from the device and the "
+				"UUID of its B-tree nodes (allocator %s, the "
+				"device's default; the label is lost)",
+				sb.alloc);
 		r->sb_rebuilt = true;
 	} else if (got == 1) {
 		sb = sb2;

@@ -856,7 +856,13 @@ out_free:
 static uint32_t node_candidate(struct smr_cow *c, const uint8_t *blk,
 			       uint64_t addr)
 {
-	struct smr_blk_expect exp = { .addr = addr, .uuid = c->sb.uuid };
+	static const uint8_t none[16];
+	/* A superblock being rebuilt has no UUID yet: any node's
+	 * (smr_cow_find_uuid). */
+	struct smr_blk_expect exp = {
+		.addr = addr,
+		.uuid = memcmp(c->sb.uuid, none, 16) ? c->sb.uuid : NULL,
+	};
 	struct smr_blk_id id;
 
 	smr_blk_hdr_decode(blk, &id);

@@ -215,6 +215,9 @@ struct smr_cow_opts {
 	 * rebuilt from the device and its checkpoint records (as
 	 * smr_cow_check_super reports, docs/design/fsck.md). */
 	bool rebuild_sb;
+	/* fsck only, with rebuild_sb: the UUID of a superblock rebuilt where
+	 * no checkpoint record verifies either (smr_cow_find_uuid). */
+	const uint8_t *sb_uuid;
 	/* fsck only: where no checkpoint record verifies, open with one
 	 * rebuilt from the B-tree nodes on the device (smr_ckpt_from_scan)
 	 * and an allocator state rebuilt from the device (as rebuild_alloc),
@@ -550,11 +553,23 @@ struct smr_cow_super_check {
  * fixed): the caller's two forced commits rewrite it; a damaged record in the zone log older than
  * the newest valid one is only a warning (never read, dropped when the log
  * wraps). The device must be open read-write for @repair and no engine
- * may be open on it. Fills *@r; returns 0 (problems or not), -ENOMEM, or
- * the device's error.
+ * may be open on it. Where neither superblock copy verifies, the one
+ * checked against is rebuilt (smr_cow_sb_rebuild) with @uuid if no record
+ * gives one. Fills *@r; returns 0 (problems or not), -ENOMEM, or the
+ * device's error.
  */
 int smr_cow_check_super(struct smr_dev *dev, bool repair,
-			struct smr_cow_super_check *r);
+			const uint8_t *uuid, struct smr_cow_super_check *r);
+
+/*
+ * fsck only, where neither superblock copy nor any checkpoint record
+ * verifies: the UUID of the B-tree nodes a scan of the written space finds
+ * (the one field of a superblock that the device's geometry does not
+ * give). Reads all of it. 0 with @uuid; -EINVAL when no node verifies
+ * (nothing says the device is smrfs); -EEXIST when they are of several
+ * filesystems (logged: one made over another); -ENOMEM, -EIO.
+ */
+int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16]);
 
 struct smr_cow_space_check {
 	uint64_t problems, fixed, unfixable;

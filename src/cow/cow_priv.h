@@ -466,13 +466,14 @@ int smr_cow_validate_geometry(const struct smr_sb *sb, struct smr_dev *dev);
  * so all but four fields are what mkfs writes for this device today: the
  * geometry, the checkpoint places, the format and features. The UUID is
  * the newest valid checkpoint record's, found in those places (*@gen, its
- * generation); the allocator is the device's default; the label and the
- * time of mkfs are lost (empty, 0). Returns 0, -EINVAL when no place holds
- * a valid record (nothing says the device is smrfs), -ENOMEM, or the
+ * generation), else @uuid if not NULL (smr_cow_find_uuid; *@gen 0); the
+ * allocator is the device's default; the label and the time of mkfs are
+ * lost (empty, 0). Returns 0, -EINVAL when no place holds a valid record
+ * and @uuid is NULL (nothing says the device is smrfs), -ENOMEM, or the
  * device's error.
  */
 int smr_cow_sb_rebuild(struct smr_dev *dev, struct smr_sb *sb,
-		       uint64_t *gen);
+		       uint64_t *gen, const uint8_t *uuid);
 
 #define SMR_BT_INSERT 0
 #define SMR_BT_UPDATE 1

@@ -637,13 +637,9 @@ static int sd_rebuild_ckpt(struct smr_cow *c, struct smr_ckpt *ck)
 	if (rc)
 		return rc;
 	if (c->sb.ckpt_scheme == SMR_CKPT_ZONELOG) {
-		struct smr_zone z0, z1;
+		struct smr_zone z;
 
-		/* Never an empty zone: it lacks its superblock copy, which
-		 * only a move of the log writes. */
-		if (!smr_dev_zone(c->dev, 0, &z0) &&
-		    !smr_dev_zone(c->dev, 1, &z1) &&
-		    (smr_zone_is_active(&z1) || z0.wp == z0.start))
+		if (!smr_dev_zone(c->dev, 1, &z) && smr_zone_is_active(&z))
 			cand.slot = 1;
 	} else {
 		cand.slot = c->sb.ckpt_nr_slots - 1;
@@ -874,13 +870,18 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		/* Checkpoint records of an smrfs say whether it is one: not
 		 * smrfs, or smrfs whose superblocks are damaged (wiped). */
 		uint64_t gen;
-		int rb = smr_cow_sb_rebuild(c->dev, &c->sb, &gen);
+		int rb = smr_cow_sb_rebuild(c->dev, &c->sb, &gen,
+					    c->opts.sb_uuid);
 
 		if (!rb && c->opts.rebuild_sb) {
+			char from[64] = "the UUID of its B-tree nodes";
+
+			if (gen)
+				snprintf(from, sizeof(from), "the checkpoint "
+					 "of generation %" PRIu64, gen);
 			smr_warn("%s: no superblock copy verifies: using one "
-				 "rebuilt from the device and the checkpoint "
-				 "of generation %" PRIu64,
-				 smr_dev_path(c->dev), gen);
+				 "rebuilt from the device and %s",
+				 smr_dev_path(c->dev), from);
 			rc = 0;
 		} else if (!rb) {
 			smr_err("%s: no superblock copy verifies, but the "
@@ -1232,7 +1233,8 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 	/* A torn record may have left the write pointer between records:
 	 * the next one goes to the next record boundary, where open looks. */
 	uint64_t at = start + SMR_SB_SIZE +
-		      SMR_ROUND_UP(wp - start - SMR_SB_SIZE, SMR_CKPT_SIZE);
+		      (wp > start + SMR_SB_SIZE ?
+		       SMR_ROUND_UP(wp - start - SMR_SB_SIZE, SMR_CKPT_SIZE) : 0);
 	bool fresh = false;
 
 	/* A damaged superblock copy is rewritten by moving the log to its
@@ -1254,12 +1256,18 @@ static int sd_put_ckpt(struct smr_cow *c, const struct smr_ckpt *ck)
 		z ^= 1;
 		start = smr_dev_zone_start(c->dev, z);
 		rc = smr_dev_zone_reset(c->dev, z);
-		if (!rc)
-			rc = sd_write_sb(c->dev, sb, start);
+		if (rc)
+			return rc;
+		wp = start;
+		fresh = true;
+	}
+	if (wp == start) {
+		/* Empty (just reset, or so found by fsck's rebuild of a
+		 * checkpoint): its superblock copy first. */
+		rc = sd_write_sb(c->dev, sb, start);
 		if (rc)
 			return rc;
 		wp = at = smr_dev_zone_wp(c->dev, z);
-		fresh = true;
 	}
 	if (at > wp) {
 		memset(s->blk, 0, SMR_CKPT_SIZE);
@@ -1580,7 +1588,7 @@ static int sd_mkfs_sb(struct smr_dev *dev, const struct smr_alloc_ops *ops,
 }
 
 int smr_cow_sb_rebuild(struct smr_dev *dev, struct smr_sb *sb,
-		       uint64_t *gen)
+		       uint64_t *gen, const uint8_t *uuid)
 {
 	const struct smr_alloc_ops *ops;
 	struct sd_cand *v = NULL;
@@ -1619,13 +1627,80 @@ int smr_cow_sb_rebuild(struct smr_dev *dev, struct smr_sb *sb,
 		*gen = ck->gen;
 		memcpy(sb->uuid, id.uuid, sizeof(sb->uuid));
 	}
-	if (!rc && !*gen)
+	if (!rc && !*gen && uuid)
+		memcpy(sb->uuid, uuid, sizeof(sb->uuid));
+	else if (!rc && !*gen)
 		rc = -EINVAL;
 out:
 	free(ck);
 	smr_dev_buf_free(buf);
 	free(v);
 	return rc;
+}
+
+/* The filesystems whose B-tree nodes a scan finds, by UUID. */
+struct sd_uuids {
+	uint8_t uuid[4][16];
+	uint64_t nodes[4];
+	uint32_t n;
+	bool more; /* of more filesystems than fit */
+};
+
+static int sd_uuid_found(void *arg, uint64_t addr, const void *node)
+{
+	struct sd_uuids *s = arg;
+	struct smr_blk_id id;
+	uint32_t i = 0;
+
+	(void)addr;
+	smr_blk_hdr_decode(node, &id);
+	while (i < s->n && memcmp(s->uuid[i], id.uuid, sizeof(id.uuid)))
+		i++;
+	if (i == SMR_ARRAY_SIZE(s->uuid)) {
+		s->more = true;
+		return 0;
+	}
+	if (i == s->n)
+		memcpy(s->uuid[s->n++], id.uuid, sizeof(id.uuid));
+	s->nodes[i]++;
+	return 0;
+}
+
+int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16])
+{
+	const struct smr_alloc_ops *ops;
+	struct sd_uuids s = { 0 };
+	struct smr_cow *c;
+	char why[160];
+	int rc;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->dev = dev;
+	c->info = smr_dev_info(dev);
+	/* The layout mkfs makes, with no UUID: the scan takes any. */
+	rc = smr_alloc_select(c->info, NULL, &ops, why, sizeof(why));
+	if (!rc)
+		rc = sd_mkfs_sb(dev, ops, &c->sb, true);
+	c->ns = c->sb.node_size;
+	if (!rc)
+		rc = sd_scan_nodes(c, 0, sd_uuid_found, &s);
+	free(c);
+	if (rc)
+		return rc;
+	if (!s.n)
+		return -EINVAL;
+	if (s.n > 1 || s.more) {
+		smr_err("%s: the B-tree nodes on it are of %s%u filesystems "
+			"(%" PRIu64 " and %" PRIu64 " nodes of the first two): "
+			"which one to rebuild cannot be told",
+			smr_dev_path(dev), s.more ? "more than " : "", s.n,
+			s.nodes[0], s.nodes[1]);
+		return -EEXIST;
+	}
+	memcpy(uuid, s.uuid[0], sizeof(s.uuid[0]));
+	return 0;
 }
 
 int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
@@ -1663,6 +1738,13 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 	rc = sd_mkfs_sb(dev, ops, &c->sb, false);
 	if (rc)
 		goto out_free;
+	if (o->uuid && !memcmp(o->uuid, c->sb.uuid, 16)) {
+		/* sd_mkfs_sb left it zero: it stands for "none yet" when a
+		 * superblock is rebuilt (smr_cow_find_uuid). */
+		smr_err("the nil UUID cannot name a filesystem");
+		rc = -EINVAL;
+		goto out_free;
+	}
 	if (o->uuid)
 		memcpy(c->sb.uuid, o->uuid, 16);
 	else

@@ -335,7 +335,7 @@ static int do_ckpt(void)
 			  &dev);
 	if (rc)
 		return rc;
-	rc = smr_cow_check_super(dev, false, &sc);
+	rc = smr_cow_check_super(dev, false, NULL, &sc);
 	smr_dev_close(dev);
 	if (rc)
 		return rc;
