@@ -64,10 +64,15 @@ static int cs_cmp(const void *x, const void *y)
 struct cs_walk {
 	struct smr_cow *c;
 	uint32_t tree;
+	size_t nodes;                /* of the tree, found by the scan */
 	bool stop;                   /* at the first node that does not read */
 	void *buf[SMR_BT_MAX_LEVEL]; /* one node buffer a level */
 	uint64_t items;              /* in the leaves that read */
 	uint64_t bad;                /* nodes that did not */
+	uint64_t left;               /* reads left: a tree has no more nodes
+				      * than the scan found of it, and a
+				      * damaged one naming a subtree many
+				      * times must not take forever */
 };
 
 /* Read the node at @addr as its parent names it, and everything below. */
@@ -81,10 +86,12 @@ static int cs_walk(struct cs_walk *w, uint64_t addr, uint64_t gen,
 	uint32_t cnt;
 	int rc;
 
-	if (addr < c->sb.data_start || addr + c->ns > c->sb.capacity) {
+	if (addr < c->sb.data_start || addr + c->ns > c->sb.capacity ||
+	    !w->left) {
 		w->bad++;
 		return 0;
 	}
+	w->left--;
 	rc = smr_dev_read(c->dev, buf, c->ns, addr);
 	if (rc)
 		return rc;
@@ -113,6 +120,7 @@ static int cs_walk(struct cs_walk *w, uint64_t addr, uint64_t gen,
 static int cs_walk_from(struct cs_walk *w, const struct cs_node *n, bool stop)
 {
 	w->items = w->bad = 0;
+	w->left = w->nodes;
 	w->stop = stop;
 	return cs_walk(w, n->addr, n->gen, n->level);
 }
@@ -253,6 +261,7 @@ int smr_ckpt_from_scan(struct smr_cow *c, struct smr_ckpt *ck)
 		for (end = i; end < s.n && s.v[end].tree == s.v[i].tree; end++)
 			ck->gen = SMR_MAX(ck->gen, s.v[end].gen);
 		w.tree = s.v[i].tree;
+		w.nodes = end - i;
 		rc = cs_root(&w, s.v + i, end - i, rt);
 		if (rc)
 			break;
