@@ -2345,7 +2345,8 @@ static int fk_find_uuid(const struct smr_fsck_opts *o, struct smr_dev *dev,
 
 int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 {
-	struct smr_dev_opts dopts = { .read_only = !o->repair };
+	struct smr_dev_opts dopts = { .read_only = !o->repair,
+				      .busy_wait = SMR_DEV_BUSY_WAIT };
 	struct smr_cow_super_check sup;
 	struct fk_found f = { 0 };
 	struct fk_wps wps = { 0 };

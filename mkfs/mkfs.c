@@ -197,7 +197,8 @@ static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 
 static int make_fs(const struct mkfs_opts *mo)
 {
-	struct smr_dev_opts dopts = { .read_only = mo->dry_run };
+	struct smr_dev_opts dopts = { .read_only = mo->dry_run,
+				      .busy_wait = SMR_DEV_BUSY_WAIT };
 	struct smr_format_opts fo = {
 		.label = mo->label,
 		.uuid = mo->have_uuid ? mo->uuid : NULL,

@@ -299,6 +299,50 @@ static const struct smr_dev_backend_ops *backend_by_name(const char *name)
 	return NULL;
 }
 
+/* Undo the octal escapes (\040 for a space) of a field of the mount
+ * table, in place. */
+static void unescape_mount_field(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+					(s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/* Is @path, as given or resolved, the source of a mount (as mount.smrfs
+ * names its device)? Where the table cannot be read: taken as yes. */
+static bool dev_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char *real = realpath(path, NULL), *line = NULL;
+	size_t cap = 0;
+	bool found = !f;
+
+	while (f && !found && getline(&line, &cap, f) > 0) {
+		char *sp = strchr(line, ' ');
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		unescape_mount_field(line);
+		found = !strcmp(line, path) || (real && !strcmp(line, real));
+	}
+	if (f)
+		fclose(f);
+	free(line);
+	free(real);
+	return found;
+}
+
 int smr_dev_open(const char *path, const struct smr_dev_opts *opts,
 		 struct smr_dev **devp)
 {
@@ -330,7 +374,18 @@ int smr_dev_open(const char *path, const struct smr_dev_opts *opts,
 	}
 	if (!ops || !ops->open)
 		return -EOPNOTSUPP;
-	rc = ops->open(path, opts, devp);
+	for (unsigned tries = 0;; tries++) {
+		rc = ops->open(path, opts, devp);
+		if (rc != -EBUSY || tries >= opts->busy_wait * 10u ||
+		    dev_mounted(path))
+			break;
+		if (!tries)
+			smr_info("%s: in use, though not mounted: waiting up to "
+				 "%u s for the program that holds it (the "
+				 "daemon of an unmount, writing its last "
+				 "commit?)", path, opts->busy_wait);
+		usleep(100 * 1000);
+	}
 	if (rc)
 		return rc;
 	(*devp)->unchecked = opts->unchecked;

@@ -159,7 +159,16 @@ struct smr_dev_opts {
 	 * size, the write pointer, does not change). 0: where the directory
 	 * is on tmpfs; 1: always; -1: never. */
 	int zloop_prealloc;
+	/* Where the device is in use (-EBUSY) but is the source of no mount,
+	 * try again for up to this many seconds: the daemon of a filesystem
+	 * just unmounted holds it until its last commit is written, after
+	 * umount(8) has returned. 0: fail at once. */
+	unsigned busy_wait;
 };
+
+/* The busy_wait of the commands (mount, mkfs, fsck): longer than a last
+ * commit takes on a slow disk. */
+#define SMR_DEV_BUSY_WAIT 30
 
 /*
  * Open the device at @path. Returns 0 and a handle in *@devp, or:

@@ -577,7 +577,8 @@ static void open_failed(const struct mount_opts *mo, const char *what)
 
 static int open_fs(struct mount_opts *mo, struct fs *fs)
 {
-	struct smr_dev_opts dopts = { .read_only = mo->ro };
+	struct smr_dev_opts dopts = { .read_only = mo->ro,
+				      .busy_wait = SMR_DEV_BUSY_WAIT };
 	struct smr_cow_opts copts = {
 		.read_only = mo->ro,
 		.alloc = mo->alloc,

@@ -8,7 +8,8 @@
 # SIGINT or SIGTERM cancels (32, nothing written), -y fixes it (1), and -n
 # is clean again (0); both copies wiped: rebuilt (1), but not over another
 # filesystem (8); a damaged data area: each error printed once, and -n
-# counts every problem as left.
+# counts every problem as left; a device held by a program that mounts
+# nothing is waited for.
 set -u
 
 FSCK=${FSCK_SMRFS:-./fsck/fsck.smrfs}
@@ -138,6 +139,18 @@ expect 0 "$MKFS" "$T/zl"
 expect 0 "$FSCK" -n --json "$T/zl"
 grep -q '"allocator": "zoned"' "$T/out" || fail "zoned: $(cat "$T/out")"
 expect 0 "$FSCK" -y "$T/zl"
+
+# Held by a program that mounts nothing (as the daemon of an unmount is
+# while it writes its last commit): fsck waits until it lets go.
+if command -v flock >/dev/null; then
+	flock "$T/zl" sleep 2 &
+	holder=$!
+	sleep 0.5
+	expect 0 "$FSCK" -n "$T/zl"
+	grep -q 'waiting up to' "$T/out" "$T/err" ||
+		fail "no wait for the holder: $(cat "$T/out" "$T/err")"
+	wait "$holder"
+fi
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "fsck.smrfs command line: all passed"

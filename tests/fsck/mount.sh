@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # fsck.smrfs around the daemon: a filesystem filled through a mount checks
-# clean; a mounted device is refused (8); an inode unlinked while open and
+# clean; a mounted device is refused (8) at once; an inode unlinked while open and
 # left by kill -9 of the daemon is an orphan, reported but not an error, and
 # reclaimed by -y; a damaged superblock copy and checkpoint slot are found
 # (4), the daemon mounts the damaged filesystem and serves its files, -y
@@ -31,9 +31,10 @@ echo hello >"$M/a/b/c/small"
 ln "$M/a/big" "$M/d/big-link"
 ln -s ../a/big "$M/d/sym"
 cp "$M/a/big" "$T/big.copy"
-note "a mounted device is refused"
+note "a mounted device is refused, at once"
 expect 8 "$FSCK" -n "$Z"
 grep -q "is in use (mounted?)" "$T/fsck.out" || fail "in use: $(cat "$T/fsck.out")"
+! grep -q "waiting up to" "$T/fsck.out" || fail "waited: $(cat "$T/fsck.out")"
 umount_fs "$M"
 
 note "clean"
