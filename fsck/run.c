@@ -2310,8 +2310,7 @@ static bool fk_other_fs(const struct smr_fsck_opts *o, struct smr_dev *dev)
 		return true;
 	}
 	if (rc)
-		smr_err("%s holds %s: no smrfs superblock is rebuilt over it "
-			"(what smrfs left on it is older)",
+		smr_err("%s holds %s: no smrfs superblock is rebuilt over it",
 			smr_dev_path(dev), what);
 	return rc != 0;
 }

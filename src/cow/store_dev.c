@@ -230,8 +230,6 @@ static int sd_read_sb(struct smr_dev *dev, struct smr_sb *sb)
 	smr_dev_buf_free(buf);
 	if (rc == -EINVAL && first)
 		rc = first;
-	if (rc == -EINVAL)
-		smr_info("%s: no smrfs superblock", smr_dev_path(dev));
 	return rc;
 }
 
@@ -893,6 +891,9 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 				rc = -SMR_EFSCORRUPTED;
 		} else if (rb != -EINVAL) {
 			rc = rb;
+		} else if (rc == -EINVAL) {
+			smr_info("%s: no smrfs superblock",
+				 smr_dev_path(c->dev));
 		}
 	}
 	if (rc)
