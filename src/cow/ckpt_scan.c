@@ -86,13 +86,15 @@ static int cs_walk(struct cs_walk *w, uint64_t addr, uint64_t gen,
 	uint32_t cnt;
 	int rc;
 
+	/* Outside the data area: damage, said quietly (the store's read
+	 * would log it, and candidates are tried in turn). */
 	if (addr < c->sb.data_start || addr + c->ns > c->sb.capacity ||
 	    !w->left) {
 		w->bad++;
 		return 0;
 	}
 	w->left--;
-	rc = smr_dev_read(c->dev, buf, c->ns, addr);
+	rc = c->sops->read(c, addr, buf, c->ns);
 	if (rc)
 		return rc;
 	if (!smr_blk_matches(buf, c->ns, &smr_node_ops, &exp) ||
