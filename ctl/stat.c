@@ -43,24 +43,6 @@ struct ctl_src {
 	struct smr_ns *ns;
 };
 
-/* Undo the octal escapes (\040 for a space) of /proc/self/mountinfo. */
-static void mountinfo_unescape(char *s)
-{
-	char *d = s;
-
-	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] &&
-		    s[3]) {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-				      (s[3] - '0'));
-			s += 4;
-		} else {
-			*d++ = *s++;
-		}
-	}
-	*d = 0;
-}
-
 /* Is @path the mount point of a FUSE filesystem? smrfs mounts show as
  * fuse.smrfs (or fuse.SUBTYPE with -o subtype); the ioctl's answer tells
  * whether it is really smrfs. */
@@ -90,7 +72,7 @@ static bool is_fuse_mount(const char *path)
 		fstype = strtok_r(sep + 3, " ", &save);
 		if (!fstype)
 			continue;
-		mountinfo_unescape(mnt);
+		smr_mtab_unescape(mnt);
 		if (!strcmp(mnt, real) && !strncmp(fstype, "fuse", 4))
 			found = true;
 	}

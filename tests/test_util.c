@@ -80,6 +80,29 @@ static const struct smr_blk_ops test_ops = {
 	.verify = verify_ok,
 };
 
+/* Mount table fields: \040 and the like undone, anything else kept. */
+static void test_mtab_unescape(void)
+{
+	static const struct {
+		const char *in, *out;
+	} c[] = {
+		{ "/dev/sda", "/dev/sda" },
+		{ "/mnt/a\\040b", "/mnt/a b" },
+		{ "tab\\011x\\134y", "tab\tx\\y" },
+		{ "no\\8escape", "no\\8escape" },
+		{ "cut\\04", "cut\\04" },
+		{ "", "" },
+	};
+
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(c); i++) {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%s", c[i].in);
+		smr_mtab_unescape(buf);
+		CU_ASSERT_STRING_EQUAL(buf, c[i].out);
+	}
+}
+
 static void test_blk_seal_verify(void)
 {
 	static const uint8_t uuid[16] = { 1, 2, 3, 4 };
@@ -361,6 +384,7 @@ static const struct smr_test util_tests[] = {
 	{ "failpoint", test_failpoint },
 	{ "parse_size", test_parse_size },
 	{ "format_size", test_format_size },
+	{ "mtab_unescape", test_mtab_unescape },
 	{ "log_sink_threads", test_log_sink_threads },
 	{ NULL, NULL },
 };

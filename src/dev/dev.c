@@ -299,25 +299,6 @@ static const struct smr_dev_backend_ops *backend_by_name(const char *name)
 	return NULL;
 }
 
-/* Undo the octal escapes (\040 for a space) of a field of the mount
- * table, in place. */
-static void unescape_mount_field(char *s)
-{
-	char *out = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-					(s[3] - '0'));
-			s += 3;
-		} else {
-			*out++ = *s;
-		}
-	}
-	*out = '\0';
-}
-
 /* Is @path, as given or resolved, the source of a mount (as mount.smrfs
  * names its device)? Where the table cannot be read: taken as yes. */
 static bool dev_mounted(const char *path)
@@ -333,7 +314,7 @@ static bool dev_mounted(const char *path)
 		if (!sp)
 			continue;
 		*sp = '\0';
-		unescape_mount_field(line);
+		smr_mtab_unescape(line);
 		found = !strcmp(line, path) || (real && !strcmp(line, real));
 	}
 	if (f)

@@ -110,6 +110,10 @@ uint64_t smr_now_ns(void);
  */
 int smr_array_grow(void **p, size_t *cap, size_t n, size_t size);
 
+/* Undo, in place, the octal escapes (\040 for a space) of a field of
+ * /proc/self/mounts or /proc/self/mountinfo. */
+void smr_mtab_unescape(char *s);
+
 /* ------------------------------------------------------------------------
  * Failpoints (tests of process death)
  *
