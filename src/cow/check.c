@@ -308,7 +308,6 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 		smr_err("no valid checkpoint (%s from the trees found on the "
 			"device)", repair ? "rebuilt" : "a repair rebuilds one");
 		r->problems++;
-		r->no_ckpt = true;
 	}
 	for (uint32_t b = 0; b < nbad; b++) {
 		size_t i = bad_at[b];

@@ -535,9 +535,6 @@ struct smr_cow_super_check {
 			       * rewritten by the next commits of a
 			       * read-write open (at most two, forced with
 			       * smr_cow_commit_forced) */
-	bool no_ckpt;         /* no record verifies: an open with
-			       * rebuild_ckpt rebuilds one from the trees,
-			       * and a commit writes it */
 	bool lost_commit;     /* a damaged record is newer than the newest
 			       * valid one: a commit (smr_cow_commit_forced)
 			       * supersedes it */
