@@ -2,13 +2,14 @@
 /*
  * mkfs.c - mkfs.smrfs: make an smrfs filesystem.
  *
- *   mkfs.smrfs [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE
+ *   mkfs.smrfs [-L label] [-U uuid] [-f] [-n] [-K] [--alloc NAME] DEVICE
  *
  * Refuses a device that already holds a filesystem (found by libblkid on a
  * regular file or block device, or smrfs's own superblock on any device)
- * unless -f. The engine formats the device (resetting every sequential
- * zone first); the root directory is then made through the namespace layer
- * and committed through the same path the daemon uses. A dry run (-n) does
+ * unless -f. The engine formats the device (discarding it where it can,
+ * unless -K, and resetting every sequential zone first); the root
+ * directory is then made through the namespace layer and committed
+ * through the same path the daemon uses. A dry run (-n) does
  * all of it on a scratch view of the device (dev/fault.h) that keeps the
  * writes in memory, so that it prints what a real run would.
  */
@@ -36,21 +37,25 @@ struct mkfs_opts {
 	bool have_uuid;
 	bool force;
 	bool dry_run;
+	bool nodiscard;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE\n"
+		"Usage: " PROG " [-L label] [-U uuid] [-f] [-n] [-K] [--alloc NAME] DEVICE\n"
 		"\n"
 		"Make an smrfs filesystem on DEVICE: a zoned loop directory, a\n"
 		"regular file, a zoned block device or a block device. Every\n"
-		"sequential zone is reset first; everything on DEVICE is lost.\n"
+		"sequential zone is reset first, and the rest discarded where the\n"
+		"device can (a regular file gets a hole); everything on DEVICE\n"
+		"is lost.\n"
 		"\n"
 		"  -L, --label LABEL  filesystem label (up to 63 bytes)\n"
 		"  -U, --uuid UUID    filesystem UUID (default: random)\n"
 		"  -f, --force        format even if DEVICE holds a filesystem\n"
 		"  -n, --dry-run      print what would be made; write nothing\n"
+		"  -K, --nodiscard    do not discard the device first\n"
 		"  -a, --alloc NAME   allocator: zoned, rotational or flash\n"
 		"                     (default: chosen by the kind of device)\n"
 		"  -h, --help         show this help\n"
@@ -203,6 +208,8 @@ static int make_fs(const struct mkfs_opts *mo)
 		.label = mo->label,
 		.uuid = mo->have_uuid ? mo->uuid : NULL,
 		.alloc = mo->alloc,
+		/* (A dry run's view keeps its writes, and discards nothing.) */
+		.discard = !mo->nodiscard && !mo->dry_run,
 	};
 	struct smr_ns_cred cr = { .uid = getuid(), .gid = getgid() };
 	struct smr_cow_info info;
@@ -305,6 +312,7 @@ int main(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "alloc", required_argument, NULL, 'a' },
+		{ "nodiscard", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -314,7 +322,7 @@ int main(int argc, char **argv)
 
 	if (smr_stdio_guard())
 		return 1;
-	while ((c = getopt_long(argc, argv, "L:U:fna:hV", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "L:U:fnKa:hV", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'L':
@@ -339,6 +347,9 @@ int main(int argc, char **argv)
 		case 'n':
 			mo.dry_run = true;
 			break;
+		case 'K':
+			mo.nodiscard = true;
+			break;
 		case 'a':
 			mo.alloc = optarg;
 			break;
@@ -355,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "Usage: " PROG
-			" [-L label] [-U uuid] [-f] [-n] [--alloc NAME] DEVICE\n");
+			" [-L label] [-U uuid] [-f] [-n] [-K] [--alloc NAME] DEVICE\n");
 		return 1;
 	}
 	mo.dev = argv[optind];

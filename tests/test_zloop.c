@@ -3,7 +3,7 @@
  * test_zloop.c - the zoned loop directory backend through the device API:
  * the zone state machine of a host-managed drive and every error it returns,
  * the directory layout, persistence across reopen, parameter checks,
- * exclusive open, preallocation ahead of the write pointers.
+ * exclusive open, preallocation ahead of the write pointers, discard.
  */
 #include "testutil.h"
 
@@ -200,6 +200,53 @@ static void test_seq_write_read(void)
 	SMR_ASSERT_RC(smr_dev_zone_open(dev, 0), -EINVAL);
 	SMR_ASSERT_RC(smr_dev_zone_close(dev, 0), -EINVAL);
 	SMR_ASSERT_RC(smr_dev_zone_reset(dev, 6), -EINVAL);
+
+	smr_dev_buf_free(w);
+	smr_dev_buf_free(r);
+	SMR_ASSERT_OK(smr_dev_close(dev));
+}
+
+/* Discard: holes in the conventional zones' files; a sequential zone keeps
+ * its data and write pointer (it is reset, not discarded). */
+static void test_discard(void)
+{
+	const char *dir = mkzloop("zl-discard", 4, 2, 0, 0, 0, NULL);
+	struct smr_dev *dev = open_dev(dir);
+	uint8_t *w = smr_dev_buf_alloc(ZS);
+	uint8_t *r = smr_dev_buf_alloc(ZS);
+	struct stat st;
+	char path[4200];
+
+	CU_ASSERT_TRUE(smr_dev_info(dev)->discard);
+	fill(w, ZS, 1);
+	SMR_ASSERT_OK(smr_dev_write(dev, w, ZS, 0));
+	SMR_ASSERT_OK(smr_dev_write(dev, w, ZS, ZS));
+	SMR_ASSERT_OK(smr_dev_write(dev, w, 64 * 1024, 2 * ZS));
+	SMR_ASSERT_RC(smr_dev_discard(dev, 1, BS), -EINVAL);
+	/* From the middle of zone 0 to the end of the device. */
+	SMR_ASSERT_OK(smr_dev_discard(dev, ZS / 2, 4 * ZS - ZS / 2));
+
+	SMR_ASSERT_OK(smr_dev_read(dev, r, ZS, 0));
+	CU_ASSERT_EQUAL(memcmp(r, w, ZS / 2), 0);
+	for (size_t i = ZS / 2; i < ZS; i++)
+		if (r[i]) {
+			CU_FAIL("a discarded byte of zone 0 is not zero");
+			break;
+		}
+	SMR_ASSERT_OK(smr_dev_read(dev, r, ZS, ZS));
+	for (size_t i = 0; i < ZS; i++)
+		if (r[i]) {
+			CU_FAIL("a discarded byte of zone 1 is not zero");
+			break;
+		}
+	/* A hole, not zeros written; the file keeps its size. */
+	snprintf(path, sizeof(path), "%s/cnv-000001", dir);
+	CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, (off_t)ZS);
+	CU_ASSERT(st.st_blocks * 512 < (blkcnt_t)ZS);
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 2), 2 * ZS + 64 * 1024);
+	SMR_ASSERT_OK(smr_dev_read(dev, r, 64 * 1024, 2 * ZS));
+	CU_ASSERT_EQUAL(memcmp(r, w, 64 * 1024), 0);
 
 	smr_dev_buf_free(w);
 	smr_dev_buf_free(r);
@@ -930,6 +977,7 @@ out_free:
 static const struct smr_test zloop_tests[] = {
 	{ "layout_and_geometry", test_layout_and_geometry },
 	{ "seq_write_read", test_seq_write_read },
+	{ "discard", test_discard },
 	{ "write_errors", test_write_errors },
 	{ "zone_ops", test_zone_ops },
 	{ "open_limit_lru", test_open_limit_lru },

@@ -123,6 +123,10 @@ struct smr_format_opts {
 	const char *label;       /* up to 63 bytes; NULL = none */
 	const uint8_t *uuid;     /* 16 bytes; NULL = random */
 	const char *alloc;       /* allocator module; NULL = chosen by device */
+	/* Discard the whole device first, where it can (smr_dev_discard):
+	 * what a filesystem made there before left is then gone, and the
+	 * rebuild of a lost superblock cannot take its nodes for ours. */
+	bool discard;
 };
 
 /* What a formatted filesystem is; filled by smr_cow_format / smr_cow_info. */

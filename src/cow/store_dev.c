@@ -1758,6 +1758,13 @@ int smr_cow_format(struct smr_dev *dev, const struct smr_format_opts *o,
 		goto out_free;
 	}
 
+	if (o->discard) {
+		rc = smr_dev_discard(dev, 0, c->info->capacity);
+		if (rc && rc != -EOPNOTSUPP)
+			smr_warn("%s: discard failed (%s): what was there "
+				 "before stays readable", smr_dev_path(dev),
+				 strerror(-rc));
+	}
 	rc = smr_dev_reset_all(dev);
 	if (rc)
 		goto out_free;

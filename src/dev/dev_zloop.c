@@ -922,6 +922,35 @@ static int zl_finish(struct smr_dev *dev, uint32_t zno)
 	return zl_truncate(dev, zno, zl_of(dev)->zone_size);
 }
 
+/* A conventional zone's file gets a hole; a sequential zone keeps what it
+ * holds below its write pointer until it is reset (discard is a hint). */
+static int zl_discard(struct smr_dev *dev, uint64_t off, uint64_t len)
+{
+	struct zloop *zl = zl_of(dev);
+	uint64_t end = off + len;
+	int rc = 0;
+
+	while (!rc && off < end) {
+		uint32_t zno = zl_zone(zl, off);
+		uint64_t zstart = (uint64_t)zno << zl->zone_shift;
+		uint64_t n = SMR_MIN(end, zstart + zl->zone_size) - off;
+		int fd;
+
+		if (zno >= zl->nr_cnv)
+			break; /* the sequential zones follow the last one */
+		fd = zl_fd_get(zl, zno, true);
+		if (fd < 0)
+			return fd;
+		zl_mark_dirty(zl, zno);
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(off - zstart), (off_t)n))
+			rc = errno == ENOSYS ? -EOPNOTSUPP : -errno;
+		zl_fd_put(zl, zno, fd);
+		off += n;
+	}
+	return rc;
+}
+
 static int zl_io_target(struct smr_dev *dev, uint64_t off, size_t len,
 			int *fd, uint64_t *file_off)
 {
@@ -1036,6 +1065,7 @@ static int zl_open(const char *path, const struct smr_dev_opts *opts,
 	info.capacity = p.capacity;
 	info.zoned = true;
 	info.read_only = opts->read_only;
+	info.discard = !opts->read_only && zl->nr_cnv;
 	info.nr_zones = zl->nr_zones;
 	info.max_open = p.max_open;
 	info.max_active = p.max_active;
@@ -1060,6 +1090,7 @@ const struct smr_dev_backend_ops smr_dev_zloop_ops = {
 	.report_zones = zl_report,
 	.zone_reset = zl_reset,
 	.zone_finish = zl_finish,
+	.discard = zl_discard,
 	.io_target = zl_io_target,
 	.io_release = zl_io_release,
 };

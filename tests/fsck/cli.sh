@@ -4,6 +4,7 @@
 # fsck.smrfs from the command line: --help, usage errors (16), a device
 # that is missing or not smrfs (8), a clean image made by mkfs.smrfs on a
 # regular file and on a zoned loop directory (0, with -n, -y and --scrub),
+# untouched by a refused mkfs over it,
 # the --json summary, and a damaged superblock copy: -n finds it (4), a
 # SIGINT or SIGTERM cancels (32, nothing written), -y fixes it (1), and -n
 # is clean again (0); both copies wiped: rebuilt (1), but not over another
@@ -40,8 +41,13 @@ grep -q 'cannot open' "$T/out" || fail "missing device: $(cat "$T/out")"
 truncate -s 64M "$T/img" || exit 1
 expect 8 "$FSCK" -n "$T/img"
 
-# A regular file.
+# A regular file. A format refused (an unknown allocator) leaves it as it
+# was: discarded nothing, wrote nothing.
 expect 0 "$MKFS" "$T/img"
+cp "$T/img" "$T/img.before" || exit 1
+expect 1 "$MKFS" -f --alloc bogus "$T/img"
+cmp -s "$T/img" "$T/img.before" || fail "a refused mkfs changed the image"
+rm -f "$T/img.before"
 expect 0 "$FSCK" -n "$T/img"
 expect 0 "$FSCK" -y -f "$T/img"
 expect 0 "$FSCK" -n --scrub -v "$T/img"

@@ -6,6 +6,9 @@
 # reclaimed by -y; a damaged superblock copy and checkpoint slot are found
 # (4), the daemon mounts the damaged filesystem and serves its files, -y
 # fixes them (1), a second check is clean (0) and the files are intact.
+# A filesystem made over another, then wiped of its superblocks and
+# checkpoint records: rebuilt with all its files (mkfs discarded the old
+# one's blocks), or, made with -K, refused (8).
 . "${srcdir:-.}/tests/fs/lib.sh"
 FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 [ -x "$FSCK" ] || skip "$FSCK not built"
@@ -92,4 +95,51 @@ cmp "$M/a/big" "$T/big.copy" || fail "data after the repair"
 [ "$(cat "$M/a/b/c/small")" = hello ] || fail "small file after the repair"
 [ "$(stat -c %h "$M/a/big")" = 2 ] || fail "link count after the repair"
 umount_fs "$M"
+
+# made_over IMG [MKFS OPTION]: on IMG, a filesystem of 200 files, then one
+# of 10 files made over it, then the first 4 MiB (both superblock copies
+# and every checkpoint record) zeroed.
+made_over() {
+	rm -f "$1" && truncate -s 64M "$1" || fail "truncate $1"
+	"$MKFS" "$1" >/dev/null || fail "mkfs (old) $1"
+	mount_fs "$1" "$M"
+	for i in $(seq 200); do
+		head -c 20000 /dev/urandom >"$M/old$i" || fail "old$i"
+	done
+	umount_fs "$M"
+	"$MKFS" -f ${2:-} "$1" >/dev/null || fail "mkfs -f ${2:-} $1"
+	mount_fs "$1" "$M"
+	mkdir -p "$T/new"
+	for i in $(seq 10); do
+		head -c 20000 /dev/urandom >"$T/new/new$i" || exit 1
+		cp "$T/new/new$i" "$M/" || fail "new$i"
+	done
+	umount_fs "$M"
+	dd if=/dev/zero of="$1" bs=1M count=4 conv=notrunc 2>/dev/null ||
+		fail "wipe $1"
+}
+
+note "made over another filesystem, then superblocks and records wiped"
+# mkfs discarded the old one's blocks: the superblock is rebuilt from the
+# nodes of the new one, and every file of it is back.
+made_over "$T/img"
+expect 1 "$FSCK" -y "$T/img"
+grep -q "superblock rebuilt" "$T/fsck.out" ||
+	fail "no superblock rebuilt: $(cat "$T/fsck.out")"
+expect 0 "$FSCK" -n "$T/img"
+mount_fs "$T/img" "$M"
+[ "$(ls "$M" | grep -c '^new')" = 10 ] && ! ls "$M" | grep -q '^old' ||
+	fail "not the new files: $(ls "$M")"
+diff -r "$T/new" "$M" >"$T/diff" 2>&1 || fail "new files: $(cat "$T/diff")"
+umount_fs "$M"
+note "the same, made with -K (no discard)"
+# The old one's nodes are still there: which one to rebuild cannot be
+# told, and nothing is written.
+made_over "$T/img" -K
+cp "$T/img" "$T/img.before" || exit 1
+expect 8 "$FSCK" -y "$T/img"
+grep -q "are of 2 filesystems" "$T/fsck.out" ||
+	fail "two filesystems not told apart: $(cat "$T/fsck.out")"
+cmp -s "$T/img" "$T/img.before" || fail "the image changed"
+rm -f "$T/img" "$T/img.before"
 exit 0
