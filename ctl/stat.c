@@ -279,20 +279,6 @@ static const char *fmt_size(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-static void fmt_uuid(char *buf, const uint8_t u[16])
-{
-	static const char hex[] = "0123456789abcdef";
-	char *p = buf;
-
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			*p++ = '-';
-		*p++ = hex[u[i] >> 4];
-		*p++ = hex[u[i] & 15];
-	}
-	*p = 0;
-}
-
 static void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
@@ -343,9 +329,9 @@ static void stat_json(FILE *f, const struct ctl_src *s,
 {
 	static const char *const streams[] = { "meta", "hot", "cold",
 					       "relocation" };
-	char uuid[40];
+	char uuid[SMR_UUID_STR_LEN];
 
-	fmt_uuid(uuid, st->info.uuid);
+	smr_uuid_format(st->info.uuid, uuid);
 	fputs("{\n  \"source\": ", f);
 	json_str(f, s->path);
 	fprintf(f, ",\n  \"mounted\": %s,\n", s->mounted ? "true" : "false");
@@ -447,9 +433,9 @@ static void stat_line(FILE *f, const char *what, uint64_t v,
 static void stat_text(FILE *f, const struct ctl_src *s,
 		      const struct smr_cow_fsstat *st, uint64_t inodes)
 {
-	char uuid[40], b1[32], b2[32];
+	char uuid[SMR_UUID_STR_LEN], b1[32], b2[32];
 
-	fmt_uuid(uuid, st->info.uuid);
+	smr_uuid_format(st->info.uuid, uuid);
 	fprintf(f, "%s: smrfs%s\n", s->path,
 		s->mounted ? ", mounted (figures from the daemon)" :
 		s->busy ? ", in use (figures of the last checkpoint)" :

@@ -13,7 +13,6 @@
  * all of it on a scratch view of the device (dev/fault.h) that keeps the
  * writes in memory, so that it prints what a real run would.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -64,43 +63,13 @@ static void usage(FILE *f)
 		"Exit status: 0 made (or would be made), 1 error or refused.\n");
 }
 
-static int parse_uuid(const char *s, uint8_t out[16])
-{
-	int n = 0;
-
-	for (; *s && n < 32; s++) {
-		int v;
-
-		if (*s == '-')
-			continue;
-		if (!isxdigit((unsigned char)*s))
-			return -EINVAL;
-		v = isdigit((unsigned char)*s) ? *s - '0' :
-						  tolower((unsigned char)*s) - 'a' + 10;
-		if (n % 2 == 0)
-			out[n / 2] = (uint8_t)(v << 4);
-		else
-			out[n / 2] |= (uint8_t)v;
-		n++;
-	}
-	return n == 32 && !*s ? 0 : -EINVAL;
-}
-
-static void format_uuid(const uint8_t u[16], char *buf)
-{
-	sprintf(buf,
-		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
 /* 1 if @dev holds an smrfs filesystem (its description in @what). */
 static int smrfs_find(struct smr_dev *dev, char *what, size_t len)
 {
 	struct smr_cow_opts o = { .read_only = true };
 	struct smr_cow_info info;
 	struct smr_cow *c;
-	char u[40];
+	char u[SMR_UUID_STR_LEN];
 	int rc;
 
 	/* Not finding one is the normal case: keep the engine quiet. */
@@ -110,9 +79,8 @@ static int smrfs_find(struct smr_dev *dev, char *what, size_t len)
 	if (rc)
 		return 0;
 	smr_cow_info(c, &info);
-	format_uuid(info.uuid, u);
 	snprintf(what, len, "an smrfs filesystem (label '%s', UUID %s)",
-		 info.label, u);
+		 info.label, smr_uuid_format(info.uuid, u));
 	smr_cow_close(c);
 	return 1;
 }
@@ -170,9 +138,9 @@ static void print_summary(const struct mkfs_opts *mo, struct smr_dev *dev,
 			  const struct smr_cow_space *sp)
 {
 	const struct smr_dev_info *di = smr_dev_info(dev);
-	char b1[32], b2[32], u[40];
+	char b1[32], b2[32], u[SMR_UUID_STR_LEN];
 
-	format_uuid(info->uuid, u);
+	smr_uuid_format(info->uuid, u);
 	printf("%s %s: %s (%s), %s, block size %u\n",
 	       mo->dry_run ? "Would make smrfs on" : "Made smrfs on", mo->dev,
 	       smr_dev_kind_str(di->kind), di->backend,
@@ -334,7 +302,7 @@ int main(int argc, char **argv)
 			mo.label = optarg;
 			break;
 		case 'U':
-			if (parse_uuid(optarg, mo.uuid)) {
+			if (smr_uuid_parse(optarg, mo.uuid)) {
 				fprintf(stderr, PROG ": bad UUID '%s'\n",
 					optarg);
 				return 1;

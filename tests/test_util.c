@@ -103,6 +103,32 @@ static void test_mtab_unescape(void)
 	}
 }
 
+/* UUIDs: formatted 8-4-4-4-12, parsed back with or without dashes, in
+ * either case; anything else refused. */
+static void test_uuid_text(void)
+{
+	static const uint8_t u[16] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+				       0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
+				       0x76, 0x54, 0x32, 0x10 };
+	static const char *const bad[] = {
+		"", "0123456789abcdeffedcba987654321",
+		"0123456789abcdeffedcba98765432100",
+		"0123456789abcdeffedcba987654321g", "01234567 89abcdef",
+	};
+	char buf[SMR_UUID_STR_LEN];
+	uint8_t out[16];
+
+	CU_ASSERT_STRING_EQUAL(smr_uuid_format(u, buf),
+			       "01234567-89ab-cdef-fedc-ba9876543210");
+	SMR_ASSERT_OK(smr_uuid_parse(buf, out));
+	CU_ASSERT_EQUAL(memcmp(out, u, 16), 0);
+	memset(out, 0, sizeof(out));
+	SMR_ASSERT_OK(smr_uuid_parse("0123456789ABCDEFFEDCBA9876543210", out));
+	CU_ASSERT_EQUAL(memcmp(out, u, 16), 0);
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(bad); i++)
+		SMR_ASSERT_RC(smr_uuid_parse(bad[i], out), -EINVAL);
+}
+
 static void test_blk_seal_verify(void)
 {
 	static const uint8_t uuid[16] = { 1, 2, 3, 4 };
@@ -385,6 +411,7 @@ static const struct smr_test util_tests[] = {
 	{ "parse_size", test_parse_size },
 	{ "format_size", test_format_size },
 	{ "mtab_unescape", test_mtab_unescape },
+	{ "uuid_text", test_uuid_text },
 	{ "log_sink_threads", test_log_sink_threads },
 	{ NULL, NULL },
 };

@@ -110,6 +110,14 @@ uint64_t smr_now_ns(void);
  */
 int smr_array_grow(void **p, size_t *cap, size_t n, size_t size);
 
+/* A UUID as text: 36 characters (8-4-4-4-12 lowercase hexadecimal digits)
+ * and the NUL; returns @buf. */
+#define SMR_UUID_STR_LEN 37
+char *smr_uuid_format(const uint8_t u[16], char buf[SMR_UUID_STR_LEN]);
+/* Parse 32 hexadecimal digits, any case, dashes anywhere between them:
+ * 0, or -EINVAL. */
+int smr_uuid_parse(const char *s, uint8_t out[16]);
+
 /* Undo, in place, the octal escapes (\040 for a space) of a field of
  * /proc/self/mounts or /proc/self/mountinfo. */
 void smr_mtab_unescape(char *s);
