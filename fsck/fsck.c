@@ -22,7 +22,8 @@
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: fsck.smrfs [-n|-y|-p] [-f] [-v] [-C[FD]] [--scrub] [--json] DEVICE\n"
+		"Usage: fsck.smrfs [-n|-y|-p] [-f] [-v] [-C[FD]] [--scrub] [--json]\n"
+		"                  [--uuid UUID] DEVICE\n"
 		"Check an smrfs filesystem on DEVICE (a zoned block device, a zoned\n"
 		"loop directory, a regular file or a block device) and repair what is\n"
 		"safe to repair. The device must not be mounted.\n"
@@ -42,6 +43,9 @@ static void fsck_usage(FILE *f)
 		"      --no-progress  no progress bar\n"
 		"      --scrub also read every data block and verify its checksum\n"
 		"      --json  print one JSON summary object on standard output\n"
+		"      --uuid UUID  the filesystem's UUID, for a superblock rebuilt\n"
+		"              where no copy of it and no checkpoint record is left\n"
+		"              (default: the UUID of the B-tree nodes found)\n"
 		"  -h, --help  this text\n"
 		"\n"
 		"Exit status: 0 no errors, 1 errors corrected, 4 errors left uncorrected,\n"
@@ -279,11 +283,13 @@ int main(int argc, char **argv)
 		{ "scrub", no_argument, NULL, 'S' },
 		{ "progress", no_argument, NULL, 'C' },
 		{ "no-progress", no_argument, NULL, 'N' },
+		{ "uuid", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct smr_fsck_opts o = { .probe_other = smr_probe_other };
 	struct smr_fsck_result r;
 	bool json = false, verbose = false;
+	uint8_t uuid[16];
 	int mode = 0, c, progress = -1; /* -1: on a terminal, 0: off */
 	char *end;
 
@@ -330,6 +336,14 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			progress = 0;
+			break;
+		case 'U':
+			if (smr_uuid_parse(optarg, uuid)) {
+				fprintf(stderr, "fsck.smrfs: bad UUID '%s'\n",
+					optarg);
+				return SMR_FSCK_USAGE;
+			}
+			o.uuid = uuid;
 			break;
 		case 'h':
 			fsck_usage(stdout);

@@ -69,6 +69,13 @@ struct smr_fsck_opts {
 	 * leave an old smrfs's checkpoints behind). NULL = not looked for.
 	 */
 	int (*probe_other)(const char *path, char *what, size_t len);
+	/*
+	 * The filesystem's UUID, for a superblock rebuilt where no copy and no
+	 * checkpoint record verify (16 bytes); NULL: the UUID of the B-tree
+	 * nodes on the device, if they are of one filesystem
+	 * (smr_cow_find_uuid). Unused where the UUID is known.
+	 */
+	const uint8_t *uuid;
 };
 
 /* Phases of a check: superblocks and checkpoints, B-trees, namespace,

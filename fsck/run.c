@@ -2319,7 +2319,8 @@ static bool fk_other_fs(const struct smr_fsck_opts *o, struct smr_dev *dev)
  * Neither a superblock copy nor a checkpoint record verifies (@sup): the
  * device is smrfs if B-tree nodes on it say so, and they name its UUID,
  * the one field of the superblock the device does not give (the start of
- * a file or disk wiped, where the superblock copies and the ring lie).
+ * a file or disk wiped, where the superblock copies and the ring lie),
+ * unless the caller gives it (o->uuid).
  * Not where another filesystem lies. With the UUID in f->uuid, *@sup is
  * the superblock pass again, on the superblock rebuilt with it.
  */
@@ -2330,14 +2331,26 @@ static int fk_find_uuid(const struct smr_fsck_opts *o, struct smr_dev *dev,
 
 	if (fk_other_fs(o, dev))
 		return 0;
-	smr_info("%s: no superblock copy and no checkpoint record verify: "
-		 "looking for smrfs B-tree nodes (this reads all the written "
-		 "space)", smr_dev_path(dev));
-	rc = smr_cow_find_uuid(dev, f->uuid_buf);
-	if (rc == -EINVAL || rc == -EEXIST)
-		return 0;
-	if (rc)
-		return rc;
+	if (o->uuid) {
+		char u[SMR_UUID_STR_LEN];
+
+		smr_info("%s: no superblock copy and no checkpoint record "
+			 "verify: rebuilding with the UUID given, %s",
+			 smr_dev_path(dev), smr_uuid_format(o->uuid, u));
+		memcpy(f->uuid_buf, o->uuid, sizeof(f->uuid_buf));
+	} else {
+		smr_info("%s: no superblock copy and no checkpoint record "
+			 "verify: looking for smrfs B-tree nodes (this reads "
+			 "all the written space)", smr_dev_path(dev));
+		rc = smr_cow_find_uuid(dev, f->uuid_buf);
+		if (rc == -EEXIST)
+			smr_err("%s: give the filesystem's UUID (--uuid) to "
+				"rebuild it", smr_dev_path(dev));
+		if (rc == -EINVAL || rc == -EEXIST)
+			return 0;
+		if (rc)
+			return rc;
+	}
 	f->uuid = f->uuid_buf;
 	return smr_cow_check_super(dev, false, f->uuid, sup);
 }

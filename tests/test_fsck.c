@@ -24,6 +24,7 @@
 #include "dev/dev.h"
 #include "dev/fault.h"
 #include "format/blk.h"
+#include "format/node.h"
 #include "format/ondisk_ns.h"
 #include "fsck/fsck.h"
 #include "namespace/ns.h"
@@ -635,6 +636,127 @@ static void test_sb_ckpt_all_lost(void)
 		CU_ASSERT_EQUAL(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 		CU_ASSERT_EQUAL(after.st_blocks, before.st_blocks);
 	}
+}
+
+/* Block @len bytes at @off of zone file @name of the zoned loop directory
+ * at path: read into / written from @buf. */
+static void zone_file_io(const char *name, bool write, void *buf, size_t len,
+			 off_t off)
+{
+	char file[4200];
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/%s", path, name);
+	fd = open(file, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write ? pwrite(fd, buf, len, off) :
+				pread(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/* Node block @node, moved to device byte @addr: as the filesystem it is of
+ * would have written it there. */
+static void node_move(uint8_t *node, uint64_t addr)
+{
+	struct smr_blk_id id;
+
+	smr_blk_hdr_decode(node, &id);
+	smr_blk_hdr_init(node, &smr_node_ops, id.len, addr, id.gen, id.owner,
+			 id.uuid, id.level);
+	SMR_ASSERT_OK(smr_blk_seal(node, id.len, &smr_node_ops));
+}
+
+/* mkfs on path, over whatever is there (no discard). */
+static void format_over(const struct smr_format_opts *fo)
+{
+	struct smr_dev *dev;
+	struct smr_cow *cow;
+
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_cow_format(dev, fo, NULL));
+	SMR_ASSERT_OK(smr_cow_open(dev, NULL, &cow));
+	SMR_ASSERT_OK(smr_ns_mkfs(cow, &cr));
+	SMR_ASSERT_OK(smr_cow_close(cow));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+}
+
+/*
+ * A zoned device, superblock and records lost, with the nodes of an older
+ * filesystem left in a conventional zone (mkfs resets only the sequential
+ * ones): the one with nodes in sequential zones is rebuilt, whole. With a
+ * node of the older one in a sequential zone too, there is no telling.
+ */
+static void test_sb_ckpt_all_lost_zoned_old(void)
+{
+	static const uint8_t newer[16] = { 7, 7, 7 };
+	struct smr_zloop_params p = {
+		.capacity = 64 * SMR_MIB, .zone_size = 2 * SMR_MIB,
+		.nr_cnv = 2,
+	};
+	uint8_t *node = smr_dev_buf_alloc(SMR_NODE_MIN_SIZE);
+	struct smr_format_opts fo = { .uuid = newer };
+	struct smr_fsck_result r;
+	struct smr_cow_info info;
+	struct smr_ns_attr a;
+	struct smr_blk_id id;
+	struct smr_dev *dev;
+	bool found = false;
+	struct fs f;
+
+	/* The older filesystem; one of its nodes kept aside. */
+	snprintf(path, sizeof(path), "%s/zl", smr_test_tmpdir("zold"));
+	cur_kind = K_ZCNV;
+	SMR_ASSERT_OK(smr_zloop_create(path, &p));
+	format_over(NULL);
+	for (int z = 2; z < 32 && !found; z++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "seq-%06d", z);
+		for (off_t o = 0; !found; o += SMR_NODE_MIN_SIZE) {
+			struct stat st;
+			char file[4200];
+
+			snprintf(file, sizeof(file), "%s/%s", path, name);
+			if (stat(file, &st) || o >= st.st_size)
+				break;
+			zone_file_io(name, false, node, SMR_NODE_MIN_SIZE, o);
+			smr_blk_hdr_decode(node, &id);
+			found = id.magic == SMR_MAGIC_NODE;
+		}
+	}
+	CU_ASSERT_FATAL(found);
+
+	/* The newer one over it, with a file. */
+	format_over(&fo);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	CU_ASSERT(mkfile(f.ns, ROOT, "newer", 9000) != 0);
+	fs_close(&f);
+
+	/* The old node at the end of conventional zone 1, where a bigger
+	 * older filesystem could have left it. */
+	node_move(node, 2 * p.zone_size - SMR_NODE_MIN_SIZE);
+	zone_file_io("cnv-000001", true, node, SMR_NODE_MIN_SIZE,
+		     (off_t)(p.zone_size - SMR_NODE_MIN_SIZE));
+	zero_ckpts(true);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
+	CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
+	SMR_ASSERT_OK(fs_open(&f, true));
+	smr_cow_info(f.cow, &info);
+	CU_ASSERT_EQUAL(memcmp(info.uuid, newer, 16), 0);
+	CU_ASSERT_EQUAL(smr_ns_lookup(f.ns, ROOT, "newer", &a), 0);
+	fs_close(&f);
+
+	/* The old node in a sequential zone as well (at the start of the
+	 * last, empty one): refused, nothing written. */
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, 31), smr_dev_zone_start(dev, 31));
+	node_move(node, smr_dev_zone_start(dev, 31));
+	SMR_ASSERT_OK(smr_dev_write(dev, node, SMR_NODE_MIN_SIZE,
+				    smr_dev_zone_start(dev, 31)));
+	SMR_ASSERT_OK(smr_dev_close(dev));
+	zero_ckpts(true);
+	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_OPERROR);
+	smr_dev_buf_free(node);
 }
 
 /*
@@ -2519,6 +2641,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "ckpt_all_lost", test_ckpt_all_lost },
 	{ "ckpt_all_lost_cut", test_ckpt_all_lost_cut },
 	{ "sb_ckpt_all_lost", test_sb_ckpt_all_lost },
+	{ "sb_ckpt_all_lost_zoned_old", test_sb_ckpt_all_lost_zoned_old },
 	{ "ckpt_all_lost_node", test_ckpt_all_lost_node },
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },

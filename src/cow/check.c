@@ -111,6 +111,7 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 	}
 	rc = 0;
 	if (got < 0) {
+		char u[SMR_UUID_STR_LEN];
 		uint64_t gen;
 
 		smr_err("no valid superblock (at bytes %" PRIu64 " and %" PRIu64 ")",
@@ -133,10 +134,10 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
 				"%s, the device's default; the label is lost)",
 				gen, sb.alloc);
 		else
-			smr_err("superblock rebuilt from the device and the "
-				"UUID of its B-tree nodes (allocator %s, the "
-				"device's default; the label is lost)",
-				sb.alloc);
+			smr_err("superblock rebuilt from the device with UUID "
+				"%s (allocator %s, the device's default; the "
+				"label is lost)",
+				smr_uuid_format(sb.uuid, u), sb.alloc);
 		r->sb_rebuilt = true;
 	} else if (got == 1) {
 		sb = sb2;

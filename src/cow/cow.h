@@ -566,9 +566,11 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
  * fsck only, where neither superblock copy nor any checkpoint record
  * verifies: the UUID of the B-tree nodes a scan of the written space finds
  * (the one field of a superblock that the device's geometry does not
- * give). Reads all of it. 0 with @uuid; -EINVAL when no node verifies
- * (nothing says the device is smrfs); -EEXIST when they are of several
- * filesystems (logged: one made over another); -ENOMEM, -EIO.
+ * give). Reads all of it. Of nodes of several filesystems (one made over
+ * another), a zoned device's newest is the one with nodes in sequential
+ * zones, which every mkfs resets. 0 with @uuid; -EINVAL when no node
+ * verifies (nothing says the device is smrfs); -EEXIST when they are of
+ * several filesystems that cannot be told apart (logged); -ENOMEM, -EIO.
  */
 int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16]);
 

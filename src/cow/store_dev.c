@@ -872,8 +872,10 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 					    c->opts.sb_uuid);
 
 		if (!rb && c->opts.rebuild_sb) {
-			char from[64] = "the UUID of its B-tree nodes";
+			char from[64], u[SMR_UUID_STR_LEN];
 
+			snprintf(from, sizeof(from), "UUID %s",
+				 smr_uuid_format(c->sb.uuid, u));
 			if (gen)
 				snprintf(from, sizeof(from), "the checkpoint "
 					 "of generation %" PRIu64, gen);
@@ -1641,10 +1643,12 @@ out:
 
 /* The filesystems whose B-tree nodes a scan finds, by UUID. */
 struct sd_uuids {
+	const struct smr_dev *dev;
 	uint8_t uuid[4][16];
 	uint64_t nodes[4];
+	uint64_t seq[4];   /* of them, in sequential zones */
 	uint32_t n;
-	bool more; /* of more filesystems than fit */
+	bool more;         /* of more filesystems than fit */
 };
 
 static int sd_uuid_found(void *arg, uint64_t addr, const void *node)
@@ -1664,16 +1668,40 @@ static int sd_uuid_found(void *arg, uint64_t addr, const void *node)
 	if (i == s->n)
 		memcpy(s->uuid[s->n++], id.uuid, sizeof(id.uuid));
 	s->nodes[i]++;
+	if (smr_dev_info(s->dev)->zoned &&
+	    smr_dev_zone_type(s->dev, smr_dev_zone_no(s->dev, addr)) !=
+		    SMR_ZONE_TYPE_CNV)
+		s->seq[i]++;
 	return 0;
+}
+
+/* Of several filesystems' nodes, the one whose nodes alone lie in
+ * sequential zones: every mkfs resets those, so nodes of a filesystem
+ * made before the newest can only be left in conventional zones. The
+ * index, or -1. */
+static int sd_uuid_newest(const struct sd_uuids *s)
+{
+	int found = -1;
+
+	if (s->more)
+		return -1;
+	for (uint32_t i = 0; i < s->n; i++) {
+		if (!s->seq[i])
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (int)i;
+	}
+	return found;
 }
 
 int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16])
 {
 	const struct smr_alloc_ops *ops;
-	struct sd_uuids s = { 0 };
+	struct sd_uuids s = { .dev = dev };
 	struct smr_cow *c;
 	char why[160];
-	int rc;
+	int rc, k = 0;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -1692,15 +1720,35 @@ int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16])
 		return rc;
 	if (!s.n)
 		return -EINVAL;
-	if (s.n > 1 || s.more) {
-		smr_err("%s: the B-tree nodes on it are of %s%u filesystems "
-			"(%" PRIu64 " and %" PRIu64 " nodes of the first two): "
-			"which one to rebuild cannot be told",
+	if (s.n > 1 || s.more)
+		k = sd_uuid_newest(&s);
+	if (k < 0) {
+		char list[4 * 80] = "", u[SMR_UUID_STR_LEN];
+		size_t at = 0;
+
+		for (uint32_t i = 0; i < s.n && at < sizeof(list); i++)
+			at += (size_t)snprintf(list + at, sizeof(list) - at,
+					       "%s%s (%" PRIu64 " nodes)",
+					       i ? ", " : "",
+					       smr_uuid_format(s.uuid[i], u),
+					       s.nodes[i]);
+		smr_err("%s: the B-tree nodes on it are of %s%u filesystems, "
+			"UUID %s: which one to rebuild cannot be told",
 			smr_dev_path(dev), s.more ? "more than " : "", s.n,
-			s.nodes[0], s.nodes[1]);
+			list);
 		return -EEXIST;
 	}
-	memcpy(uuid, s.uuid[0], sizeof(s.uuid[0]));
+	if (s.n > 1) {
+		char u[SMR_UUID_STR_LEN];
+
+		smr_warn("%s: of the %u filesystems whose B-tree nodes are on "
+			 "it, taking UUID %s, the one with nodes in sequential "
+			 "zones (%" PRIu64 " of %" PRIu64 "): the others' lie "
+			 "in conventional zones only, left by an earlier mkfs",
+			 smr_dev_path(dev), s.n, smr_uuid_format(s.uuid[k], u),
+			 s.seq[k], s.nodes[k]);
+	}
+	memcpy(uuid, s.uuid[k], sizeof(s.uuid[k]));
 	return 0;
 }
 

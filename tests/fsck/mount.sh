@@ -8,7 +8,7 @@
 # fixes them (1), a second check is clean (0) and the files are intact.
 # A filesystem made over another, then wiped of its superblocks and
 # checkpoint records: rebuilt with all its files (mkfs discarded the old
-# one's blocks), or, made with -K, refused (8).
+# one's blocks), or, made with -K, refused (8) unless --uuid names it.
 . "${srcdir:-.}/tests/fs/lib.sh"
 FSCK=${SMRFS_FSCK:-$B/fsck/fsck.smrfs}
 [ -x "$FSCK" ] || skip "$FSCK not built"
@@ -96,7 +96,7 @@ cmp "$M/a/big" "$T/big.copy" || fail "data after the repair"
 [ "$(stat -c %h "$M/a/big")" = 2 ] || fail "link count after the repair"
 umount_fs "$M"
 
-# made_over IMG [MKFS OPTION]: on IMG, a filesystem of 200 files, then one
+# made_over IMG [MKFS OPTIONS]: on IMG, a filesystem of 200 files, then one
 # of 10 files made over it, then the first 4 MiB (both superblock copies
 # and every checkpoint record) zeroed.
 made_over() {
@@ -134,12 +134,18 @@ diff -r "$T/new" "$M" >"$T/diff" 2>&1 || fail "new files: $(cat "$T/diff")"
 umount_fs "$M"
 note "the same, made with -K (no discard)"
 # The old one's nodes are still there: which one to rebuild cannot be
-# told, and nothing is written.
-made_over "$T/img" -K
+# told, and nothing is written; named with --uuid, it is rebuilt.
+NEWUUID=2c9a1f0e-57d4-4b8e-9a61-0d3b7c5e8f42
+made_over "$T/img" "-K -U $NEWUUID"
 cp "$T/img" "$T/img.before" || exit 1
 expect 8 "$FSCK" -y "$T/img"
-grep -q "are of 2 filesystems" "$T/fsck.out" ||
+grep -q "are of 2 filesystems, UUID .*$NEWUUID" "$T/fsck.out" ||
 	fail "two filesystems not told apart: $(cat "$T/fsck.out")"
 cmp -s "$T/img" "$T/img.before" || fail "the image changed"
+expect 1 "$FSCK" -y --uuid "$NEWUUID" "$T/img"
+expect 0 "$FSCK" -n "$T/img"
+mount_fs "$T/img" "$M"
+diff -r "$T/new" "$M" >"$T/diff" 2>&1 || fail "--uuid: $(cat "$T/diff")"
+umount_fs "$M"
 rm -f "$T/img" "$T/img.before"
 exit 0
