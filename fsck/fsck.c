@@ -160,9 +160,10 @@ static void fsck_bar_update(void *arg, unsigned int phase, const char *name,
 	fill[BAR_WIDTH] = 0;
 	if (total)
 		n = snprintf(line, sizeof(line),
-			     "[%s] %3u%% %u/%u %s: %" PRIu64 "/%" PRIu64 " items",
+			     "[%s] %3u%% %u/%u %s: %" PRIu64 "/%" PRIu64 " %s",
 			     fill, permille / 10, phase, SMR_FSCK_NR_PHASES,
-			     name, done, total);
+			     name, done, total,
+			     strcmp(name, SMR_FSCK_SCAN) ? "items" : "MiB");
 	else
 		n = snprintf(line, sizeof(line), "[%s] %3u%% %u/%u %s", fill,
 			     permille / 10, phase, SMR_FSCK_NR_PHASES, name);
@@ -215,7 +216,8 @@ static void fsck_sink(FILE *f, enum smr_log_level level, const char *msg)
 static void fsck_progress(void *arg, unsigned int phase, const char *name,
 			  uint64_t done, uint64_t total)
 {
-	if (phase == 1 && !done)
+	/* A pass starts: its messages are new. */
+	if (phase == 1 && !done && strcmp(name, SMR_FSCK_SCAN))
 		nseen = 0;
 	if (bar.fd > 0)
 		fsck_bar_update(arg, phase, name, done, total);

@@ -49,7 +49,9 @@ struct smr_fsck_opts {
 	 * the start and end of each phase and as the namespace walk goes
 	 * (often: the callee limits its own rate). @phase is one of
 	 * SMR_FSCK_NR_PHASES, numbered from 1 as fsck(8)'s passes, named by
-	 * @name; @done of @total items (total 0: not known).
+	 * @name; @done of @total items (total 0: not known), or MiB under
+	 * the name SMR_FSCK_SCAN (a rebuild's scan of all the written space,
+	 * in the phase that needs it).
 	 */
 	void (*progress)(void *arg, unsigned int phase, const char *name,
 			 uint64_t done, uint64_t total);
@@ -77,6 +79,9 @@ struct smr_fsck_opts {
 	 */
 	const uint8_t *uuid;
 };
+
+/* The progress of a scan of all the written space for B-tree nodes. */
+#define SMR_FSCK_SCAN "looking for B-tree nodes"
 
 /* Phases of a check: superblocks and checkpoints, B-trees, namespace,
  * namespace walk (and scrub), space audit. A repair runs them again. */

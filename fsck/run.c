@@ -1732,10 +1732,36 @@ out_walk:
  * The passes
  * ======================================================================== */
 
+/* Where a rebuild's scan of all the written space is, as progress of
+ * phase @phase. */
+struct fk_scan {
+	const struct smr_fsck_opts *o;
+	unsigned int phase;
+};
+
+static void fk_scan_progress(void *arg, uint64_t done, uint64_t total)
+{
+	const struct fk_scan *s = arg;
+
+	fk_progress(s->o, s->phase, SMR_FSCK_SCAN, done >> 20,
+		    SMR_DIV_ROUND_UP(total, 1 << 20));
+}
+
+/* The scans of the engine opened with @co: progress and cancel as @s
+ * says, which must last as long as the engine. */
+static void fk_scan_opts(struct smr_cow_opts *co, struct fk_scan *s)
+{
+	co->scan_progress = fk_scan_progress;
+	co->scan_arg = s;
+	co->cancel = s->o->cancel;
+}
+
 /* Open the engine on @dev with the namespace's tree described to it, so
- * that its checks and salvage know the FS tree's items and keys. */
+ * that its checks and salvage know the FS tree's items and keys; its
+ * scans, if any, report to @scan, which must last as long as it. */
 static int fk_open_engine(struct smr_dev *dev, const uint8_t *uuid,
-			  const struct smr_cow_opts *co, struct smr_cow **cowp)
+			  struct fk_scan *scan, const struct smr_cow_opts *co,
+			  struct smr_cow **cowp)
 {
 	/* Where neither superblock copy verifies, the one the superblock
 	 * pass rebuilt (until the repair writes it), with @uuid where no
@@ -1748,6 +1774,7 @@ static int fk_open_engine(struct smr_dev *dev, const uint8_t *uuid,
 	/* Where no checkpoint record verifies, one rebuilt from the trees
 	 * (until the repair commits it). */
 	o.rebuild_ckpt = true;
+	fk_scan_opts(&o, scan);
 	rc = smr_cow_open(dev, &o, cowp);
 	if (rc)
 		return rc;
@@ -1860,6 +1887,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	/* Reads go on past damaged nodes: everything else is checked. */
 	struct smr_cow_opts co = { .read_only = true, .rebuild_alloc = true,
 				   .skip_damaged = true };
+	struct fk_scan scan = { .o = o, .phase = 1 };
 	struct smr_cow_space_check sc;
 	struct smr_ns_rmap_check rm;
 	struct smr_cow_info info;
@@ -1872,7 +1900,9 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	uint64_t nsp = 0, bad = 0, restored;
 	int rc;
 
-	rc = fk_open_engine(dev, f->uuid, &co, &cow);
+	rc = fk_open_engine(dev, f->uuid, &scan, &co, &cow);
+	if (rc == -ECANCELED)
+		return rc;
 	if (rc) {
 		if (rc == -ENOMEM || rc == -EIO) {
 			smr_err("cannot open the filesystem: %s", strerror(-rc));
@@ -2099,15 +2129,17 @@ static void fk_salvaged(const struct smr_cow_salvage *s,
  * audits before anything is allocated.
  */
 static int fk_salvage(struct smr_dev *dev, const uint8_t *uuid,
-		      struct smr_fsck_result *r, bool *later)
+		      const struct smr_fsck_opts *o, struct smr_fsck_result *r,
+		      bool *later)
 {
 	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true,
 				   .salvage = true };
+	struct fk_scan scan = { .o = o, .phase = 5 };
 	struct smr_cow_salvage s;
 	struct smr_cow *cow;
 	int rc, rc2;
 
-	rc = fk_open_engine(dev, uuid, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &scan, &co, &cow);
 	if (rc == -SMR_EFSCORRUPTED || rc == -SMR_EFSBADCRC) {
 		smr_info("no usable allocator state: the trees are salvaged "
 			 "with the other repairs, on a state rebuilt from the "
@@ -2116,14 +2148,17 @@ static int fk_salvage(struct smr_dev *dev, const uint8_t *uuid,
 		return 0;
 	}
 	if (rc) {
-		smr_err("cannot open the filesystem to salvage its trees: %s",
-			strerror(-rc));
+		if (rc != -ECANCELED)
+			smr_err("cannot open the filesystem to salvage its "
+				"trees: %s", strerror(-rc));
 		return rc;
 	}
 	rc = smr_cow_salvage(cow, &s);
 	if (rc) {
 		/* Nothing of it is written: the device stays as it was. */
-		smr_err("salvaging the trees failed: %s", strerror(-rc));
+		if (rc != -ECANCELED)
+			smr_err("salvaging the trees failed: %s",
+				strerror(-rc));
 		smr_cow_close_discard(cow);
 		return rc;
 	}
@@ -2168,6 +2203,7 @@ static int fk_repair(struct smr_dev *dev, const uint8_t *uuid,
 	struct smr_cow_opts co = { .rebuild_alloc = true, .commit_secs = 3600,
 				   .rebuild_alloc_always = rebuild_alloc,
 				   .gc_off = true, .salvage = salvage };
+	struct fk_scan scan = { .o = o, .phase = 5 };
 	uint64_t fixed = r->fixed;
 	struct smr_data_extent *planned = NULL;
 	size_t nplanned = 0;
@@ -2176,7 +2212,9 @@ static int fk_repair(struct smr_dev *dev, const uint8_t *uuid,
 	struct fk_walk w;
 	int rc;
 
-	rc = fk_open_engine(dev, uuid, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &scan, &co, &cow);
+	if (rc == -ECANCELED)
+		return rc;
 	if (rc) {
 		smr_err("cannot open the filesystem read-write: %s",
 			strerror(-rc));
@@ -2189,8 +2227,9 @@ static int fk_repair(struct smr_dev *dev, const uint8_t *uuid,
 
 		rc = smr_cow_salvage(cow, &s);
 		if (rc) {
-			smr_err("salvaging the trees failed: %s",
-				strerror(-rc));
+			if (rc != -ECANCELED)
+				smr_err("salvaging the trees failed: %s",
+					strerror(-rc));
 			smr_cow_close_discard(cow);
 			return rc;
 		}
@@ -2272,13 +2311,15 @@ out:
  * log (their commits would then drop it), so it goes first, and without
  * it the repairs go on over the checkpoint's state.
  */
-static void fk_replay_log(struct smr_dev *dev, const uint8_t *uuid)
+static void fk_replay_log(struct smr_dev *dev, const uint8_t *uuid,
+			  const struct smr_fsck_opts *o)
 {
 	struct smr_cow_opts co = { .commit_secs = 3600, .gc_off = true };
+	struct fk_scan scan = { .o = o, .phase = 5 };
 	struct smr_cow *cow;
 	int rc;
 
-	rc = fk_open_engine(dev, uuid, &co, &cow);
+	rc = fk_open_engine(dev, uuid, &scan, &co, &cow);
 	if (!rc)
 		rc = smr_cow_close(cow);
 	if (rc)
@@ -2339,10 +2380,14 @@ static int fk_find_uuid(const struct smr_fsck_opts *o, struct smr_dev *dev,
 			 smr_dev_path(dev), smr_uuid_format(o->uuid, u));
 		memcpy(f->uuid_buf, o->uuid, sizeof(f->uuid_buf));
 	} else {
+		struct fk_scan scan = { .o = o, .phase = 1 };
+		struct smr_cow_opts co = { 0 };
+
 		smr_info("%s: no superblock copy and no checkpoint record "
 			 "verify: looking for smrfs B-tree nodes (this reads "
 			 "all the written space)", smr_dev_path(dev));
-		rc = smr_cow_find_uuid(dev, f->uuid_buf);
+		fk_scan_opts(&co, &scan);
+		rc = smr_cow_find_uuid(dev, &co, f->uuid_buf);
 		if (rc == -EEXIST)
 			smr_err("%s: give the filesystem's UUID (--uuid) to "
 				"rebuild it", smr_dev_path(dev));
@@ -2383,6 +2428,8 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	rc = smr_cow_check_super(dev, false, NULL, &sup);
 	if (!rc && sup.no_sb && !sup.sb_bad)
 		rc = fk_find_uuid(o, dev, &f, &sup);
+	if (rc == -ECANCELED)
+		goto out_cancel;
 	if (rc)
 		goto out_operr;
 	r->ckpt_valid = sup.ckpt_valid;
@@ -2416,7 +2463,7 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 		if (rc)
 			goto out_operr;
 		if (o->repair && f.log_pending)
-			fk_replay_log(dev, f.uuid);
+			fk_replay_log(dev, f.uuid, o);
 	}
 	r->problems = f.problems;
 	if (!f.problems) {
@@ -2465,7 +2512,9 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 	if (f.salvage && !salvage_later) {
 		if (fk_cancelled(o))
 			goto out_cancel;
-		rc = fk_salvage(dev, f.uuid, r, &salvage_later);
+		rc = fk_salvage(dev, f.uuid, o, r, &salvage_later);
+		if (rc == -ECANCELED)
+			goto out_cancel;
 		if (rc)
 			goto out_uncorrected;
 	}

@@ -638,6 +638,94 @@ static void test_sb_ckpt_all_lost(void)
 	}
 }
 
+/* What the scans of a rebuild told the progress callback: each scan
+ * (a new one starts lower) goes up to its total, MiB rounded up. Set, the
+ * cancel flag is raised in scan number @cancel_in. */
+struct scan_seen {
+	uint64_t calls, scans, last, total;
+	bool short_scan, past_total;
+	unsigned int cancel_in;
+	volatile sig_atomic_t *cancel;
+};
+
+static void scan_progress(void *arg, unsigned int phase, const char *name,
+			  uint64_t done, uint64_t total)
+{
+	struct scan_seen *s = arg;
+
+	(void)phase;
+	if (strcmp(name, SMR_FSCK_SCAN))
+		return;
+	if (!s->calls || done < s->last) {
+		if (s->calls && s->last + 1 < s->total)
+			s->short_scan = true;
+		s->scans++;
+	}
+	if (done > total)
+		s->past_total = true;
+	s->calls++;
+	s->last = done;
+	s->total = total;
+	if (s->cancel_in && s->scans == s->cancel_in)
+		*s->cancel = 1;
+}
+
+/*
+ * The rebuild's scans of all the written space say how far they are, and
+ * stop when cancelled: in the search for the UUID or in the check's open,
+ * nothing is written; in the repair's open, only the superblock copies
+ * are (a repair of its own, committed before); a run to the end repairs.
+ */
+static void test_scan_progress_cancel(void)
+{
+	for (int k = 0; k < K_NR; k++) {
+		volatile sig_atomic_t cancel = 0;
+		struct scan_seen seen = { .cancel = &cancel };
+		struct smr_fsck_opts o = {
+			.device = path, .repair = true,
+			.progress = scan_progress, .progress_arg = &seen,
+			.cancel = &cancel,
+		};
+		struct smr_fsck_result r;
+		struct stat before, after;
+
+		populate((enum kind)k, 300);
+		zero_ckpts(true);
+		for (unsigned int in = 1; in <= (k == K_FILE ? 3 : 1); in++) {
+			/* A file, or the zoned loop directory (its files
+			 * are reset, written and finished through it). */
+			CU_ASSERT_EQUAL(stat(path, &before), 0);
+			seen = (struct scan_seen){ .cancel = &cancel,
+						   .cancel_in = in };
+			cancel = 0;
+			CU_ASSERT_EQUAL(smr_fsck_run(&o, &r),
+					SMR_FSCK_CANCELED);
+			CU_ASSERT_EQUAL(seen.scans, in);
+			CU_ASSERT_EQUAL(r.fixed, in < 3 ? 0 : 2);
+			CU_ASSERT_EQUAL(stat(path, &after), 0);
+			if (in == 3)
+				break;
+			CU_ASSERT_EQUAL(after.st_mtim.tv_sec,
+					before.st_mtim.tv_sec);
+			CU_ASSERT_EQUAL(after.st_mtim.tv_nsec,
+					before.st_mtim.tv_nsec);
+		}
+
+		seen = (struct scan_seen){ .cancel = &cancel };
+		cancel = 0;
+		CU_ASSERT_EQUAL(smr_fsck_run(&o, &r), SMR_FSCK_FIXED);
+		CU_ASSERT(seen.calls > 1);
+		CU_ASSERT(seen.total > 0);
+		/* 60 MiB of a file, each scan in many steps. */
+		CU_ASSERT(k != K_FILE || (seen.scans >= 2 && seen.total >= 60 &&
+					  seen.calls >= 2 * seen.total));
+		CU_ASSERT(seen.last + 1 >= seen.total);
+		CU_ASSERT_FALSE(seen.short_scan);
+		CU_ASSERT_FALSE(seen.past_total);
+		all_there(300, false);
+	}
+}
+
 /* Block @len bytes at @off of zone file @name of the zoned loop directory
  * at path: read into / written from @buf. */
 static void zone_file_io(const char *name, bool write, void *buf, size_t len,
@@ -2642,6 +2730,7 @@ static const struct smr_test fsck_tests[] = {
 	{ "ckpt_all_lost_cut", test_ckpt_all_lost_cut },
 	{ "sb_ckpt_all_lost", test_sb_ckpt_all_lost },
 	{ "sb_ckpt_all_lost_zoned_old", test_sb_ckpt_all_lost_zoned_old },
+	{ "scan_progress_cancel", test_scan_progress_cancel },
 	{ "ckpt_all_lost_node", test_ckpt_all_lost_node },
 	{ "ckpt_bit", test_ckpt_bit },
 	{ "root_newest", test_root_newest },

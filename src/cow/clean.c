@@ -895,6 +895,14 @@ int smr_scan_nodes_range(struct smr_cow *c, uint32_t tree, uint64_t from,
 			if (t && (!tree || t == tree))
 				rc = fn(arg, cs + p, buf + p, t);
 		}
+		if (rc || !c->scan_total)
+			continue;
+		c->scan_done += SMR_MIN(SCAN_CHUNK, to - cs);
+		if (c->opts.cancel && *c->opts.cancel)
+			rc = -ECANCELED;
+		else if (c->opts.scan_progress)
+			c->opts.scan_progress(c->opts.scan_arg, c->scan_done,
+					      c->scan_total);
 	}
 	smr_dev_buf_free(buf);
 	return rc;

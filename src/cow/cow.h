@@ -27,6 +27,7 @@
 #ifndef SMR_COW_COW_H
 #define SMR_COW_COW_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -232,6 +233,14 @@ struct smr_cow_opts {
 	 * open replays them for good). Off, the state is the checkpoint's
 	 * and the records are only counted (smr_cow_info.log_pending). */
 	bool replay_ro;
+	/* fsck only: the scans that read all the written space (the
+	 * rebuilds of a superblock, a checkpoint or a tree from the nodes
+	 * found) call @scan_progress with the bytes read of the bytes to
+	 * read, at most once a MiB, and stop with -ECANCELED once *@cancel
+	 * is set. NULL: neither. Kept by the engine until it is closed. */
+	void (*scan_progress)(void *arg, uint64_t done, uint64_t total);
+	void *scan_arg;
+	const volatile sig_atomic_t *cancel;
 };
 
 /*
@@ -566,13 +575,15 @@ int smr_cow_check_super(struct smr_dev *dev, bool repair,
  * fsck only, where neither superblock copy nor any checkpoint record
  * verifies: the UUID of the B-tree nodes a scan of the written space finds
  * (the one field of a superblock that the device's geometry does not
- * give). Reads all of it. Of nodes of several filesystems (one made over
- * another), a zoned device's newest is the one with nodes in sequential
- * zones, which every mkfs resets. 0 with @uuid; -EINVAL when no node
- * verifies (nothing says the device is smrfs); -EEXIST when they are of
- * several filesystems that cannot be told apart (logged); -ENOMEM, -EIO.
+ * give). Reads all of it (@o: its progress and cancel, or NULL). Of nodes
+ * of several filesystems (one made over another), a zoned device's newest
+ * is the one with nodes in sequential zones, which every mkfs resets. 0
+ * with @uuid; -EINVAL when no node verifies (nothing says the device is
+ * smrfs); -EEXIST when they are of several filesystems that cannot be
+ * told apart (logged); -ECANCELED, -ENOMEM, -EIO.
  */
-int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16]);
+int smr_cow_find_uuid(struct smr_dev *dev, const struct smr_cow_opts *o,
+		      uint8_t uuid[16]);
 
 struct smr_cow_space_check {
 	uint64_t problems, fixed, unfixable;

@@ -241,6 +241,9 @@ struct smr_cow {
 				  * disk at open: the next commit goes above
 				  * it, even after a fallback; lock */
 	uint64_t nr_nodes;       /* nodes written since mkfs; lock */
+	/* A scan of all the written space (sd_scan_nodes): bytes read and
+	 * to read, for opts.scan_progress; total 0 outside one. */
+	uint64_t scan_done, scan_total;
 	bool changed;            /* something to commit; lock */
 	/* smr_cow_fs_changes, by object: atomics, under lock exclusive;
 	 * a cache line each, as writers of different files bump their own */

@@ -874,11 +874,12 @@ static int sd_load(struct smr_cow *c, struct smr_ckpt *ck)
 		if (!rb && c->opts.rebuild_sb) {
 			char from[64], u[SMR_UUID_STR_LEN];
 
-			snprintf(from, sizeof(from), "UUID %s",
-				 smr_uuid_format(c->sb.uuid, u));
 			if (gen)
 				snprintf(from, sizeof(from), "the checkpoint "
 					 "of generation %" PRIu64, gen);
+			else
+				snprintf(from, sizeof(from), "UUID %s",
+					 smr_uuid_format(c->sb.uuid, u));
 			smr_warn("%s: no superblock copy verifies: using one "
 				 "rebuilt from the device and %s",
 				 smr_dev_path(c->dev), from);
@@ -1472,34 +1473,57 @@ static int sd_scan_one(void *arg, uint64_t addr, const void *node,
 	return s->fn(s->arg, addr, node);
 }
 
-/* The written part of the managed area: below each zone's write pointer
- * (all of a conventional zone), or all of it on a device without zones. */
+/* What a scan reads of zone @z (of the whole device without zones, @z
+ * 0): from the data area's start, below the write pointer of a
+ * sequential zone, all of a conventional one, nothing of one offline.
+ * [*@from, *@to), or an error. */
+static int sd_scan_range(struct smr_cow *c, uint32_t z, uint64_t *from,
+			 uint64_t *to)
+{
+	struct smr_zone zn;
+	int rc;
+
+	*from = *to = c->sb.data_start;
+	if (!c->info->zoned) {
+		*to = c->info->capacity;
+		return 0;
+	}
+	rc = smr_dev_zone(c->dev, z, &zn);
+	if (rc || zn.cond == SMR_ZONE_COND_OFFLINE)
+		return rc;
+	*from = SMR_MAX(zn.start, c->sb.data_start);
+	*to = smr_zone_is_cnv(&zn) ? zn.start + zn.cap :
+				     SMR_MIN(zn.wp, zn.start + zn.cap);
+	*to = SMR_MAX(*to, *from);
+	return 0;
+}
+
+/* Every node in the written part of the managed area (sd_scan_range),
+ * with progress and cancel (opts.scan_progress, opts.cancel). */
 static int sd_scan_nodes(struct smr_cow *c, uint32_t tree,
 			 int (*fn)(void *arg, uint64_t addr, const void *node),
 			 void *arg)
 {
 	struct sd_scan s = { .c = c, .fn = fn, .arg = arg };
-	uint32_t z;
+	uint32_t first = c->info->zoned ?
+			 smr_dev_zone_no(c->dev, c->sb.data_start) : 0;
+	uint32_t end = c->info->zoned ? c->info->nr_zones : 1;
+	uint64_t from, to, total = 0;
 	int rc = 0;
 
-	if (!c->info->zoned)
-		return smr_scan_nodes_range(c, tree, c->sb.data_start,
-					    c->info->capacity, sd_scan_one, &s);
-	for (z = smr_dev_zone_no(c->dev, c->sb.data_start);
-	     z < c->info->nr_zones && !rc; z++) {
-		struct smr_zone zn;
-
-		rc = smr_dev_zone(c->dev, z, &zn);
-		if (rc)
-			break;
-		if (zn.cond == SMR_ZONE_COND_OFFLINE)
-			continue;
-		rc = smr_scan_nodes_range(c, tree, zn.start,
-					  smr_zone_is_cnv(&zn) ?
-					  zn.start + zn.cap :
-					  SMR_MIN(zn.wp, zn.start + zn.cap),
-					  sd_scan_one, &s);
+	for (uint32_t z = first; z < end && !rc; z++) {
+		rc = sd_scan_range(c, z, &from, &to);
+		total += to - from;
 	}
+	c->scan_done = 0;
+	c->scan_total = total;
+	for (uint32_t z = first; z < end && !rc; z++) {
+		rc = sd_scan_range(c, z, &from, &to);
+		if (!rc)
+			rc = smr_scan_nodes_range(c, tree, from, to,
+						  sd_scan_one, &s);
+	}
+	c->scan_total = 0;
 	return rc;
 }
 
@@ -1695,7 +1719,8 @@ static int sd_uuid_newest(const struct sd_uuids *s)
 	return found;
 }
 
-int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16])
+int smr_cow_find_uuid(struct smr_dev *dev, const struct smr_cow_opts *o,
+		      uint8_t uuid[16])
 {
 	const struct smr_alloc_ops *ops;
 	struct sd_uuids s = { .dev = dev };
@@ -1708,6 +1733,11 @@ int smr_cow_find_uuid(struct smr_dev *dev, uint8_t uuid[16])
 		return -ENOMEM;
 	c->dev = dev;
 	c->info = smr_dev_info(dev);
+	if (o) {
+		c->opts.scan_progress = o->scan_progress;
+		c->opts.scan_arg = o->scan_arg;
+		c->opts.cancel = o->cancel;
+	}
 	/* The layout mkfs makes, with no UUID: the scan takes any. */
 	rc = smr_alloc_select(c->info, NULL, &ops, why, sizeof(why));
 	if (!rc)
