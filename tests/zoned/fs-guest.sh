@@ -21,6 +21,9 @@
 #     cleaned ("zones_cleaned") than before. Unmount; fsck.smrfs --scrub
 #     reads every data block; remount read-only and verify every byte (the
 #     zones must not change); unmount.
+#  6. The checkpoints lost (zone 0 zeroed where it is conventional, else
+#     the two zones of the checkpoint log reset): fsck.smrfs -y rebuilds
+#     the checkpoint from the trees (status 1); every file is the same.
 #  After every unmount fsck.smrfs -n must find nothing, and the namespace
 #  audit runs on the device (when tests/fs/ns_audit is built). From step 4
 #  on, the zone report is sampled several times a second: no more zones may
@@ -375,5 +378,31 @@ fi
 zones | awk '{ used += $5 == "fu" ? $3 : $4 - $2; cap += $3 } END {
 	printf "sequential zones: %.1f MiB written of %.1f MiB\n",
 		used / 1048576, cap / 1048576 }'
+
+note "6. the checkpoints lost: rebuilt from the trees, every byte verified"
+# Zone 0 holds the superblock and the checkpoint records where it is
+# conventional; otherwise zones 0 and 1 are the checkpoint log. Gone, as
+# a zeroed or reset disk start leaves them; fsck rebuilds the checkpoint
+# from the B-tree nodes it finds.
+zs=$((ZONED_ZONE_SIZE_MB * 1048576))
+if [ "$ZONED_NR_CONV" -gt 0 ]; then
+	dd if=/dev/zero of="$D" bs=1M count="$ZONED_ZONE_SIZE_MB" oflag=direct \
+		conv=notrunc 2>/dev/null || fail "zeroing zone 0"
+else
+	zbd reset -ofst 0 -len $((2 * zs)) "$D" >/dev/null ||
+		fail "resetting zones 0 and 1"
+fi
+"$FSCK" -y --no-progress "$D" >"$T/fsck" 2>&1
+st=$?
+[ $st -eq 1 ] || { cat "$T/fsck" >&2
+	fail "fsck.smrfs -y after the loss exited with $st, not 1"; }
+grep -q "rebuilt" "$T/fsck" || { cat "$T/fsck" >&2; fail "nothing rebuilt"; }
+tail -n 1 "$T/fsck"
+mount_fs -o ro
+"$PY" "$WL" verify "$M" "$T/state" --manifest "$T/manifest.rebuilt" ||
+	fail "verify after the checkpoint rebuild"
+cmp -s "$T/manifest" "$T/manifest.rebuilt" ||
+	fail "the files differ after the checkpoint rebuild"
+umount_fs "checkpoint rebuild"
 echo "PASS: smrfs on $D ($ZONED_DEV_TYPE)"
 exit 0
