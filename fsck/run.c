@@ -1813,6 +1813,7 @@ struct fk_found {
 	const uint8_t *uuid; /* neither a superblock copy nor a checkpoint
 			      * record verifies: the UUID of the B-tree
 			      * nodes on the device (fk_find_uuid) */
+	uint8_t fs_uuid[16]; /* the UUID the engine opened with */
 };
 
 static void fk_count(struct fk_found *f, uint64_t problems, uint64_t unfixable)
@@ -1913,6 +1914,7 @@ static int fk_check_engine(struct smr_dev *dev, const struct smr_fsck_opts *o,
 	}
 	smr_cow_info(cow, &info);
 	r->gen = info.gen;
+	memcpy(f->fs_uuid, info.uuid, sizeof(f->fs_uuid));
 	f->log_pending = info.log_pending;
 	if (info.log_pending)
 		smr_warn("%u fsync log record%s after generation %" PRIu64
@@ -2462,6 +2464,16 @@ int smr_fsck_run(const struct smr_fsck_opts *o, struct smr_fsck_result *r)
 			goto out_cancel;
 		if (rc)
 			goto out_operr;
+		if (o->uuid && !f.uuid && !f.fatal &&
+		    memcmp(o->uuid, f.fs_uuid, sizeof(f.fs_uuid))) {
+			char u[SMR_UUID_STR_LEN], g[SMR_UUID_STR_LEN];
+
+			smr_warn("%s: the UUID given (%s) is not the "
+				 "filesystem's (%s): unused, since the "
+				 "superblock or a checkpoint record names it",
+				 smr_dev_path(dev), smr_uuid_format(o->uuid, g),
+				 smr_uuid_format(f.fs_uuid, u));
+		}
 		if (o->repair && f.log_pending)
 			fk_replay_log(dev, f.uuid, o);
 	}

@@ -4,7 +4,7 @@
 # fsck.smrfs from the command line: --help, usage errors (16), a device
 # that is missing or not smrfs (8), a clean image made by mkfs.smrfs on a
 # regular file and on a zoned loop directory (0, with -n, -y and --scrub),
-# untouched by a refused mkfs over it,
+# untouched by a refused mkfs over it, a --uuid it does not use,
 # the --json summary, and a damaged superblock copy: -n finds it (4), a
 # SIGINT or SIGTERM cancels (32, nothing written), -y fixes it (1), and -n
 # is clean again (0); both copies wiped: rebuilt (1), but not over another
@@ -50,6 +50,12 @@ cmp -s "$T/img" "$T/img.before" || fail "a refused mkfs changed the image"
 rm -f "$T/img.before"
 expect 0 "$FSCK" -n "$T/img"
 expect 0 "$FSCK" -y -f "$T/img"
+# --uuid: not a UUID is a usage error; one that is not the filesystem's,
+# where the superblock names it, is unused and said to be.
+expect 16 "$FSCK" -n --uuid 1234 "$T/img"
+expect 0 "$FSCK" -n --uuid 2c9a1f0e-57d4-4b8e-9a61-0d3b7c5e8f42 "$T/img"
+grep -q 'the UUID given (2c9a1f0e-57d4-4b8e-9a61-0d3b7c5e8f42) is not' \
+	"$T/out" || fail "--uuid not the filesystem's: $(cat "$T/out")"
 expect 0 "$FSCK" -n --scrub -v "$T/img"
 expect 0 "$FSCK" -n --json "$T/img"
 python3 - "$T/out" <<'PY' || fail "--json: $(cat "$T/out")"
