@@ -726,22 +726,6 @@ static void test_scan_progress_cancel(void)
 	}
 }
 
-/* Block @len bytes at @off of zone file @name of the zoned loop directory
- * at path: read into / written from @buf. */
-static void zone_file_io(const char *name, bool write, void *buf, size_t len,
-			 off_t off)
-{
-	char file[4200];
-	int fd;
-
-	snprintf(file, sizeof(file), "%s/%s", path, name);
-	fd = open(file, O_RDWR);
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(write ? pwrite(fd, buf, len, off) :
-				pread(fd, buf, len, off), (ssize_t)len);
-	close(fd);
-}
-
 /* Node block @node, moved to device byte @addr: as the filesystem it is of
  * would have written it there. */
 static void node_move(uint8_t *node, uint64_t addr)
@@ -796,22 +780,21 @@ static void test_sb_ckpt_all_lost_zoned_old(void)
 	cur_kind = K_ZCNV;
 	SMR_ASSERT_OK(smr_zloop_create(path, &p));
 	format_over(NULL);
-	for (int z = 2; z < 32 && !found; z++) {
-		char name[32];
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	for (uint32_t z = 0; z < smr_dev_info(dev)->nr_zones && !found; z++) {
+		uint64_t at = smr_dev_zone_start(dev, z);
 
-		snprintf(name, sizeof(name), "seq-%06d", z);
-		for (off_t o = 0; !found; o += SMR_NODE_MIN_SIZE) {
-			struct stat st;
-			char file[4200];
-
-			snprintf(file, sizeof(file), "%s/%s", path, name);
-			if (stat(file, &st) || o >= st.st_size)
-				break;
-			zone_file_io(name, false, node, SMR_NODE_MIN_SIZE, o);
+		if (smr_dev_zone_type(dev, z) == SMR_ZONE_TYPE_CNV)
+			continue;
+		for (; !found && at < smr_dev_zone_wp(dev, z);
+		     at += SMR_NODE_MIN_SIZE) {
+			SMR_ASSERT_OK(smr_dev_read(dev, node,
+						   SMR_NODE_MIN_SIZE, at));
 			smr_blk_hdr_decode(node, &id);
 			found = id.magic == SMR_MAGIC_NODE;
 		}
 	}
+	SMR_ASSERT_OK(smr_dev_close(dev));
 	CU_ASSERT_FATAL(found);
 
 	/* The newer one over it, with a file. */
@@ -823,8 +806,10 @@ static void test_sb_ckpt_all_lost_zoned_old(void)
 	/* The old node at the end of conventional zone 1, where a bigger
 	 * older filesystem could have left it. */
 	node_move(node, 2 * p.zone_size - SMR_NODE_MIN_SIZE);
-	zone_file_io("cnv-000001", true, node, SMR_NODE_MIN_SIZE,
-		     (off_t)(p.zone_size - SMR_NODE_MIN_SIZE));
+	SMR_ASSERT_OK(smr_dev_open(path, NULL, &dev));
+	SMR_ASSERT_OK(smr_dev_write(dev, node, SMR_NODE_MIN_SIZE,
+				    2 * p.zone_size - SMR_NODE_MIN_SIZE));
+	SMR_ASSERT_OK(smr_dev_close(dev));
 	zero_ckpts(true);
 	CU_ASSERT_EQUAL(run_fsck(true, false, &r), SMR_FSCK_FIXED);
 	CU_ASSERT_EQUAL(run_fsck(false, true, &r), SMR_FSCK_OK);
