@@ -384,8 +384,8 @@ static void smr_fuse_link(fuse_req_t req, fuse_ino_t ino,
  * (writes, truncates, punches, copies), and the daemon never changes data
  * by itself (the cleaner moves it unchanged). But a read served from them
  * does not reach the daemon, which sets atime: they are kept only while a
- * read would leave atime as it is (relatime), else the open drops them
- * and the first read comes here. A descriptor that cannot write has
+ * read would leave atime as it is (always under noatime), else the open
+ * drops them and the first read comes here. A descriptor that cannot write has
  * nothing to report at close (smr_fuse_flush): the kernel need not ask.
  */
 static void open_flags(struct fuse_file_info *fi, bool keep)

@@ -31,6 +31,7 @@ SMR_FS_TESTS = \
 	tests/fs/mount_zloop.sh \
 	tests/fs/mount_file.sh \
 	tests/fs/mount_relative.sh \
+	tests/fs/mount_atime.sh \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \

@@ -61,6 +61,8 @@ struct mount_opts {
 	bool writeback;
 	int gc_policy;     /* enum smr_cow_gc_policy */
 	int log_level;     /* enum smr_log_level; 0: the default */
+	int atime;         /* enum smr_ns_atime */
+	bool nodiratime;
 	unsigned int gc_low, gc_high;
 	char *fsname;      /* owned */
 	char *subtype;     /* owned */
@@ -115,7 +117,13 @@ static void usage(FILE *f)
 		"                   on by default when root mounts)\n"
 		"     fsname=NAME   name shown in mount tables (default: DEVICE)\n"
 		"     subtype=NAME  type shown as fuse.NAME (default: smrfs)\n"
-		"     other FUSE and mount options (nosuid, nodev, noatime, ...)\n"
+		"     relatime      update atime on a read only when it is not\n"
+		"                   newer than mtime and ctime, or is a day\n"
+		"                   old (the default)\n"
+		"     noatime       never update atime\n"
+		"     strictatime   update atime at every read\n"
+		"     nodiratime    never update the atime of directories\n"
+		"     other FUSE and mount options (nosuid, nodev, noexec, ...)\n"
 		"     are passed to FUSE; default_permissions is always on.\n"
 		"  -h, --help       show this help\n"
 		"  -V, --version    show the version\n"
@@ -138,12 +146,17 @@ static int add_fuse_opt(struct mount_opts *mo, const char *opt)
 	return 0;
 }
 
+/* Options of mount(8) alone, and the generic options that have no effect
+ * on a FUSE filesystem (lazytime: times go out with the next commit in any
+ * case; norelatime: relatime stays the default unless strictatime). */
 static bool is_ignored_mount_opt(const char *o)
 {
 	static const char *const ignored[] = {
 		"defaults", "auto", "noauto", "user", "nouser", "users",
 		"_netdev", "nofail", "rw", "default_permissions", "async",
-		"owner", "group", "loop",
+		"owner", "group", "loop", "lazytime", "nolazytime",
+		"norelatime", "iversion", "noiversion", "mand", "nomand",
+		"silent", "loud",
 	};
 
 	for (size_t i = 0; i < SMR_ARRAY_SIZE(ignored); i++)
@@ -152,8 +165,43 @@ static bool is_ignored_mount_opt(const char *o)
 	return !strncmp(o, "x-", 2) || !strncmp(o, "comment=", 8);
 }
 
+/*
+ * The atime options, as mount(8) knows them. The kernel leaves the atime of
+ * a FUSE filesystem to the daemon, so the namespace applies them
+ * (smr_ns_opts.atime). FUSE knows only noatime and atime, which it also
+ * puts in the mount table: those two go on to it (*pass). Returns whether
+ * @o is one.
+ */
+static bool parse_atime_opt(struct mount_opts *mo, const char *o, bool *pass)
+{
+	*pass = false;
+	if (!strcmp(o, "noatime")) {
+		mo->atime = SMR_NS_NOATIME;
+		*pass = true;
+	} else if (!strcmp(o, "atime")) {
+		if (mo->atime == SMR_NS_NOATIME)
+			mo->atime = SMR_NS_RELATIME;
+		*pass = true;
+	} else if (!strcmp(o, "relatime")) {
+		mo->atime = SMR_NS_RELATIME;
+	} else if (!strcmp(o, "strictatime")) {
+		mo->atime = SMR_NS_STRICTATIME;
+	} else if (!strcmp(o, "nostrictatime")) {
+		if (mo->atime == SMR_NS_STRICTATIME)
+			mo->atime = SMR_NS_RELATIME;
+	} else if (!strcmp(o, "nodiratime")) {
+		mo->nodiratime = true;
+	} else if (!strcmp(o, "diratime")) {
+		mo->nodiratime = false;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static int parse_o(struct mount_opts *mo, const char *arg)
 {
+	bool pass;
 	char *copy = strdup(arg), *save = NULL, *o;
 	int rc = 0;
 
@@ -274,6 +322,9 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 			mo->subtype = strdup(o + 8);
 			if (!mo->subtype)
 				rc = -ENOMEM;
+		} else if (parse_atime_opt(mo, o, &pass)) {
+			if (pass)
+				rc = add_fuse_opt(mo, o);
 		} else if (!is_ignored_mount_opt(o)) {
 			rc = add_fuse_opt(mo, o);
 		}
@@ -543,7 +594,11 @@ struct fs {
 /* Test build: a fresh in-memory filesystem; DEVICE is only a name. */
 static int open_fs(struct mount_opts *mo, struct fs *fs)
 {
-	struct smr_ns_opts no = { .track_lookups = true };
+	struct smr_ns_opts no = {
+		.track_lookups = true,
+		.atime = (enum smr_ns_atime)mo->atime,
+		.nodiratime = mo->nodiratime,
+	};
 	struct smr_ns_cred cr = { .uid = getuid(), .gid = getgid() };
 	int rc = memcow_create(256 * SMR_MIB, 4096, &fs->cow);
 
@@ -596,7 +651,11 @@ static int open_fs(struct mount_opts *mo, struct fs *fs)
 		.gc_low = mo->gc_low,
 		.gc_high = mo->gc_high,
 	};
-	struct smr_ns_opts nopts = { .track_lookups = true };
+	struct smr_ns_opts nopts = {
+		.track_lookups = true,
+		.atime = (enum smr_ns_atime)mo->atime,
+		.nodiratime = mo->nodiratime,
+	};
 	const struct smr_dev_info *info;
 	int rc;
 

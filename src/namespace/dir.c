@@ -1078,10 +1078,21 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
  * or is a day old, so that reading does not write metadata every time.
  * (Compared with now less a day: any atime can be set, and now minus one
  * far in the past would overflow.) */
-bool ns_atime_fresh(const struct ns_inode *ip, int64_t now)
+bool ns_atime_fresh(const struct smr_ns *ns, const struct ns_inode *ip,
+		    int64_t now)
 {
-	return ip->atime > ip->mtime && ip->atime > ip->ctime &&
-	       ip->atime > now - 24LL * 3600 * 1000000000;
+	switch (ns->opts.atime) {
+	case SMR_NS_NOATIME:
+		return true;
+	case SMR_NS_STRICTATIME:
+		break;
+	case SMR_NS_RELATIME:
+		if (ip->atime > ip->mtime && ip->atime > ip->ctime &&
+		    ip->atime > now - 24LL * 3600 * 1000000000)
+			return true;
+		break;
+	}
+	return ns->opts.nodiratime && S_ISDIR(ip->mode);
 }
 
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
@@ -1089,7 +1100,7 @@ void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip)
 	int64_t now = ns_now();
 	struct smr_txn *t;
 
-	if (ns_atime_fresh(ip, now))
+	if (ns_atime_fresh(ns, ip, now))
 		return;
 	if (smr_cow_is_read_only(ns->cow) || ns_txn_begin(ns, &t))
 		return;

@@ -598,7 +598,7 @@ int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags,
 	}
 	ns_ref_inc(&r->nopen);
 	if (atime_fresh)
-		*atime_fresh = ns_atime_fresh(&in, ns_now());
+		*atime_fresh = ns_atime_fresh(ns, &in, ns_now());
 out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

@@ -85,6 +85,19 @@ struct smr_ns_attr {
 	struct timespec atime, mtime, ctime, crtime;
 };
 
+/*
+ * When a read or a listing updates atime (the mount options of the same
+ * names). relatime, the default: only when atime is not newer than mtime
+ * and ctime, or is a day old, so that it still tells whether a file was
+ * read since it changed without a write for every read. strictatime: at
+ * every read that reaches the namespace.
+ */
+enum smr_ns_atime {
+	SMR_NS_RELATIME = 0,
+	SMR_NS_NOATIME,
+	SMR_NS_STRICTATIME,
+};
+
 /* Zeroed = defaults. */
 struct smr_ns_opts {
 	/*
@@ -94,6 +107,8 @@ struct smr_ns_opts {
 	 * its open count are zero. Off: only the open count keeps it.
 	 */
 	bool track_lookups;
+	enum smr_ns_atime atime;
+	bool nodiratime; /* listing a directory leaves its atime */
 };
 
 /*
@@ -289,8 +304,8 @@ void smr_ns_forget(struct smr_ns *ns, uint64_t ino, uint64_t nlookup);
 
 /* Count an open. -ENOENT, -EISDIR a directory opened for writing
  * (O_WRONLY/O_RDWR in @flags). @atime_fresh (or NULL) is set to whether a
- * read now would leave the atime as it is (relatime), so that data cached
- * from before may serve it. */
+ * read now would leave the atime as it is (smr_ns_opts.atime), so that
+ * data cached from before may serve it. */
 int smr_ns_open_file(struct smr_ns *ns, uint64_t ino, int flags,
 		     bool *atime_fresh);
 /* Drop an open; the last one of an unlinked inode frees it. */

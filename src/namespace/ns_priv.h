@@ -209,9 +209,10 @@ void ns_linkable_drop(struct smr_ns *ns, uint64_t ino);
  * (a transaction each) if it maps much. No transaction open. Returns 0, or
  * the error that stopped it (logged; the orphan record stays). */
 int ns_maybe_destroy_locked(struct smr_ns *ns, uint64_t ino);
-/* Would a read at @now leave atime as it is (relatime)? */
-bool ns_atime_fresh(const struct ns_inode *ip, int64_t now);
-/* Update atime the relatime way (best effort). */
+/* Would a read at @now leave atime as it is (smr_ns_opts.atime)? */
+bool ns_atime_fresh(const struct smr_ns *ns, const struct ns_inode *ip,
+		    int64_t now);
+/* Update atime as smr_ns_opts.atime says (best effort). */
 void ns_touch_atime_locked(struct smr_ns *ns, struct ns_inode *ip);
 bool ns_cred_in_group(const struct smr_ns_cred *cr, uint32_t gid);
 /* May @cr write to @ip, by its ACL if it has one, else by its mode? */
