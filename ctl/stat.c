@@ -48,37 +48,11 @@ struct ctl_src {
  * whether it is really smrfs. */
 static bool is_fuse_mount(const char *path)
 {
-	char real[PATH_MAX], *line = NULL;
-	size_t cap = 0;
-	bool found = false;
-	FILE *f;
+	char real[PATH_MAX], type[64];
 
-	if (!realpath(path, real))
-		return false;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return false;
-	while (!found && getline(&line, &cap, f) > 0) {
-		char *save = NULL, *mnt = NULL, *sep, *fstype;
-		char *tok = strtok_r(line, " ", &save);
-
-		/* id parent major:minor root mountpoint ... - fstype src */
-		for (int i = 0; tok && i < 4; i++)
-			tok = strtok_r(NULL, " ", &save);
-		mnt = tok;
-		sep = strstr(save ? save : "", " - ");
-		if (!mnt || !sep)
-			continue;
-		fstype = strtok_r(sep + 3, " ", &save);
-		if (!fstype)
-			continue;
-		smr_mtab_unescape(mnt);
-		if (!strcmp(mnt, real) && !strncmp(fstype, "fuse", 4))
-			found = true;
-	}
-	free(line);
-	fclose(f);
-	return found;
+	return realpath(path, real) &&
+	       !smr_mountinfo_find(real, type, sizeof(type), NULL, 0) &&
+	       !strncmp(type, "fuse", 4);
 }
 
 static int src_open(struct ctl_src *s, const char *cmd, const char *path)

@@ -103,6 +103,26 @@ static void test_mtab_unescape(void)
 	}
 }
 
+/* The mount table: /proc is a proc mount, with per-mount options; a path
+ * nothing is mounted on is -ENOENT; a buffer too small gets a cut copy. */
+static void test_mountinfo_find(void)
+{
+	char type[32], opts[256], small[3];
+
+	if (smr_mountinfo_find("/proc", type, sizeof(type), opts,
+			       sizeof(opts))) {
+		CU_PASS("no /proc mount here");
+		return;
+	}
+	CU_ASSERT_STRING_EQUAL(type, "proc");
+	CU_ASSERT(!strncmp(opts, "rw", 2) || !strncmp(opts, "ro", 2));
+	SMR_ASSERT_RC(smr_mountinfo_find("/proc/self", type, sizeof(type),
+					 NULL, 0), -ENOENT);
+	SMR_ASSERT_OK(smr_mountinfo_find("/proc", small, sizeof(small),
+					 NULL, 0));
+	CU_ASSERT_STRING_EQUAL(small, "pr");
+}
+
 /* UUIDs: formatted 8-4-4-4-12, parsed back with or without dashes, in
  * either case; anything else refused. */
 static void test_uuid_text(void)
@@ -412,6 +432,7 @@ static const struct smr_test util_tests[] = {
 	{ "format_size", test_format_size },
 	{ "mtab_unescape", test_mtab_unescape },
 	{ "uuid_text", test_uuid_text },
+	{ "mountinfo_find", test_mountinfo_find },
 	{ "log_sink_threads", test_log_sink_threads },
 	{ NULL, NULL },
 };

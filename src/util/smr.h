@@ -122,6 +122,15 @@ int smr_uuid_parse(const char *s, uint8_t out[16]);
  * /proc/self/mounts or /proc/self/mountinfo. */
 void smr_mtab_unescape(char *s);
 
+/*
+ * The newest mount on @path (absolute, symbolic links resolved) in
+ * /proc/self/mountinfo: its type ("fuse.smrfs") and its per-mount options
+ * ("rw,nosuid,relatime") into the buffers given (either may be NULL), cut
+ * to fit. 0, -ENOENT where nothing is mounted there, or -errno.
+ */
+int smr_mountinfo_find(const char *path, char *fstype, size_t fstype_len,
+		       char *opts, size_t opts_len);
+
 /* ------------------------------------------------------------------------
  * Failpoints (tests of process death)
  *
