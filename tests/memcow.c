@@ -187,6 +187,20 @@ bool smr_cow_is_read_only(struct smr_cow *c)
 	return c->ro;
 }
 
+int smr_cow_set_read_only(struct smr_cow *c, bool ro)
+{
+	if (!ro)
+		return c->error ? -EROFS : (c->ro = false, 0);
+	if (!c->ro) {
+		int rc = smr_cow_commit(c);
+
+		if (rc)
+			return rc;
+		c->ro = true;
+	}
+	return c->error;
+}
+
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 {
 	(void)what;

@@ -336,6 +336,75 @@ static void test_read_only_writes_nothing(void)
 	close_fs(dev, c);
 }
 
+/*
+ * A remount to read-only (smr_cow_set_read_only): what changed is committed
+ * first, then nothing is written (transactions get -EROFS, commits and
+ * fsyncs return 0 and take no generation, no write pointer moves).
+ * Writable again, changes commit as before; an engine opened read-only
+ * cannot be made writable.
+ */
+static void test_remount_read_only(void)
+{
+	const char *path = make_dev(K_ZLOOP_SEQ, "remount");
+	struct smr_cow_opts o = { .commit_secs = 3600 };
+	struct smr_key k = { .objid = 7, .type = 1 };
+	struct smr_cow_info before, ro, after;
+	uint64_t wp[NR_ZONES];
+	struct smr_dev *dev;
+	struct smr_cow *c;
+	struct smr_txn *t;
+	char v;
+
+	SMR_ASSERT_OK(format_path(path, &before));
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, "x", 1));
+	smr_txn_end(t);
+	smr_cow_info(c, &before);
+	SMR_ASSERT_OK(smr_cow_set_read_only(c, true));
+	CU_ASSERT_TRUE(smr_cow_is_read_only(c));
+	smr_cow_info(c, &ro);
+	CU_ASSERT(ro.gen > before.gen);
+	for (uint32_t z = 0; z < NR_ZONES; z++)
+		wp[z] = smr_dev_zone_wp(dev, z);
+	SMR_ASSERT_RC(smr_txn_begin(c, &t), -EROFS);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	SMR_ASSERT_OK(smr_cow_fsync(c));
+	SMR_ASSERT_OK(smr_cow_set_read_only(c, true));
+	smr_cow_info(c, &after);
+	CU_ASSERT_EQUAL(after.gen, ro.gen);
+	for (uint32_t z = 0; z < NR_ZONES; z++)
+		CU_ASSERT_EQUAL(smr_dev_zone_wp(dev, z), wp[z]);
+
+	SMR_ASSERT_OK(smr_cow_set_read_only(c, false));
+	SMR_ASSERT_OK(smr_cow_set_read_only(c, false));
+	CU_ASSERT_FALSE(smr_cow_is_read_only(c));
+	k.offset = 1;
+	SMR_ASSERT_OK(smr_txn_begin(c, &t));
+	SMR_ASSERT_OK(smr_bt_put(t, SMR_TREE_FS, &k, "y", 1));
+	smr_txn_end(t);
+	SMR_ASSERT_OK(smr_cow_commit(c));
+	smr_cow_info(c, &after);
+	CU_ASSERT(after.gen > ro.gen);
+	close_fs(dev, c);
+
+	o.read_only = true;
+	SMR_ASSERT_OK(open_fs(path, &o, &dev, &c));
+	if (!c)
+		return;
+	for (k.offset = 0; k.offset < 2; k.offset++) {
+		size_t len = 1;
+
+		SMR_ASSERT_OK(smr_bt_lookup(c, SMR_TREE_FS, &k, &v, &len));
+		CU_ASSERT_EQUAL(v, k.offset ? 'y' : 'x');
+	}
+	SMR_ASSERT_RC(smr_cow_set_read_only(c, false), -EROFS);
+	SMR_ASSERT_OK(smr_cow_set_read_only(c, true));
+	close_fs(dev, c);
+}
+
 /* smr_cow_fs_changes() counts by object: a change of an item of one object
  * moves that object's count and not another's (in another slot); a change
  * that fails counts too. */
@@ -2052,6 +2121,7 @@ static const struct smr_test cow_tests[] = {
 	{ "roundtrip_zloop_cap", test_roundtrip_zloop_cap },
 	{ "roundtrip_zloop_limit", test_roundtrip_zloop_limit },
 	{ "read_only_writes_nothing", test_read_only_writes_nothing },
+	{ "remount_read_only", test_remount_read_only },
 	{ "superblock", test_superblock },
 	{ "corrupt_ckpt_file", test_corrupt_ckpt_file },
 	{ "two_records_file", test_two_records_file },

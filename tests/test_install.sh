@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # "make install DESTDIR=..." of this build: the daemon in sbindir, the
-# mount(8) helper link where configure put it (/sbin for the prefixes
-# /usr and /usr/local), naming the daemon by its installed path, and the
-# man pages; "make uninstall" removes the link with the rest.
+# mount(8) helper links where configure put them (/sbin for the prefixes
+# /usr and /usr/local), mount.smrfs and mount.fuse.smrfs (for remounts),
+# naming the daemon by its installed path, and the man pages; "make
+# uninstall" removes the links with the rest.
 # make check passes the installation directories (Makefile.am).
 set -u
 skip() { echo "SKIP: $*"; exit 77; }
@@ -27,18 +28,29 @@ for m in mount.smrfs mkfs.smrfs fsck.smrfs smrfsctl; do
 	[ -f "$D$SMR_MANDIR/man8/$m.8" ] || fail "no man page $m.8"
 done
 L=
-if [ -n "$SMR_MOUNTHELPERDIR" ] &&
-	! [ "$D$SMR_MOUNTHELPERDIR" -ef "$D$SMR_SBINDIR" ]; then
-	L=$D$SMR_MOUNTHELPERDIR/mount.smrfs
-	[ -L "$L" ] || fail "no mount helper link $SMR_MOUNTHELPERDIR/mount.smrfs"
-	[ "$(readlink "$L")" = "$SMR_SBINDIR/mount.smrfs" ] ||
-		fail "the link names $(readlink "$L")"
-	echo "mount helper: $SMR_MOUNTHELPERDIR/mount.smrfs -> $(readlink "$L")"
+if [ -n "$SMR_MOUNTHELPERDIR" ]; then
+	if [ "$D$SMR_MOUNTHELPERDIR" -ef "$D$SMR_SBINDIR" ]; then
+		names=mount.fuse.smrfs
+		to=mount.smrfs
+	else
+		names="mount.smrfs mount.fuse.smrfs"
+		to=$SMR_SBINDIR/mount.smrfs
+	fi
+	for n in $names; do
+		l=$D$SMR_MOUNTHELPERDIR/$n
+		[ -L "$l" ] || fail "no mount helper link $SMR_MOUNTHELPERDIR/$n"
+		[ "$(readlink "$l")" = "$to" ] ||
+			fail "$n names $(readlink "$l")"
+		echo "mount helper: $SMR_MOUNTHELPERDIR/$n -> $(readlink "$l")"
+		L="$L $l"
+	done
 fi
 
 $MAKE -C "${top_builddir:-.}" uninstall DESTDIR="$D" >"$T/log" 2>&1 ||
 	fail "make uninstall: $(tail -20 "$T/log")"
-[ -z "$L" ] || ! [ -L "$L" ] || fail "make uninstall left the link"
+for l in $L; do
+	! [ -L "$l" ] || fail "make uninstall left $l"
+done
 left=$(find "$D" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"
 exit 0

@@ -266,8 +266,20 @@ void smr_cow_close_discard(struct smr_cow *c);
 
 void smr_cow_info(struct smr_cow *c, struct smr_cow_info *info);
 
-/* Read-only: opened so, or turned so after a failed metadata write. */
+/* Read-only: opened so, turned so after a failed metadata write, or asked
+ * to be (smr_cow_set_read_only). */
 bool smr_cow_is_read_only(struct smr_cow *c);
+
+/*
+ * A remount. @ro: commit everything, then write nothing more (no commit,
+ * no cleaning) until asked back; transactions and data writes get -EROFS,
+ * commits and fsyncs return 0, as on an engine opened read-only. !@ro: be
+ * writable again, the cleaner running as before. Returns 0 (also when
+ * already so), the commit's error (the engine is then read-only by that
+ * error), or -EROFS for !@ro on an engine opened read-only or turned so by
+ * an error.
+ */
+int smr_cow_set_read_only(struct smr_cow *c, bool ro);
 /* Turn the engine read-only after a failure of @what that left it unable to
  * keep a promise (logged once); later fsyncs and commits return @rc. */
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);

@@ -284,6 +284,8 @@ struct smr_cow {
 	bool read_only;          /* txn_lock to change (atomic store); read
 				  * anywhere with cow_read_only() */
 	int error;               /* the failed commit's error; txn_lock */
+	bool ro_asked;           /* read-only by smr_cow_set_read_only();
+				  * txn_lock */
 
 	pthread_mutex_t commit_lock; /* one commit at a time */
 

@@ -132,11 +132,12 @@ out:
 /*
  * With commit_lock and txn_lock held, and the engine writable: wait for
  * the open handles to end, letting no new one begin, and run @fn with the
- * trees frozen (lock exclusive); a failure turns the engine read-only.
- * Releases both locks.
+ * trees frozen (lock exclusive); a failure turns the engine read-only, and
+ * so does success where @then_ro (read-only by request: the handles that
+ * waited get -EROFS, none changed anything after @fn). Releases both locks.
  */
 static int run_frozen(struct smr_cow *c, int (*fn)(struct smr_cow *),
-		      const char *what)
+		      const char *what, bool then_ro)
 {
 	uint64_t nodes;
 	int rc;
@@ -154,6 +155,10 @@ static int run_frozen(struct smr_cow *c, int (*fn)(struct smr_cow *),
 		smr_cow_set_error(c, rc, what);
 
 	pthread_mutex_lock(&c->txn_lock);
+	if (!rc && then_ro) {
+		c->ro_asked = true;
+		cow_set_read_only(c, true);
+	}
 	c->committing = false;
 	pthread_cond_broadcast(&c->txn_cond);
 	pthread_mutex_unlock(&c->txn_lock);
@@ -169,6 +174,30 @@ static int run_frozen(struct smr_cow *c, int (*fn)(struct smr_cow *),
 	return rc;
 }
 
+/* What a commit or fsync of a read-only engine returns (txn_lock held):
+ * nothing to make durable where it was opened or asked to be read-only,
+ * else the error that turned it so. */
+static int cow_ro_result(struct smr_cow *c)
+{
+	if (c->opts.read_only || (c->ro_asked && !c->error))
+		return 0;
+	return c->error ? c->error : -EROFS;
+}
+
+/* Take commit_lock and txn_lock where the engine is writable; else take
+ * nothing and put in *@rc what a commit returns now. */
+static bool lock_writable(struct smr_cow *c, int *rc)
+{
+	pthread_mutex_lock(&c->commit_lock);
+	pthread_mutex_lock(&c->txn_lock);
+	if (!cow_read_only(c))
+		return true;
+	*rc = cow_ro_result(c);
+	pthread_mutex_unlock(&c->txn_lock);
+	pthread_mutex_unlock(&c->commit_lock);
+	return false;
+}
+
 /*
  * Commit now: wait for open handles, freeze, commit. Callers that arrive
  * while a commit runs wait for it and then find their changes already
@@ -178,20 +207,14 @@ static int commit_gen(struct smr_cow *c, uint64_t want)
 {
 	int rc;
 
-	pthread_mutex_lock(&c->commit_lock);
-	pthread_mutex_lock(&c->txn_lock);
-	if (cow_read_only(c)) {
-		rc = c->error ? c->error : (c->opts.read_only ? 0 : -EROFS);
-		pthread_mutex_unlock(&c->txn_lock);
-		pthread_mutex_unlock(&c->commit_lock);
-		return c->opts.read_only ? 0 : rc;
-	}
+	if (!lock_writable(c, &rc))
+		return rc;
 	if (__atomic_load_n(&c->gen, __ATOMIC_ACQUIRE) >= want) {
 		pthread_mutex_unlock(&c->txn_lock);
 		pthread_mutex_unlock(&c->commit_lock);
 		return 0;
 	}
-	return run_frozen(c, commit_locked, "commit");
+	return run_frozen(c, commit_locked, "commit", false);
 }
 
 /* A log record, or a commit where none can be written. */
@@ -218,20 +241,14 @@ int smr_cow_fsync(struct smr_cow *c)
 	pthread_rwlock_rdlock(&c->lock);
 	want = c->log_change;
 	pthread_rwlock_unlock(&c->lock);
-	pthread_mutex_lock(&c->commit_lock);
-	pthread_mutex_lock(&c->txn_lock);
-	if (cow_read_only(c)) {
-		rc = c->error ? c->error : -EROFS;
-		pthread_mutex_unlock(&c->txn_lock);
-		pthread_mutex_unlock(&c->commit_lock);
+	if (!lock_writable(c, &rc))
 		return rc;
-	}
 	if (c->log_durable >= want) {
 		pthread_mutex_unlock(&c->txn_lock);
 		pthread_mutex_unlock(&c->commit_lock);
 		return 0;
 	}
-	return run_frozen(c, fsync_locked, "fsync");
+	return run_frozen(c, fsync_locked, "fsync", false);
 }
 
 int smr_cow_commit_now(struct smr_cow *c)
@@ -244,6 +261,33 @@ int smr_cow_commit_now(struct smr_cow *c)
 int smr_cow_commit(struct smr_cow *c)
 {
 	return smr_cow_commit_now(c);
+}
+
+int smr_cow_set_read_only(struct smr_cow *c, bool ro)
+{
+	int rc;
+
+	if (ro) {
+		/* The cleaner first: a pass under way commits its moves. */
+		smr_cow_gc_stop(c);
+		if (!lock_writable(c, &rc))
+			return rc;
+		return run_frozen(c, commit_locked, "commit", true);
+	}
+	pthread_mutex_lock(&c->txn_lock);
+	if (!cow_read_only(c)) {
+		pthread_mutex_unlock(&c->txn_lock);
+		return 0;
+	}
+	if (!c->ro_asked || c->error) {
+		pthread_mutex_unlock(&c->txn_lock);
+		return -EROFS;
+	}
+	c->ro_asked = false;
+	c->gc_stop = false;
+	cow_set_read_only(c, false);
+	pthread_mutex_unlock(&c->txn_lock);
+	return smr_cow_gc_start(c);
 }
 
 int smr_cow_commit_release(struct smr_cow *c)

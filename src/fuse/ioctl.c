@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ioctl.c - the daemon's answers to smrfsctl (smrfs_ioctl.h): the figures
- * of smrfsctl stat and a page of zones for smrfsctl zones. Both are
- * restricted ioctls: the kernel sized the buffers from the command, so the
- * handler checks the sizes it was given and replies with a whole struct.
+ * ioctl.c - the daemon's answers to smrfsctl and mount.smrfs
+ * (smrfs_ioctl.h): the figures of smrfsctl stat, a page of zones for
+ * smrfsctl zones, and a remount. All are restricted ioctls: the kernel
+ * sized the buffers from the command, so the handler checks the sizes it
+ * was given and replies with a whole struct (none for the remount).
  * Any directory (or file) of the mount answers; smrfsctl asks the root.
  */
 #include "fuse/fuse_ops.h"
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define NS(req) (*(struct smr_ns **)fuse_req_userdata(req))
 
@@ -82,6 +84,45 @@ out_free:
 	free(out);
 }
 
+static void ioc_remount(fuse_req_t req, const void *in_buf, size_t in_bufsz)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct smrfs_ioc_remount in;
+	struct smr_ns_opts o = { 0 };
+	int rc;
+
+	/* Whoever could remount: root, or the user who mounted. */
+	if (ctx->uid != 0 && ctx->uid != getuid()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (in_bufsz < sizeof(in)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&in, in_buf, sizeof(in));
+	if (in.version != SMRFS_IOC_VERSION ||
+	    (in.flags & ~(SMRFS_REMOUNT_RO | SMRFS_REMOUNT_ATIME |
+			  SMRFS_REMOUNT_NODIRATIME)) ||
+	    in.atime > SMR_NS_STRICTATIME) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	o.atime = (enum smr_ns_atime)in.atime;
+	o.nodiratime = in.flags & SMRFS_REMOUNT_NODIRATIME;
+	rc = smr_ns_remount(NS(req),
+			    in.flags & SMRFS_REMOUNT_ATIME ? &o : NULL,
+			    in.flags & SMRFS_REMOUNT_RO);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	smr_info("remounted %s", in.flags & SMRFS_REMOUNT_RO ?
+					 "read-only: everything committed" :
+					 "read-write");
+	fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 void smr_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		    void *arg, struct fuse_file_info *fi, unsigned int flags,
 		    const void *in_buf, size_t in_bufsz, size_t out_bufsz)
@@ -98,6 +139,9 @@ void smr_fuse_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		return;
 	case SMRFS_IOC_ZONES:
 		ioc_zones(req, in_buf, in_bufsz, out_bufsz);
+		return;
+	case SMRFS_IOC_REMOUNT:
+		ioc_remount(req, in_buf, in_bufsz);
 		return;
 	default:
 		fuse_reply_err(req, ENOTTY);

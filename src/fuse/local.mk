@@ -32,6 +32,7 @@ SMR_FS_TESTS = \
 	tests/fs/mount_file.sh \
 	tests/fs/mount_relative.sh \
 	tests/fs/mount_atime.sh \
+	tests/fs/remount.sh \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
@@ -68,26 +69,33 @@ check-kill9: all $(check_PROGRAMS)
 dist_man_MANS += src/fuse/mount.smrfs.8
 
 # mount(8) finds the helper for "mount -t smrfs" only under /sbin: link it
-# there (configure --with-mount-helper-dir). The link names the installed
-# daemon without DESTDIR, so a staged install links right once unpacked;
-# where the directory is sbindir itself (/sbin -> usr/sbin) nothing is done.
+# there (configure --with-mount-helper-dir). For a mount it has (a remount)
+# it goes by the type in the mount table, fuse.smrfs, and looks for
+# mount.fuse.smrfs: a second link. The links name the installed daemon
+# without DESTDIR, so a staged install links right once unpacked; where the
+# directory is sbindir itself (/sbin -> usr/sbin), only the second is made,
+# beside the daemon.
 install-exec-hook:
 	@if test -n "$(mounthelperdir)"; then \
 	  $(MKDIR_P) "$(DESTDIR)$(mounthelperdir)" || exit 1; \
 	  if test "$(DESTDIR)$(mounthelperdir)" -ef "$(DESTDIR)$(sbindir)"; then \
-	    echo "$(mounthelperdir) is $(sbindir): no mount helper link needed"; \
+	    to=mount.smrfs; names=mount.fuse.smrfs; \
 	  else \
-	    echo " LN $(DESTDIR)$(mounthelperdir)/mount.smrfs -> $(sbindir)/mount.smrfs"; \
-	    ln -sf "$(sbindir)/mount.smrfs" \
-	      "$(DESTDIR)$(mounthelperdir)/mount.smrfs" || exit 1; \
+	    to="$(sbindir)/mount.smrfs"; names="mount.smrfs mount.fuse.smrfs"; \
 	  fi; \
+	  for n in $$names; do \
+	    echo " LN $(DESTDIR)$(mounthelperdir)/$$n -> $$to"; \
+	    ln -sf "$$to" "$(DESTDIR)$(mounthelperdir)/$$n" || exit 1; \
+	  done; \
 	fi
 
 uninstall-hook:
-	@if test -n "$(mounthelperdir)" && \
-	    test -L "$(DESTDIR)$(mounthelperdir)/mount.smrfs"; then \
-	  rm -f "$(DESTDIR)$(mounthelperdir)/mount.smrfs"; \
-	fi
+	@for n in mount.smrfs mount.fuse.smrfs; do \
+	  if test -n "$(mounthelperdir)" && \
+	      test -L "$(DESTDIR)$(mounthelperdir)/$$n"; then \
+	    rm -f "$(DESTDIR)$(mounthelperdir)/$$n"; \
+	  fi; \
+	done
 
 # The ioctls smrfsctl stat and zones ask a mounted filesystem.
 src_fuse_mount_smrfs_SOURCES += src/fuse/ioctl.c src/fuse/smrfs_ioctl.h

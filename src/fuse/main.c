@@ -23,12 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "cow/cow.h"
 #include "fuse/fuse_ops.h"
+#include "fuse/smrfs_ioctl.h"
 #include "namespace/ns.h"
 #include "smr_commit.h"
 #ifdef SMR_FUSE_MEMCOW
@@ -63,6 +67,10 @@ struct mount_opts {
 	int log_level;     /* enum smr_log_level; 0: the default */
 	int atime;         /* enum smr_ns_atime */
 	bool nodiratime;
+	bool remount;      /* -o remount: change a mount, start nothing */
+	bool rw_given;     /* ro or rw was given */
+	bool atime_given;  /* an atime option was given */
+	unsigned long ms_set, ms_clear; /* MS_* flags the options named */
 	unsigned int gc_low, gc_high;
 	char *fsname;      /* owned */
 	char *subtype;     /* owned */
@@ -89,6 +97,10 @@ static void usage(FILE *f)
 		"  -d               debug: foreground, FUSE requests and debug log\n"
 		"  -o OPT[,OPT...]  mount options:\n"
 		"     ro            read-only (rw is the default)\n"
+		"     remount       change the mount at MOUNTPOINT: ro commits\n"
+		"                   everything and then writes nothing, rw\n"
+		"                   writes again; with the atime and generic\n"
+		"                   options (mount -o remount runs this)\n"
 		"     acl, noacl    keep POSIX access control lists (setfacl),\n"
 		"                   which the kernel enforces (default acl)\n"
 		"     alloc=NAME    allocator module to use instead of the one\n"
@@ -199,6 +211,35 @@ static bool parse_atime_opt(struct mount_opts *mo, const char *o, bool *pass)
 	return true;
 }
 
+/* The generic options a remount gives the kernel, by their flags (the
+ * atime options go by mo->atime and mo->nodiratime: do_remount). */
+static void note_mount_flag(struct mount_opts *mo, const char *o)
+{
+	static const struct {
+		const char *name;
+		unsigned long set, clear;
+	} flags[] = {
+		{ "nosuid", MS_NOSUID, 0 },
+		{ "suid", 0, MS_NOSUID },
+		{ "nodev", MS_NODEV, 0 },
+		{ "dev", 0, MS_NODEV },
+		{ "noexec", MS_NOEXEC, 0 },
+		{ "exec", 0, MS_NOEXEC },
+		{ "sync", MS_SYNCHRONOUS, 0 },
+		{ "async", 0, MS_SYNCHRONOUS },
+		{ "dirsync", MS_DIRSYNC, 0 },
+	};
+
+	for (size_t i = 0; i < SMR_ARRAY_SIZE(flags); i++) {
+		if (!strcmp(o, flags[i].name)) {
+			mo->ms_set = (mo->ms_set & ~flags[i].clear) |
+				     flags[i].set;
+			mo->ms_clear = (mo->ms_clear & ~flags[i].set) |
+				       flags[i].clear;
+		}
+	}
+}
+
 static int parse_o(struct mount_opts *mo, const char *arg)
 {
 	bool pass;
@@ -209,10 +250,12 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 		return -ENOMEM;
 	for (o = strtok_r(copy, ",", &save); o && !rc;
 	     o = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(o, "ro")) {
-			mo->ro = true;
-		} else if (!strcmp(o, "rw")) {
-			mo->ro = false;
+		note_mount_flag(mo, o);
+		if (!strcmp(o, "ro") || !strcmp(o, "rw")) {
+			mo->ro = o[1] == 'o';
+			mo->rw_given = true;
+		} else if (!strcmp(o, "remount")) {
+			mo->remount = true;
 		} else if (!strcmp(o, "acl")) {
 			mo->noacl = false;
 		} else if (!strcmp(o, "noacl")) {
@@ -323,6 +366,7 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 			if (!mo->subtype)
 				rc = -ENOMEM;
 		} else if (parse_atime_opt(mo, o, &pass)) {
+			mo->atime_given = true;
 			if (pass)
 				rc = add_fuse_opt(mo, o);
 		} else if (!is_ignored_mount_opt(o)) {
@@ -420,6 +464,144 @@ static int resolve_paths(struct mount_opts *mo)
 	mo->dev = mo->dev_path;
 #endif
 	return 0;
+}
+
+/*
+ * -o remount, as mount(8) runs it for a mounted smrfs (through
+ * mount.fuse.smrfs: mount(8) goes by the type in the mount table). The
+ * kernel's flags change by mount(2), the daemon's state by
+ * SMRFS_IOC_REMOUNT. To read-only, the kernel goes first: it refuses while
+ * a file is open for writing (EBUSY), so when the daemon commits and stops
+ * writing nothing is under way. To writable, the daemon goes first, and
+ * goes back should the kernel refuse. What the options do not name keeps
+ * its value (mount(8) names them all, from the mount table); the options
+ * of smrfs itself (commit=, gc=, cache=, ...) stay those of the mount.
+ */
+static int do_remount(const struct mount_opts *mo)
+{
+	struct smrfs_ioc_remount ir = { .version = SMRFS_IOC_VERSION };
+	struct smrfs_ioc_stat st;
+	struct statvfs sv;
+	unsigned long flags = MS_REMOUNT;
+	bool ro, was_ro;
+	int fd, rc = -1;
+
+	fd = open(mo->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", mo->mnt, strerror(errno));
+		return -1;
+	}
+	if (fstatvfs(fd, &sv) || ioctl(fd, SMRFS_IOC_STAT, &st)) {
+		fprintf(stderr, PROG ": %s: not a mounted smrfs (%s)\n",
+			mo->mnt, strerror(errno));
+		goto out;
+	}
+	was_ro = sv.f_flag & ST_RDONLY;
+	ro = mo->rw_given ? mo->ro : was_ro;
+	flags |= (sv.f_flag & ST_NOSUID ? MS_NOSUID : 0) |
+		 (sv.f_flag & ST_NODEV ? MS_NODEV : 0) |
+		 (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) |
+		 (sv.f_flag & ST_SYNCHRONOUS ? MS_SYNCHRONOUS : 0);
+	flags = (flags | mo->ms_set) & ~mo->ms_clear;
+	if (ro) {
+		flags |= MS_RDONLY;
+		ir.flags |= SMRFS_REMOUNT_RO;
+	}
+	/* Without an atime option the kernel keeps its atime flags. */
+	if (mo->atime_given) {
+		flags |= mo->atime == SMR_NS_NOATIME	  ? MS_NOATIME :
+			 mo->atime == SMR_NS_STRICTATIME ? MS_STRICTATIME :
+							   MS_RELATIME;
+		if (mo->nodiratime)
+			flags |= MS_NODIRATIME;
+		ir.flags |= SMRFS_REMOUNT_ATIME |
+			    (mo->nodiratime ? SMRFS_REMOUNT_NODIRATIME : 0);
+		ir.atime = (uint32_t)mo->atime;
+	}
+	if (!ro && ioctl(fd, SMRFS_IOC_REMOUNT, &ir)) {
+		fprintf(stderr, PROG ": %s: %s\n", mo->mnt,
+			errno == EROFS ?
+			"read-only since it was mounted (-o ro) or since an "
+			"error; unmount it and mount it again to write" :
+			strerror(errno));
+		goto out;
+	}
+	if (mount(NULL, mo->mnt, NULL, flags, NULL)) {
+		int err = errno;
+
+		fprintf(stderr, PROG ": cannot remount %s: %s\n", mo->mnt,
+			err == EBUSY ? "a file is open for writing" :
+				       strerror(err));
+		/* Writable again in the daemon alone: back as it was. */
+		if (!ro && was_ro) {
+			ir.flags |= SMRFS_REMOUNT_RO;
+			(void)ioctl(fd, SMRFS_IOC_REMOUNT, &ir);
+		}
+		goto out;
+	}
+	if (ro && ioctl(fd, SMRFS_IOC_REMOUNT, &ir)) {
+		fprintf(stderr, PROG ": %s: remounted read-only, but the "
+			"filesystem's last commit failed: %s\n", mo->mnt,
+			strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* The per-mount flags of the newest mount on @mnt, from the mount table (a
+ * statvfs would ask this daemon, which serves nothing yet). -ENOENT where
+ * nothing is mounted there. */
+static int mount_flags_of(const char *mnt, unsigned long *flags)
+{
+	static const struct {
+		const char *name;
+		unsigned long flag;
+	} names[] = {
+		{ "ro", MS_RDONLY },	   { "nosuid", MS_NOSUID },
+		{ "nodev", MS_NODEV },	   { "noexec", MS_NOEXEC },
+		{ "noatime", MS_NOATIME }, { "nodiratime", MS_NODIRATIME },
+		{ "relatime", MS_RELATIME },
+	};
+	char opts[512], *save = NULL;
+	int rc = smr_mountinfo_find(mnt, NULL, 0, opts, sizeof(opts));
+
+	*flags = 0;
+	if (rc)
+		return rc;
+	for (char *o = strtok_r(opts, ",", &save); o;
+	     o = strtok_r(NULL, ",", &save))
+		for (size_t i = 0; i < SMR_ARRAY_SIZE(names); i++)
+			if (!strcmp(o, names[i].name))
+				*flags |= names[i].flag;
+	return 0;
+}
+
+/*
+ * FUSE mounts with noatime or with relatime (the kernel's default): where
+ * the daemon does strictatime or nodiratime, say so in the mount's flags
+ * too, so that the mount table tells what is done and mount(8), which
+ * passes a remount the options it reads there, keeps it. Best effort:
+ * only root may change a mount's flags.
+ */
+static void show_atime(const struct mount_opts *mo)
+{
+	unsigned long flags;
+
+	if ((mo->atime != SMR_NS_STRICTATIME && !mo->nodiratime) ||
+	    mount_flags_of(mo->mnt, &flags))
+		return;
+	flags &= ~(MS_NOATIME | MS_RELATIME);
+	flags |= MS_REMOUNT | MS_BIND |
+		 (mo->atime == SMR_NS_STRICTATIME ? MS_STRICTATIME :
+		  mo->atime == SMR_NS_NOATIME	  ? MS_NOATIME :
+						    MS_RELATIME) |
+		 (mo->nodiratime ? MS_NODIRATIME : 0);
+	if (mount(NULL, mo->mnt, NULL, flags, NULL))
+		smr_debug("the mount table keeps its atime flags: %s",
+			  strerror(errno));
 }
 
 /*
@@ -828,6 +1010,10 @@ int main(int argc, char **argv)
 #endif
 	if (resolve_paths(&mo))
 		goto out_opts;
+	if (mo.remount) {
+		ret = do_remount(&mo) ? 1 : 0;
+		goto out_opts;
+	}
 	if (stat(mo.mnt, &st)) {
 		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
 			strerror(errno));
@@ -867,6 +1053,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot mount on %s\n", mo.mnt);
 		goto out_signals;
 	}
+	show_atime(&mo);
 	if (smr_fuse_session_hooks(se))
 		smr_warn("cannot hook the FUSE session's I/O: every write "
 			 "costs the kernel's capability check, and neither "

@@ -2,7 +2,8 @@
 /*
  * smrfs_ioctl.h - the ioctls a mounted smrfs answers on any of its
  * directories (the daemon's FUSE ioctl handler), for smrfsctl stat and
- * zones. Shared by the daemon and smrfsctl; nothing else.
+ * zones and for mount.smrfs -o remount. Shared by the daemon, smrfsctl and
+ * mount.smrfs; nothing else.
  *
  * Both are "restricted" FUSE ioctls: the kernel takes the buffer size from
  * the command number (_IOC_SIZE, at most 16 KiB - 1) and copies that many
@@ -17,6 +18,12 @@
  *                    version and first, the daemon fills the rest. ENOTTY
  *                    from a device that is not zoned, EINVAL for a first
  *                    zone past the last.
+ *   SMRFS_IOC_REMOUNT _IOW: go read-only (everything committed first,
+ *                    nothing written after) or writable again, and take
+ *                    the atime options if given (smr_ns_remount). Root's and the
+ *                    mounting user's only (EPERM); EROFS to go writable
+ *                    where the mount was read-only from the start or an
+ *                    error made it so.
  */
 #ifndef SMR_FUSE_SMRFS_IOCTL_H
 #define SMR_FUSE_SMRFS_IOCTL_H
@@ -126,8 +133,24 @@ struct smrfs_ioc_zones {
 _Static_assert(sizeof(struct smrfs_ioc_zones) < (1 << 14),
 	       "the size must fit _IOC_SIZE");
 
+/* Bits of smrfs_ioc_remount.flags. */
+#define SMRFS_REMOUNT_RO (1u << 0)
+#define SMRFS_REMOUNT_ATIME (1u << 1)      /* atime and NODIRATIME given */
+#define SMRFS_REMOUNT_NODIRATIME (1u << 2)
+
+struct smrfs_ioc_remount {
+	uint32_t version;        /* SMRFS_IOC_VERSION */
+	uint32_t flags;          /* SMRFS_REMOUNT_* */
+	uint32_t atime;          /* enum smr_ns_atime */
+	uint32_t reserved[5];
+};
+
+_Static_assert(sizeof(struct smrfs_ioc_remount) == 32,
+	       "struct smrfs_ioc_remount is ABI");
+
 #define SMRFS_IOC_STAT _IOR(SMRFS_IOC_MAGIC, 1, struct smrfs_ioc_stat)
 #define SMRFS_IOC_ZONES _IOWR(SMRFS_IOC_MAGIC, 2, struct smrfs_ioc_zones)
+#define SMRFS_IOC_REMOUNT _IOW(SMRFS_IOC_MAGIC, 3, struct smrfs_ioc_remount)
 
 /* The engine's figures to the wire struct and back. */
 static inline void smrfs_ioc_stat_pack(struct smrfs_ioc_stat *o,

@@ -872,6 +872,17 @@ out_free:
 	return rc;
 }
 
+int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o, bool ro)
+{
+	if (o) {
+		pthread_mutex_lock(&ns->lock);
+		ns->opts.atime = o->atime;
+		ns->opts.nodiratime = o->nodiratime;
+		pthread_mutex_unlock(&ns->lock);
+	}
+	return smr_cow_set_read_only(ns->cow, ro);
+}
+
 void smr_ns_close(struct smr_ns *ns)
 {
 	if (!ns)

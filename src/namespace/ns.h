@@ -138,6 +138,17 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 		struct smr_ns **nsp);
 
 /*
+ * A remount: take the atime options of @o if given (its other fields are
+ * the open's), then go read-only (@ro: everything committed first, nothing
+ * written after; changes get -EROFS) or writable again
+ * (smr_cow_set_read_only). The caller makes sure no write is under way
+ * (the kernel remounts read-only only with no file open for writing).
+ * Inodes unlinked and last closed while read-only are reclaimed at the
+ * next mount. Returns smr_cow_set_read_only()'s result.
+ */
+int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o, bool ro);
+
+/*
  * Describe the FS tree to the engine (smr_cow_tree_register): its name,
  * the item types it holds and how its keys print. smr_ns_open and
  * smr_ns_mkfs do it; a front-end that checks or salvages the engine

@@ -3,8 +3,9 @@
 # The atime mount options, which the daemon applies itself (the kernel
 # leaves a FUSE filesystem's atime to it): relatime by default, noatime,
 # strictatime, nodiratime, each checked on a file read and a directory
-# listed; and the generic options an fstab line may carry (relatime,
-# lazytime, iversion, ...) mount instead of being refused.
+# listed, and shown in the mount table; and the generic options an fstab
+# line may carry (relatime, lazytime, iversion, ...) mount instead of being
+# refused.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 
@@ -64,7 +65,14 @@ check noatime old same old
 grep -q "[ ,]noatime[ ,]" "$T/mounts" ||
 	fail "noatime not in the mount table: $(cat "$T/mounts")"
 check strictatime new new new
+# The mount table tells what the daemon does (strictatime: neither
+# relatime nor noatime), so that mount(8) passes it on to a remount.
+case ",$(cut -d' ' -f4 "$T/mounts")," in
+*,relatime,* | *,noatime,*) fail "strictatime: $(cat "$T/mounts")" ;;
+esac
 check nodiratime new same old
+grep -q "[ ,]nodiratime[ ,]" "$T/mounts" ||
+	fail "nodiratime not in the mount table: $(cat "$T/mounts")"
 check noatime,atime new same new
 
 # An fstab line's generic options, none of which FUSE knows.

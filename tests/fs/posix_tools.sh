@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The commands as an administrator meets them: mkfs -n on a device that
 # holds a filesystem needs no -f and writes nothing; "mount -t smrfs" and an
-# fstab line find mount.smrfs where mount(8) looks for helpers (/sbin), and
-# umount ends the daemon cleanly; every option of --help is in the man page
-# and the other way round.
+# fstab line find mount.smrfs where mount(8) looks for helpers (/sbin),
+# "mount -o remount" finds mount.fuse.smrfs there, and umount ends the
+# daemon cleanly; every option of --help is in the man page and the other
+# way round.
 . "${srcdir:-.}/tests/fs/lib.sh"
 S=${srcdir:-.}
 M=$T/mnt
@@ -75,6 +76,8 @@ make_zloop "$T/zl"
 "$MKFS" "$T/zl" >/dev/null || fail "mkfs"
 mkdir -p "$T/helper" "$M"
 ln -s "$(cd "$(dirname "$MOUNT")" && pwd)/mount.smrfs" "$T/helper/mount.smrfs"
+# What make install links too: mount(8) runs it for a remount.
+ln -s mount.smrfs "$T/helper/mount.fuse.smrfs"
 # With the generic options an fstab line carries, which FUSE does not know.
 printf '%s %s smrfs commit=7,noauto,noatime,nodiratime,lazytime 0 0\n' \
 	"$T/zl" "$M" >"$T/fstab"
@@ -116,6 +119,11 @@ wait_daemons
 mount -T "$T/fstab" "$M"
 awk -v m="$M" '$2 == m { print $1, $4 }' /proc/self/mounts >"$T/source"
 cmp "$T/hello" "$M/hello"
+mount -o remount,ro "$M"
+awk -v m="$M" '$2 == m { print $4 }' /proc/self/mounts >"$T/remount"
+! touch "$M/hello" 2>/dev/null
+mount -o remount,rw "$M"
+echo again >>"$M/hello"
 umount "$M"
 EOF
 CLEANUP_HOOK='for p in $(daemons); do kill -TERM $p; done'
@@ -126,6 +134,10 @@ T=$T M=$M unshare -m --propagation private sh "$T/inner.sh" >"$T/out" 2>&1 ||
 case "$(cat "$T/source")" in
 "$T/zl "*noatime*) ;;
 *) fail "fstab mount: source and options '$(cat "$T/source")'" ;;
+esac
+case "$(cat "$T/remount")" in
+ro,*) ;;
+*) fail "mount -o remount,ro: options '$(cat "$T/remount")'" ;;
 esac
 wait_daemons || fail "mount.smrfs still runs after umount"
 "$AUDIT" "$T/zl" || fail "audit after umount"
