@@ -22,14 +22,14 @@
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: fsck.smrfs [-n|-y|-p] [-f] [-v] [-C[FD]] [--scrub] [--json]\n"
+		"Usage: fsck.smrfs [-n|-y|-p|-a] [-f] [-v] [-C[FD]] [--scrub] [--json]\n"
 		"                  [--uuid UUID] DEVICE\n"
 		"Check an smrfs filesystem on DEVICE (a zoned block device, a zoned\n"
 		"loop directory, a regular file or a block device) and repair what is\n"
 		"safe to repair. The device must not be mounted.\n"
 		"\n"
 		"  -n          check only: open read-only and change nothing (the default)\n"
-		"  -y, -p      repair what is safe (link counts, entries naming missing\n"
+		"  -y, -p, -a  repair what is safe (link counts, entries naming missing\n"
 		"              inodes, inodes without a name into /lost+found, orphans,\n"
 		"              allocator counters, damaged superblock copies and\n"
 		"              checkpoint slots), then check again\n"
@@ -297,8 +297,11 @@ int main(int argc, char **argv)
 
 	if (smr_stdio_guard())
 		return SMR_FSCK_OPERROR;
-	while ((c = getopt_long(argc, argv, "nypfvhC::", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nyapfvhC::", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'a': /* e2fsck's old name of -p, which fsck(8) may pass */
+			c = 'p';
+			/* fall through */
 		case 'n':
 		case 'y':
 		case 'p':

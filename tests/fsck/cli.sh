@@ -34,6 +34,7 @@ expect 0 "$FSCK" --help
 grep -q 'Usage: fsck.smrfs' "$T/out" || fail "--help: $(cat "$T/out")"
 expect 16 "$FSCK"
 expect 16 "$FSCK" -n -y "$T/img"
+expect 16 "$FSCK" -n -a "$T/img"
 expect 16 "$FSCK" --bogus "$T/img"
 expect 16 "$FSCK" "$T/a" "$T/b"
 expect 8 "$FSCK" -n "$T/missing"
@@ -96,7 +97,8 @@ done
 expect 32 signalled SIGINT "$FSCK" -n --json "$T/img"
 grep -q '"exit_code": 32' "$T/out" || fail "cancelled --json: $(cat "$T/out")"
 rm -f "$T/img.before"
-expect 1 "$FSCK" -y "$T/img"
+# -a: e2fsck's old name of -p, which fsck(8) passes on.
+expect 1 "$FSCK" -a "$T/img"
 expect 0 "$FSCK" -n "$T/img"
 expect 0 "$FSCK" -p --json "$T/img"
 
