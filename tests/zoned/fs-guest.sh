@@ -18,7 +18,9 @@
 #     overwrites (fs-workload.py churn) of more than the rest of it while
 #     the live data stays the same: only cleaned zones make room.
 #     smrfsctl stat --json must count more zones reset ("zones_reset") and
-#     cleaned ("zones_cleaned") than before. Unmount; fsck.smrfs --scrub
+#     cleaned ("zones_cleaned") than before. mount -o remount,ro: no zone
+#     may change for longer than the commit interval, reads and all, then
+#     remount,rw. Unmount; fsck.smrfs --scrub
 #     reads every data block; remount read-only and verify every byte (the
 #     zones must not change); unmount.
 #  6. The checkpoints lost (zone 0 zeroed where it is conventional, else
@@ -332,6 +334,18 @@ echo "zones reset $reset, cleaned $cleaned; relocated $((reloc >> 20)) MiB;" \
 [ "$reset" -gt "$reset0" ] || fail "no zone was reset (zones_reset $reset)"
 [ "$cleaned" -gt "$cleaned0" ] ||
 	fail "the cleaner cleaned no zone (zones_cleaned $cleaned)"
+# Read-only by a remount: everything was committed, and nothing more is
+# written, neither the timer's commit nor an atime, until remount,rw.
+"$MOUNT" "$D" "$M" -o remount,ro || fail "remount,ro"
+zones >"$T/zones.ro"
+find "$M" -type f | head -n 20 | xargs cat >/dev/null ||
+	fail "reads while remounted read-only"
+sleep 6
+zones >"$T/zones.ro2"
+diff "$T/zones.ro" "$T/zones.ro2" >&2 ||
+	fail "zones changed while remounted read-only"
+"$MOUNT" "$D" "$M" -o remount,rw || fail "remount,rw"
+echo "remount,ro: no zone changed in 6 s; remount,rw"
 umount_fs "overwrites"
 s=$(date +%s.%N)
 "$FSCK" -n --scrub --json --no-progress "$D" >"$T/scrub" 2>"$T/scrub.err"
