@@ -201,6 +201,11 @@ int smr_cow_set_read_only(struct smr_cow *c, bool ro)
 	return c->error;
 }
 
+void smr_cow_set_commit_secs(struct smr_cow *c, unsigned int secs)
+{
+	(void)c, (void)secs; /* no timer */
+}
+
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 {
 	(void)what;

@@ -178,7 +178,8 @@ struct smr_cow_opts {
 	const char *alloc;     /* override the allocator recorded at mkfs */
 	size_t cache_bytes;    /* node cache bound; 0 = 64 MiB */
 	unsigned commit_secs;  /* timer commit; 0 = 5 s; the timer thread runs
-				* only when not read-only */
+				* only when not read-only; a remount
+				* changes it (smr_cow_set_commit_secs) */
 	/* fsck only: when no checkpoint's allocator state can be read, open
 	 * the newest valid checkpoint with an allocator rebuilt from the
 	 * device (smr_alloc_open_rebuild) for smr_cow_check_space to bring
@@ -280,6 +281,10 @@ bool smr_cow_is_read_only(struct smr_cow *c);
  * an error.
  */
 int smr_cow_set_read_only(struct smr_cow *c, bool ro);
+
+/* A remount's commit=: the timer commits every @secs seconds (0: 5) from
+ * now on, the first time after its next wake-up. */
+void smr_cow_set_commit_secs(struct smr_cow *c, unsigned int secs);
 /* Turn the engine read-only after a failure of @what that left it unable to
  * keep a promise (logged once); later fsyncs and commits return @rc. */
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);

@@ -428,12 +428,11 @@ void smr_txn_end(struct smr_txn *t)
  * Timer
  * ------------------------------------------------------------------------ */
 
-/* Commits every opts.commit_secs, and at once when a nested begin found
- * dirty metadata past its bound (commit_asked). */
+/* Commits every opts.commit_secs (txn_lock), and at once when a nested
+ * begin found dirty metadata past its bound (commit_asked). */
 static void *timer_main(void *arg)
 {
 	struct smr_cow *c = arg;
-	unsigned int secs = c->opts.commit_secs ? c->opts.commit_secs : 5;
 
 	pthread_mutex_lock(&c->txn_lock);
 	while (!c->timer_stop) {
@@ -441,7 +440,8 @@ static void *timer_main(void *arg)
 
 		if (!c->commit_asked) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += secs;
+			ts.tv_sec += c->opts.commit_secs ? c->opts.commit_secs :
+							   5;
 			pthread_cond_timedwait(&c->timer_cond, &c->txn_lock,
 					       &ts);
 		}
@@ -454,6 +454,14 @@ static void *timer_main(void *arg)
 	}
 	pthread_mutex_unlock(&c->txn_lock);
 	return NULL;
+}
+
+void smr_cow_set_commit_secs(struct smr_cow *c, unsigned int secs)
+{
+	pthread_mutex_lock(&c->txn_lock);
+	c->opts.commit_secs = secs;
+	pthread_cond_broadcast(&c->timer_cond);
+	pthread_mutex_unlock(&c->txn_lock);
 }
 
 int smr_cow_start_timer(struct smr_cow *c)

@@ -104,7 +104,7 @@ static void ioc_remount(fuse_req_t req, const void *in_buf, size_t in_bufsz)
 	if (in.version != SMRFS_IOC_VERSION ||
 	    (in.flags & ~(SMRFS_REMOUNT_RO | SMRFS_REMOUNT_ATIME |
 			  SMRFS_REMOUNT_NODIRATIME)) ||
-	    in.atime > SMR_NS_STRICTATIME) {
+	    in.atime > SMR_NS_STRICTATIME || in.commit_secs > 86400) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -112,7 +112,7 @@ static void ioc_remount(fuse_req_t req, const void *in_buf, size_t in_bufsz)
 	o.nodiratime = in.flags & SMRFS_REMOUNT_NODIRATIME;
 	rc = smr_ns_remount(NS(req),
 			    in.flags & SMRFS_REMOUNT_ATIME ? &o : NULL,
-			    in.flags & SMRFS_REMOUNT_RO);
+			    in.commit_secs, in.flags & SMRFS_REMOUNT_RO);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;

@@ -100,7 +100,8 @@ static void usage(FILE *f)
 		"     remount       change the mount at MOUNTPOINT: ro commits\n"
 		"                   everything and then writes nothing, rw\n"
 		"                   writes again; with the atime and generic\n"
-		"                   options (mount -o remount runs this)\n"
+		"                   options and commit= (mount -o remount\n"
+		"                   runs this)\n"
 		"     acl, noacl    keep POSIX access control lists (setfacl),\n"
 		"                   which the kernel enforces (default acl)\n"
 		"     alloc=NAME    allocator module to use instead of the one\n"
@@ -474,8 +475,9 @@ static int resolve_paths(struct mount_opts *mo)
  * a file is open for writing (EBUSY), so when the daemon commits and stops
  * writing nothing is under way. To writable, the daemon goes first, and
  * goes back should the kernel refuse. What the options do not name keeps
- * its value (mount(8) names them all, from the mount table); the options
- * of smrfs itself (commit=, gc=, cache=, ...) stay those of the mount.
+ * its value (mount(8) names them all, from the mount table); of the
+ * options of smrfs itself, commit= changes, the others (gc=, cache=, ...)
+ * stay those of the mount.
  */
 static int do_remount(const struct mount_opts *mo)
 {
@@ -518,6 +520,7 @@ static int do_remount(const struct mount_opts *mo)
 			    (mo->nodiratime ? SMRFS_REMOUNT_NODIRATIME : 0);
 		ir.atime = (uint32_t)mo->atime;
 	}
+	ir.commit_secs = mo->commit_secs;
 	if (!ro && ioctl(fd, SMRFS_IOC_REMOUNT, &ir)) {
 		fprintf(stderr, PROG ": %s: %s\n", mo->mnt,
 			errno == EROFS ?

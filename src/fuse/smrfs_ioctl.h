@@ -20,7 +20,8 @@
  *                    zone past the last.
  *   SMRFS_IOC_REMOUNT _IOW: go read-only (everything committed first,
  *                    nothing written after) or writable again, and take
- *                    the atime options if given (smr_ns_remount). Root's and the
+ *                    the atime options and commit interval if given
+ *                    (smr_ns_remount). Root's and the
  *                    mounting user's only (EPERM); EROFS to go writable
  *                    where the mount was read-only from the start or an
  *                    error made it so.
@@ -142,7 +143,8 @@ struct smrfs_ioc_remount {
 	uint32_t version;        /* SMRFS_IOC_VERSION */
 	uint32_t flags;          /* SMRFS_REMOUNT_* */
 	uint32_t atime;          /* enum smr_ns_atime */
-	uint32_t reserved[5];
+	uint32_t commit_secs;    /* commit=; 0: unchanged */
+	uint32_t reserved[4];
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_remount) == 32,

@@ -872,7 +872,8 @@ out_free:
 	return rc;
 }
 
-int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o, bool ro)
+int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o,
+		   unsigned int commit_secs, bool ro)
 {
 	if (o) {
 		pthread_mutex_lock(&ns->lock);
@@ -880,6 +881,8 @@ int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o, bool ro)
 		ns->opts.nodiratime = o->nodiratime;
 		pthread_mutex_unlock(&ns->lock);
 	}
+	if (commit_secs)
+		smr_cow_set_commit_secs(ns->cow, commit_secs);
 	return smr_cow_set_read_only(ns->cow, ro);
 }
 

@@ -139,14 +139,16 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 
 /*
  * A remount: take the atime options of @o if given (its other fields are
- * the open's), then go read-only (@ro: everything committed first, nothing
- * written after; changes get -EROFS) or writable again
+ * the open's) and the commit interval @commit_secs if not 0
+ * (smr_cow_set_commit_secs), then go read-only (@ro: everything committed
+ * first, nothing written after; changes get -EROFS) or writable again
  * (smr_cow_set_read_only). The caller makes sure no write is under way
  * (the kernel remounts read-only only with no file open for writing).
  * Inodes unlinked and last closed while read-only are reclaimed at the
  * next mount. Returns smr_cow_set_read_only()'s result.
  */
-int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o, bool ro);
+int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o,
+		   unsigned int commit_secs, bool ro);
 
 /*
  * Describe the FS tree to the engine (smr_cow_tree_register): its name,

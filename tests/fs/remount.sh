@@ -6,7 +6,7 @@
 # of the device taken then mounts with every file; a file open for writing
 # makes the kernel refuse it; writable again, writes work; the atime
 # options change with it; a filesystem mounted with -o ro, or a user who
-# did not mount it, cannot make it writable.
+# did not mount it, cannot make it writable; commit= takes effect at once.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 Z=$T/zl
@@ -78,6 +78,24 @@ cat "$M/f" >/dev/null
 remount relatime || fail "remount,relatime: $(cat "$T/remount.err")"
 cat "$M/f" >/dev/null
 [ "$(stat -c %x "$M/f")" != "$old" ] || fail "a read left atime under relatime"
+
+note "commit= changes with a remount"
+gen() { "$CTL" stat --json "$M" | tr ',' '\n' |
+	sed -n 's/.*"generation": *\([0-9]*\).*/\1/p'; }
+# From a commit a second to one in 10 minutes: a change waits.
+remount commit=600 || fail "remount,commit=600: $(cat "$T/remount.err")"
+sleep 1
+g=$(gen)
+echo later >"$M/late" || fail "write late"
+sleep 2.5
+[ "$(gen)" = "$g" ] || fail "commit=600: committed within 2.5 s ($g, $(gen))"
+# And back: a change is committed within a few seconds.
+remount commit=1 || fail "remount,commit=1: $(cat "$T/remount.err")"
+sleep 1
+g=$(gen)
+echo later >"$M/late2" || fail "write late2"
+sleep 2.5
+[ "$(gen)" -gt "$g" ] || fail "commit=1: no commit in 2.5 s (generation $g)"
 
 note "a user who did not mount it"
 remount ro || fail "remount,ro again: $(cat "$T/remount.err")"
