@@ -285,6 +285,7 @@ int smr_cow_set_read_only(struct smr_cow *c, bool ro);
 /* A remount's commit=: the timer commits every @secs seconds (0: 5) from
  * now on, the first time after its next wake-up. */
 void smr_cow_set_commit_secs(struct smr_cow *c, unsigned int secs);
+
 /* Turn the engine read-only after a failure of @what that left it unable to
  * keep a promise (logged once); later fsyncs and commits return @rc. */
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what);

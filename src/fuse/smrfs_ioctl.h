@@ -5,7 +5,7 @@
  * zones and for mount.smrfs -o remount. Shared by the daemon, smrfsctl and
  * mount.smrfs; nothing else.
  *
- * Both are "restricted" FUSE ioctls: the kernel takes the buffer size from
+ * All are "restricted" FUSE ioctls: the kernel takes the buffer size from
  * the command number (_IOC_SIZE, at most 16 KiB - 1) and copies that many
  * bytes in (_IOC_WRITE) and out (_IOC_READ). The structs are fixed-size,
  * native-endian (caller and daemon run on one machine), and start with a
@@ -21,10 +21,9 @@
  *   SMRFS_IOC_REMOUNT _IOW: go read-only (everything committed first,
  *                    nothing written after) or writable again, and take
  *                    the atime options and commit interval if given
- *                    (smr_ns_remount). Root's and the
- *                    mounting user's only (EPERM); EROFS to go writable
- *                    where the mount was read-only from the start or an
- *                    error made it so.
+ *                    (smr_ns_remount). Root's and the mounting user's
+ *                    only (EPERM); EROFS to go writable where the mount
+ *                    was read-only from the start or an error made it so.
  */
 #ifndef SMR_FUSE_SMRFS_IOCTL_H
 #define SMR_FUSE_SMRFS_IOCTL_H

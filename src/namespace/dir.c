@@ -1074,10 +1074,10 @@ static int ns_readdir_item(void *arg, const struct smr_key *key,
 	return rd->n == NS_RDPLUS_BATCH;
 }
 
-/* relatime: atime is updated only when it is not newer than mtime/ctime
- * or is a day old, so that reading does not write metadata every time.
- * (Compared with now less a day: any atime can be set, and now minus one
- * far in the past would overflow.) */
+/* As smr_ns_opts.atime says. relatime: atime is updated only when it is not
+ * newer than mtime/ctime or is a day old, so that reading does not write
+ * metadata every time. (Compared with now less a day: any atime can be
+ * set, and now minus one far in the past would overflow.) */
 bool ns_atime_fresh(const struct smr_ns *ns, const struct ns_inode *ip,
 		    int64_t now)
 {
