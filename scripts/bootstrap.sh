@@ -87,9 +87,10 @@ test)
 	# zone capacity below the zone size and 5 open and active zones at
 	# most, which the test requires smrfs to reach; with a smaller first
 	# workload than make check-zoned's; and kill -9 of the daemon during a
-	# workload and at failpoints on null_blk. Each configuration counts as
-	# one test; one whose VM could not start or timed out counts as
-	# failed.
+	# workload and at failpoints on null_blk (6 cycles, where make
+	# check-zoned runs 8: the whole run must stay under 20 minutes on two
+	# cores). Each configuration counts as one test; one whose VM could not
+	# start or timed out counts as failed.
 	zlog=$build/zoned-run.log
 	{
 		echo "=== kernel zoned devices (tests/zoned, in a VM)"
@@ -103,7 +104,7 @@ test)
 			ZBD_DEVICES="nullb zns smr" ZBD_TIMEOUT=300 \
 				sh "$top/tests/zoned/run-zbd-tests.sh" 2>&1 || zrc=1
 			FS_DEVICES="nullb smr zns-limits kill9" FS_FILL=20 \
-				FS_TIMEOUT=600 \
+				FS_KILL9_CYCLES=6 FS_TIMEOUT=600 \
 				sh "$top/tests/zoned/run-fs-tests.sh" 2>&1 || zrc=1
 		else
 			echo "=== zoned: FAILED (the build for the zoned tests failed)"
