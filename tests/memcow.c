@@ -189,8 +189,12 @@ bool smr_cow_is_read_only(struct smr_cow *c)
 
 int smr_cow_set_read_only(struct smr_cow *c, bool ro)
 {
-	if (!ro)
-		return c->error ? -EROFS : (c->ro = false, 0);
+	if (!ro) {
+		if (c->error)
+			return -EROFS;
+		c->ro = false;
+		return 0;
+	}
 	if (!c->ro) {
 		int rc = smr_cow_commit(c);
 

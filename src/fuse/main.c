@@ -166,7 +166,7 @@ static bool is_ignored_mount_opt(const char *o)
 {
 	static const char *const ignored[] = {
 		"defaults", "auto", "noauto", "user", "nouser", "users",
-		"_netdev", "nofail", "rw", "default_permissions", "async",
+		"_netdev", "nofail", "default_permissions", "async",
 		"owner", "group", "loop", "lazytime", "nolazytime",
 		"norelatime", "iversion", "noiversion", "mand", "nomand",
 		"silent", "loud",
@@ -253,7 +253,7 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 	     o = strtok_r(NULL, ",", &save)) {
 		note_mount_flag(mo, o);
 		if (!strcmp(o, "ro") || !strcmp(o, "rw")) {
-			mo->ro = o[1] == 'o';
+			mo->ro = !strcmp(o, "ro");
 			mo->rw_given = true;
 		} else if (!strcmp(o, "remount")) {
 			mo->remount = true;
