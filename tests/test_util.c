@@ -329,8 +329,10 @@ static void test_ckpt_fix_bit(void)
 	free(good);
 }
 
-/* Pass @name @n times in a child; returns the child's wait status. */
-static int failpoint_child(const char *spec, const char *name, int n)
+/* Pass @name @n times in a child; returns the child's wait status, and in
+ * *@stops how often it stopped itself (each time continued). */
+static int failpoint_child(const char *spec, const char *name, int n,
+			   int *stops)
 {
 	int status = -1;
 	pid_t pid = fork();
@@ -343,19 +345,28 @@ static int failpoint_child(const char *spec, const char *name, int n)
 		_exit(0);
 	}
 	CU_ASSERT_FATAL(pid > 0);
-	CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
-	return status;
+	*stops = 0;
+	for (;;) {
+		CU_ASSERT_FATAL(waitpid(pid, &status, WUNTRACED) == pid);
+		if (!WIFSTOPPED(status))
+			return status;
+		++*stops;
+		CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+	}
 }
 
 static void test_failpoint(void)
 {
-	int st;
+	int st, stops;
 
 	/* Malformed specs are refused and arm nothing. */
 	SMR_ASSERT_RC(smr_failpoint_set("a:"), -EINVAL);
 	SMR_ASSERT_RC(smr_failpoint_set("a:0"), -EINVAL);
 	SMR_ASSERT_RC(smr_failpoint_set("a:x"), -EINVAL);
 	SMR_ASSERT_RC(smr_failpoint_set(":3"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set("a:2:halt"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set("a:2x"), -EINVAL);
+	SMR_ASSERT_RC(smr_failpoint_set("a::stop"), -EINVAL);
 	CU_ASSERT(!smr_failpoints_armed);
 	SMR_ASSERT_OK(smr_failpoint_set("a.b:2,c"));
 	CU_ASSERT(smr_failpoints_armed);
@@ -363,15 +374,22 @@ static void test_failpoint(void)
 	CU_ASSERT(!smr_failpoints_armed);
 	/* Unarmed, and armed elsewhere: passing does nothing. */
 	smr_failpoint("a.b");
-	st = failpoint_child("x:1", "a.b", 5);
+	st = failpoint_child("x:1", "a.b", 5, &stops);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* The count-th pass kills with SIGKILL, not before. */
-	st = failpoint_child("a.b:3", "a.b", 2);
+	st = failpoint_child("a.b:3", "a.b", 2, &stops);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	st = failpoint_child("x,a.b:3", "a.b", 3);
+	st = failpoint_child("x,a.b:3", "a.b", 3, &stops);
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	st = failpoint_child("a.b", "a.b", 1);
+	st = failpoint_child("a.b", "a.b", 1, &stops);
 	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* ":stop" stops there, and the process goes on once continued. */
+	st = failpoint_child("a.b:2:stop", "a.b", 3, &stops);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && stops == 1);
+	st = failpoint_child("a.b:stop", "a.b", 1, &stops);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && stops == 1);
+	st = failpoint_child("a.b:2:stop", "a.b", 1, &stops);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && stops == 0);
 }
 
 /*

@@ -136,13 +136,14 @@ int smr_mountinfo_find(const char *path, char *fstype, size_t fstype_len,
  *
  * smr_failpoint("commit.after_nodes") marks a step; a program that called
  * smr_failpoint_init() with SMRFS_FAILPOINT="commit.after_nodes:3" in its
- * environment kills itself with SIGKILL the third time it passes there.
- * Unarmed, a failpoint is one branch on smr_failpoints_armed. The names in
+ * environment kills itself with SIGKILL the third time it passes there;
+ * with "commit.after_nodes:3:stop" it stops itself (SIGSTOP) instead, for
+ * a test to hold it there and continue it. Unarmed, a failpoint is one branch on smr_failpoints_armed. The names in
  * use are listed in docs/design/failures.md.
  * ------------------------------------------------------------------------ */
 extern bool smr_failpoints_armed;
 
-/* Arm from SMRFS_FAILPOINT ("name[:count][,...]"); call before any thread
+/* Arm from SMRFS_FAILPOINT ("name[:count][:stop][,...]"); call before any thread
  * starts. Returns 0 (also when unset), or -EINVAL (logged) for a bad spec. */
 int smr_failpoint_init(void);
 /* Arm from @spec as above (NULL or "" disarms); for tests. */
