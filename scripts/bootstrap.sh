@@ -28,7 +28,7 @@ cd "$top"
 
 packages="build-essential autoconf automake libtool pkg-config \
 libfuse3-dev fuse3 libzbd-dev zbd-utils liburing-dev libxxhash-dev \
-libcunit1-dev libblkid-dev attr python3 \
+libcunit1-dev libblkid-dev libmount-dev attr python3 \
 qemu-system-x86 busybox-static xz-utils"
 
 if [ -z "${SMRFS_NO_APT:-}" ]; then

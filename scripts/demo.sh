@@ -11,6 +11,7 @@ build=${1:?usage: demo.sh BUILD_DIR}
 ctl=$build/ctl/smrfsctl
 mkfs=$build/mkfs/mkfs.smrfs
 mount=$build/src/fuse/mount.smrfs
+umount=$build/src/fuse/umount.smrfs
 fsck=$build/fsck/fsck.smrfs
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/smrfs-demo.XXXXXX")
@@ -20,7 +21,7 @@ mkdir "$mnt"
 
 cleanup() {
 	if mountpoint -q "$mnt" 2>/dev/null; then
-		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || :
+		"$umount" "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || :
 	fi
 	rm -rf "$work"
 }
@@ -73,12 +74,12 @@ df -h "$mnt"
 "$ctl" zones "$mnt"
 
 step "Unmount, mount again, verify again"
-fusermount3 -u "$mnt"
+"$umount" "$mnt"
 "$mount" "$zdir" "$mnt"
 (cd "$mnt/tree" && xargs -a "$work/list" -d '\n' cat | md5sum) | cmp - "$work/sum.src"
 cmp "$work/big" "$mnt/big1"
 echo "  all files identical after remount"
-fusermount3 -u "$mnt"
+"$umount" "$mnt"
 
 step "fsck.smrfs"
 "$fsck" -n "$zdir"

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # "make install DESTDIR=..." of this build: the daemon in sbindir, the
 # mount(8) helper links where configure put them (/sbin for the prefixes
-# /usr and /usr/local), mount.smrfs and mount.fuse.smrfs (for remounts),
-# naming the daemon by its installed path, and the man pages; "make
-# uninstall" removes the links with the rest.
+# /usr and /usr/local), mount.smrfs and mount.fuse.smrfs (for remounts)
+# naming the daemon, umount.smrfs and umount.fuse.smrfs naming
+# umount.smrfs, by their installed paths, and the man pages; "make uninstall" removes the links
+# with the rest.
 # make check passes the installation directories (Makefile.am).
 set -u
 skip() { echo "SKIP: $*"; exit 77; }
@@ -23,20 +24,24 @@ esac
 
 $MAKE -C "${top_builddir:-.}" install DESTDIR="$D" >"$T/log" 2>&1 ||
 	fail "make install: $(tail -20 "$T/log")"
-[ -x "$D$SMR_SBINDIR/mount.smrfs" ] || fail "no $SMR_SBINDIR/mount.smrfs"
-for m in mount.smrfs mkfs.smrfs fsck.smrfs smrfsctl; do
+for p in mount.smrfs umount.smrfs; do
+	[ -x "$D$SMR_SBINDIR/$p" ] || fail "no $SMR_SBINDIR/$p"
+done
+for m in mount.smrfs umount.smrfs mkfs.smrfs fsck.smrfs smrfsctl; do
 	[ -f "$D$SMR_MANDIR/man8/$m.8" ] || fail "no man page $m.8"
 done
 L=
 if [ -n "$SMR_MOUNTHELPERDIR" ]; then
+	links="mount.fuse.smrfs:mount.smrfs umount.fuse.smrfs:umount.smrfs"
 	if [ "$D$SMR_MOUNTHELPERDIR" -ef "$D$SMR_SBINDIR" ]; then
-		names=mount.fuse.smrfs
-		to=mount.smrfs
+		dir=
 	else
-		names="mount.smrfs mount.fuse.smrfs"
-		to=$SMR_SBINDIR/mount.smrfs
+		dir=$SMR_SBINDIR/
+		links="mount.smrfs:mount.smrfs umount.smrfs:umount.smrfs $links"
 	fi
-	for n in $names; do
+	for nt in $links; do
+		n=${nt%%:*}
+		to=$dir${nt#*:}
 		l=$D$SMR_MOUNTHELPERDIR/$n
 		[ -L "$l" ] || fail "no mount helper link $SMR_MOUNTHELPERDIR/$n"
 		[ "$(readlink "$l")" = "$to" ] ||

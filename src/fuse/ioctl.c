@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NS(req) (*(struct smr_ns **)fuse_req_userdata(req))
@@ -20,6 +21,7 @@ static void ioc_stat(fuse_req_t req, size_t out_bufsz)
 {
 	struct smrfs_ioc_stat out;
 	struct smr_cow_fsstat st;
+	struct stat pidns;
 	uint64_t inodes = 0;
 
 	if (out_bufsz < sizeof(out)) {
@@ -28,6 +30,9 @@ static void ioc_stat(fuse_req_t req, size_t out_bufsz)
 	}
 	smr_ns_fsstat(NS(req), &st, &inodes);
 	smrfs_ioc_stat_pack(&out, &st, inodes);
+	out.daemon_pid = (uint64_t)getpid();
+	if (!stat("/proc/self/ns/pid", &pidns))
+		out.daemon_pidns = (uint64_t)pidns.st_ino;
 	fuse_reply_ioctl(req, 0, &out, sizeof(out));
 }
 

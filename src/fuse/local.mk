@@ -6,8 +6,14 @@ src_fuse_mount_smrfs_SOURCES = \
 	src/fuse/fuse_ops.c \
 	src/fuse/session_io.c \
 	src/fuse/main.c
-src_fuse_mount_smrfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-src_fuse_mount_smrfs_LDADD = libsmrfs.la $(FUSE_LIBS)
+src_fuse_mount_smrfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(MOUNT_CFLAGS)
+src_fuse_mount_smrfs_LDADD = libsmrfs.la $(FUSE_LIBS) $(MOUNT_LIBS)
+
+# umount.smrfs: umount(8)'s helper (as umount.fuse.smrfs), which returns
+# once the daemon has written its last commit.
+sbin_PROGRAMS += src/fuse/umount.smrfs
+src_fuse_umount_smrfs_SOURCES = src/fuse/umount.c src/fuse/smrfs_ioctl.h
+src_fuse_umount_smrfs_LDADD = src/util/libsmrfs_util.la
 
 # The same daemon over the in-memory engine of the tests: a fresh empty
 # filesystem per mount, for trying the adapter without a device.
@@ -15,10 +21,10 @@ check_PROGRAMS += tests/mount_memcow
 tests_mount_memcow_SOURCES = src/fuse/fuse_ops.c src/fuse/session_io.c \
 	src/fuse/main.c tests/memcow.c
 tests_mount_memcow_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_MEMCOW
-tests_mount_memcow_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+tests_mount_memcow_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(MOUNT_CFLAGS)
 tests_mount_memcow_LDADD = src/namespace/libsmrfs_ns.la \
 	src/format/libsmrfs_format.la src/util/libsmrfs_util.la \
-	$(XXHASH_LIBS) $(FUSE_LIBS) -lpthread
+	$(XXHASH_LIBS) $(FUSE_LIBS) $(MOUNT_LIBS) -lpthread
 
 # The namespace audit of an unmounted device, for the integration tests.
 check_PROGRAMS += tests/fs/ns_audit
@@ -33,6 +39,7 @@ SMR_FS_TESTS = \
 	tests/fs/mount_relative.sh \
 	tests/fs/mount_atime.sh \
 	tests/fs/remount.sh \
+	tests/fs/umount.sh \
 	tests/fs/errors.sh \
 	tests/fs/crash.sh \
 	tests/fs/kill9.sh \
@@ -66,31 +73,37 @@ check-kill9: all $(check_PROGRAMS)
 		top_builddir=$(top_builddir) $(SHELL) $(top_srcdir)/tests/fs/kill9.sh
 .PHONY: check-kill9
 
-dist_man_MANS += src/fuse/mount.smrfs.8
+dist_man_MANS += src/fuse/mount.smrfs.8 src/fuse/umount.smrfs.8
 
 # mount(8) finds the helper for "mount -t smrfs" only under /sbin: link it
-# there (configure --with-mount-helper-dir). For a mount it has (a remount)
-# it goes by the type in the mount table, fuse.smrfs, and looks for
-# mount.fuse.smrfs: a second link. The links name the installed daemon
-# without DESTDIR, so a staged install links right once unpacked; where the
-# directory is sbindir itself (/sbin -> usr/sbin), only the second is made,
-# beside the daemon.
+# there (configure --with-mount-helper-dir), with umount.smrfs, which
+# umount(8) runs for the note helper=smrfs the daemon leaves in the mount
+# table. For a mount it has (a remount) mount(8) goes by the type in the
+# mount table, fuse.smrfs, and looks for mount.fuse.smrfs: a link of that
+# name; umount(8) likewise looks for umount.fuse.smrfs where it reads the
+# mount table (for another user, or with -l, -f or -r). The links name the
+# installed programs without DESTDIR, so a staged install links right once
+# unpacked; where the directory is sbindir itself (/sbin -> usr/sbin), only
+# the links of other names are made, beside the programs.
+SMR_HELPER_LINKS = mount.fuse.smrfs:mount.smrfs umount.fuse.smrfs:umount.smrfs
 install-exec-hook:
 	@if test -n "$(mounthelperdir)"; then \
 	  $(MKDIR_P) "$(DESTDIR)$(mounthelperdir)" || exit 1; \
 	  if test "$(DESTDIR)$(mounthelperdir)" -ef "$(DESTDIR)$(sbindir)"; then \
-	    to=mount.smrfs; names=mount.fuse.smrfs; \
+	    dir=; links="$(SMR_HELPER_LINKS)"; \
 	  else \
-	    to="$(sbindir)/mount.smrfs"; names="mount.smrfs mount.fuse.smrfs"; \
+	    dir="$(sbindir)/"; \
+	    links="mount.smrfs:mount.smrfs umount.smrfs:umount.smrfs $(SMR_HELPER_LINKS)"; \
 	  fi; \
-	  for n in $$names; do \
+	  for l in $$links; do \
+	    n=$${l%%:*}; to=$$dir$${l#*:}; \
 	    echo " LN $(DESTDIR)$(mounthelperdir)/$$n -> $$to"; \
 	    ln -sf "$$to" "$(DESTDIR)$(mounthelperdir)/$$n" || exit 1; \
 	  done; \
 	fi
 
 uninstall-hook:
-	@for n in mount.smrfs mount.fuse.smrfs; do \
+	@for n in mount.smrfs umount.smrfs mount.fuse.smrfs umount.fuse.smrfs; do \
 	  if test -n "$(mounthelperdir)" && \
 	      test -L "$(DESTDIR)$(mounthelperdir)/$$n"; then \
 	    rm -f "$(DESTDIR)$(mounthelperdir)/$$n"; \
@@ -109,5 +122,5 @@ tests_mount_fault_SOURCES = src/fuse/fuse_ops.c src/fuse/session_io.c \
 	tests/fs/fault_daemon.h
 tests_mount_fault_CPPFLAGS = $(AM_CPPFLAGS) -DSMR_FUSE_FAULT \
 	-I$(top_srcdir)/tests/fs
-tests_mount_fault_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-tests_mount_fault_LDADD = libsmrfs.la $(FUSE_LIBS) -lpthread
+tests_mount_fault_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(MOUNT_CFLAGS)
+tests_mount_fault_LDADD = libsmrfs.la $(FUSE_LIBS) $(MOUNT_LIBS) -lpthread

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libmount.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -141,8 +142,9 @@ static void usage(FILE *f)
 		"  -h, --help       show this help\n"
 		"  -V, --version    show the version\n"
 		"\n"
-		"Unmount with fusermount3 -u MOUNTPOINT (or umount); SIGTERM and\n"
-		"SIGINT also commit everything and unmount.\n");
+		"Unmount with umount MOUNTPOINT, which returns once the last\n"
+		"commit is written (umount.smrfs), or fusermount3 -u MOUNTPOINT;\n"
+		"SIGTERM and SIGINT also commit everything and unmount.\n");
 }
 
 static int add_fuse_opt(struct mount_opts *mo, const char *opt)
@@ -608,6 +610,53 @@ static void show_atime(const struct mount_opts *mo)
 }
 
 /*
+ * Add (@add) or remove the note "helper=smrfs" on this mount in libmount's
+ * table of userspace mount options (utab). Root's umount(8) learns the
+ * type of a mount from statfs(2), which says only "fuse", and without the
+ * note it would unmount by umount(2) itself and return before the last
+ * commit; with it, umount(8) runs umount.smrfs, which waits for that.
+ * (Another user's umount(8) reads the mount table, finds fuse.smrfs and
+ * runs umount.fuse.smrfs.) Root only; without the note only the wait is
+ * lost, so a failure is logged and no more. True when done.
+ */
+static bool utab_note(const struct mount_opts *mo, bool add)
+{
+	struct libmnt_update *upd;
+	struct libmnt_fs *fs = NULL;
+	int rc = -ENOMEM;
+
+	if (geteuid() != 0)
+		return false;
+	upd = mnt_new_update();
+	if (!upd)
+		goto out;
+	if (add) {
+		fs = mnt_new_fs();
+		if (!fs)
+			goto out;
+		rc = mnt_fs_set_source(fs, mo->dev);
+		if (!rc)
+			rc = mnt_fs_set_target(fs, mo->mnt);
+		if (!rc)
+			rc = mnt_fs_set_options(fs, "helper=smrfs");
+		if (rc)
+			goto out;
+	}
+	rc = mnt_update_set_fs(upd, 0, add ? NULL : mo->mnt, fs);
+	if (!rc)
+		rc = mnt_update_table(upd, NULL);
+out:
+	if (rc < 0)
+		smr_warn("%s: cannot %s the umount helper note in the mount "
+			 "table (%s)%s", mo->mnt, add ? "add" : "remove",
+			 strerror(-rc), add ? ": umount(8) will not wait for "
+			 "the last commit" : "");
+	mnt_free_fs(fs);
+	mnt_free_update(upd);
+	return rc == 0;
+}
+
+/*
  * libfuse prints its own complaint about options it does not know ("fuse:
  * unknown option(s): ..."), which with ours made two lines for one mistake.
  * While the session is made its messages are caught here instead, to be
@@ -991,6 +1040,7 @@ int main(int argc, char **argv)
 	struct fs fs = { 0 };
 	struct smr_fuse_data data = { 0 };
 	int status_fd = -1, rc, ret = 1;
+	bool noted;
 
 	/* Before anything is opened: see stdio_guard.c. */
 	if (smr_stdio_guard())
@@ -1011,12 +1061,14 @@ int main(int argc, char **argv)
 	if (fault_daemon_init())
 		goto out_opts;
 #endif
-	if (resolve_paths(&mo))
-		goto out_opts;
+	/* A remount needs no device: mount(8) names the one of the mount
+	 * table, which may since have moved. */
 	if (mo.remount) {
 		ret = do_remount(&mo) ? 1 : 0;
 		goto out_opts;
 	}
+	if (resolve_paths(&mo))
+		goto out_opts;
 	if (stat(mo.mnt, &st)) {
 		fprintf(stderr, PROG ": mount point %s: %s\n", mo.mnt,
 			strerror(errno));
@@ -1057,6 +1109,7 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	show_atime(&mo);
+	noted = utab_note(&mo, true);
 	if (smr_fuse_session_hooks(se))
 		smr_warn("cannot hook the FUSE session's I/O: every write "
 			 "costs the kernel's capability check, and neither "
@@ -1076,6 +1129,9 @@ int main(int argc, char **argv)
 	}
 	rc = fuse_session_loop_mt(se, &cfg);
 	fuse_session_unmount(se);
+	if (noted)
+		utab_note(&mo, false);
+	smr_failpoint("daemon.before_close");
 	ret = rc < 0 ? 1 : 0;
 out_signals:
 	fuse_remove_signal_handlers(se);

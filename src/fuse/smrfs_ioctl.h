@@ -96,7 +96,12 @@ struct smrfs_ioc_stat {
 	uint64_t overhead;       /* an older daemon leaves it zero */
 	uint64_t log_records;    /* fsync log records; an older daemon
 				  * leaves it zero */
-	uint64_t spare[24];      /* zero; for later versions */
+	/* The daemon that answers: its process id and the inode number of
+	 * its pid namespace, for umount.smrfs to wait for it. An older
+	 * daemon leaves them zero. */
+	uint64_t daemon_pid;
+	uint64_t daemon_pidns;
+	uint64_t spare[22];      /* zero; for later versions */
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_stat) == 760,

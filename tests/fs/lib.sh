@@ -13,8 +13,12 @@ set -u
 B=${SMRFS_BUILDDIR:-${top_builddir:-.}}
 MKFS=${SMRFS_MKFS:-$B/mkfs/mkfs.smrfs}
 MOUNT=${SMRFS_MOUNT:-$B/src/fuse/mount.smrfs}
+UMOUNT=${SMRFS_UMOUNT:-$B/src/fuse/umount.smrfs}
 CTL=${SMRFS_CTL:-$B/ctl/smrfsctl}
 AUDIT=${SMRFS_AUDIT:-$B/tests/fs/ns_audit}
+# libmount's table where a daemon run as root notes its mount for umount(8)
+# (make check points it into the build tree).
+UTAB=${LIBMOUNT_UTAB:-/run/mount/utab}
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,6 +26,7 @@ note() { echo "--- $*"; }
 
 [ -x "$MKFS" ] || skip "$MKFS not built"
 [ -x "$MOUNT" ] || skip "$MOUNT not built"
+[ -x "$UMOUNT" ] || skip "$UMOUNT not built"
 [ -x "$CTL" ] || skip "$CTL not built"
 [ -x "$AUDIT" ] || skip "$AUDIT not built"
 [ -c /dev/fuse ] || skip "no /dev/fuse"
@@ -55,7 +60,9 @@ cleanup() {
 	done
 	for p in $PIDS; do
 		if kill -0 "$p" 2>/dev/null; then
+			# (One a test held stopped takes the signal once continued.)
 			kill -TERM "$p" 2>/dev/null
+			kill -CONT "$p" 2>/dev/null
 			wait_gone "$p" || kill -KILL "$p" 2>/dev/null
 		fi
 	done
@@ -69,10 +76,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+# The process $1 has exited (a zombie, until waited for, has too).
+exited() {
+	! kill -0 "$1" 2>/dev/null ||
+		grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
 # Wait (up to 20 s) for a process of ours to exit.
 wait_gone() {
 	i=0
-	while kill -0 "$1" 2>/dev/null; do
+	until exited "$1"; do
 		i=$((i + 1))
 		[ $i -le 200 ] || return 1
 		sleep 0.1

@@ -3,8 +3,8 @@
 # The commands as an administrator meets them: mkfs -n on a device that
 # holds a filesystem needs no -f and writes nothing; "mount -t smrfs" and an
 # fstab line find mount.smrfs where mount(8) looks for helpers (/sbin),
-# "mount -o remount" finds mount.fuse.smrfs there, and umount ends the
-# daemon cleanly; every option of --help is in the man page and the other
+# "mount -o remount" finds mount.fuse.smrfs there, and umount runs
+# umount.fuse.smrfs, which returns once the daemon has ended cleanly; every option of --help is in the man page and the other
 # way round.
 . "${srcdir:-.}/tests/fs/lib.sh"
 S=${srcdir:-.}
@@ -24,9 +24,9 @@ expect_fail "mkfs without -f over smrfs" "$MKFS" "$T/img"
 [ "$(md5sum <"$T/img")" = "$sum" ] || fail "mkfs -n -f wrote to the device"
 
 note "--help and the man pages name the same options"
-python3 - "$S" "$MKFS" "$MOUNT" "$B/fsck/fsck.smrfs" "$CTL" <<'EOF' || fail "--help and man pages differ"
+python3 - "$S" "$MKFS" "$MOUNT" "$B/fsck/fsck.smrfs" "$CTL" "$UMOUNT" <<'EOF' || fail "--help and man pages differ"
 import re, subprocess, sys
-src, mkfs, mount, fsck, ctl = sys.argv[1:]
+src, mkfs, mount, fsck, ctl, umount = sys.argv[1:]
 OPT = re.compile(r'(?<![\w-])(--?[A-Za-z][\w-]*)')
 SUB = re.compile(r'\b([a-z_]+)=')
 
@@ -44,16 +44,17 @@ def helptext(*cmds):
     return out
 
 # Options a page mentions that belong to other commands it quotes
-# (mount -t, fusermount3 -u, smrfsctl zloop, configure), and a suffix
-# set apart by a font change ("count -th").
+# (mount -t, fusermount3 -u, smrfsctl zloop, configure, the helper= of
+# libmount's table), and a suffix set apart by a font change ("count -th").
 others = {'-t', '-u', '--capacity', '--preset', '--zone-size',
-          '--conv-zones', '--with-mount-helper-dir', 'dir', '-th'}
+          '--conv-zones', '--with-mount-helper-dir', 'dir', '-th', 'helper'}
 bad = 0
 for page, cmds, pattern in (
         ('mkfs/mkfs.smrfs.8', [[mkfs, '--help']], OPT),
         ('man/fsck.smrfs.8', [[fsck, '--help']], OPT),
         ('src/fuse/mount.smrfs.8', [[mount, '--help']], OPT),
         ('src/fuse/mount.smrfs.8', [[mount, '--help']], SUB),
+        ('src/fuse/umount.smrfs.8', [[umount, '--help']], OPT),
         ('man/smrfsctl.8', [[ctl, '--help']] +
          [[ctl, c, '--help'] for c in ('stat', 'zones', 'zloop')], OPT)):
     m = set(pattern.findall(man(src + '/' + page)))
@@ -76,30 +77,30 @@ make_zloop "$T/zl"
 "$MKFS" "$T/zl" >/dev/null || fail "mkfs"
 mkdir -p "$T/helper" "$M"
 ln -s "$(cd "$(dirname "$MOUNT")" && pwd)/mount.smrfs" "$T/helper/mount.smrfs"
-# What make install links too: mount(8) runs it for a remount.
+# What make install links too: mount(8) runs them for a remount and for
+# umount (helper=smrfs, which the daemon notes in the mount table).
 ln -s mount.smrfs "$T/helper/mount.fuse.smrfs"
+for n in umount.smrfs umount.fuse.smrfs; do
+	ln -s "$(cd "$(dirname "$UMOUNT")" && pwd)/umount.smrfs" "$T/helper/$n"
+done
 # With the generic options an fstab line carries, which FUSE does not know.
 printf '%s %s smrfs commit=7,noauto,noatime,nodiratime,lazytime 0 0\n' \
 	"$T/zl" "$M" >"$T/fstab"
 echo hello >"$T/hello"
 
 # The daemons run in a mount namespace of their own: find them by the
-# device they serve, to wait for them (and to stop them should the test
-# fail).
+# device they serve, to see that they are gone after umount (and to stop
+# them should the test fail).
 cat >"$T/daemons.sh" <<'EOF'
 daemons() {
 	for p in /proc/[0-9]*; do
 		{ tr '\0' ' ' <"$p/cmdline" | grep -q "mount.smrfs $T/zl "; } \
 			2>/dev/null && echo "${p#/proc/}"
 	done
+	return 0
 }
-wait_daemons() {
-	i=0
-	while [ -n "$(daemons)" ]; do
-		i=$((i + 1))
-		[ $i -le 100 ] || return 1
-		sleep 0.1
-	done
+gone() {
+	[ -z "$(daemons)" ] || { echo "mount.smrfs runs on after umount"; exit 1; }
 }
 EOF
 . "$T/daemons.sh"
@@ -111,11 +112,26 @@ set -e
 sbin=$(readlink -f /sbin)
 mount -t overlay overlay -o "lowerdir=$T/helper:$sbin" "$sbin"
 test -x /sbin/mount.smrfs
-mount -t smrfs "$T/zl" "$M"
+# The daemon stops itself before its last commit, until continued.
+SMRFS_FAILPOINT=daemon.before_close:stop mount -t smrfs "$T/zl" "$M"
 awk -v m="$M" '$2 == m { print $3 }' /proc/self/mounts >"$T/type"
 cp "$T/hello" "$M/hello"
-umount "$M"
-wait_daemons
+# umount(8) runs umount.smrfs (for the note helper=smrfs the daemon left in
+# the mount table), which returns only once the daemon is gone.
+d=$(daemons)
+umount "$M" &
+u=$!
+i=0
+until grep -q '^[0-9]* (.*) T' "/proc/$d/stat"; do
+	i=$((i + 1))
+	[ $i -le 200 ] || { echo "the daemon did not reach its last commit"; exit 1; }
+	sleep 0.1
+done
+sleep 0.3
+kill -0 $u || { echo "umount returned before the last commit"; exit 1; }
+kill -CONT "$d"
+wait $u
+gone
 mount -T "$T/fstab" "$M"
 awk -v m="$M" '$2 == m { print $1, $4 }' /proc/self/mounts >"$T/source"
 cmp "$T/hello" "$M/hello"
@@ -125,8 +141,9 @@ awk -v m="$M" '$2 == m { print $4 }' /proc/self/mounts >"$T/remount"
 mount -o remount,rw "$M"
 echo again >>"$M/hello"
 umount "$M"
+gone
 EOF
-CLEANUP_HOOK='for p in $(daemons); do kill -TERM $p; done'
+CLEANUP_HOOK='for p in $(daemons); do kill -TERM $p; kill -CONT $p; done'
 T=$T M=$M unshare -m --propagation private sh "$T/inner.sh" >"$T/out" 2>&1 ||
 	fail "mount -t smrfs in a namespace: $(cat "$T/out")"
 [ "$(cat "$T/type")" = fuse.smrfs ] ||
@@ -139,6 +156,7 @@ case "$(cat "$T/remount")" in
 ro,*) ;;
 *) fail "mount -o remount,ro: options '$(cat "$T/remount")'" ;;
 esac
-wait_daemons || fail "mount.smrfs still runs after umount"
+[ -z "$(daemons)" ] || fail "mount.smrfs still runs after umount"
+! grep -qs "TARGET=$M " "$UTAB" || fail "the helper note outlived the mount"
 "$AUDIT" "$T/zl" || fail "audit after umount"
 exit 0

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# An ordinary user makes, mounts and uses a zoned loop directory: the files
-# are theirs, and the ownership rules hold through the kernel. Needs root to
+# An ordinary user makes, mounts, uses and unmounts a zoned loop directory:
+# the files are theirs, the ownership rules hold through the kernel, and
+# umount.smrfs unmounts through fusermount3 and waits. Needs root to
 # set up (it opens /dev/fuse to others for the test and restores its mode).
 . "${srcdir:-.}/tests/fs/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root to set up /dev/fuse and a user"
@@ -44,6 +45,10 @@ with open(os.path.join(m, "mine"), "a") as f:
 mode = os.stat(os.path.join(m, "mine")).st_mode & 0o7777
 assert mode == 0o755, "setuid kept after a write: %o" % mode
 PY
-$RUNAS fusermount3 -u "$M" || fail "fusermount3 -u as uid $U"
+# umount.smrfs, as umount(8) runs it for the user: through fusermount3, and
+# it still waits for the daemon to let go of the device.
+$RUNAS "$UMOUNT" "$M" || fail "umount.smrfs as uid $U"
+! is_mounted "$M" || fail "still mounted after umount.smrfs as uid $U"
+flock -n "$Z" true || fail "the device is held after umount.smrfs as uid $U"
 wait "$DAEMON" || fail "daemon exit status"
 exit 0
