@@ -210,6 +210,14 @@ void smr_cow_set_commit_secs(struct smr_cow *c, unsigned int secs)
 	(void)c, (void)secs; /* no timer */
 }
 
+int smr_cow_set_gc(struct smr_cow *c, int policy, unsigned int low,
+		   unsigned int high)
+{
+	(void)c, (void)low, (void)high; /* no cleaner */
+	return policy >= SMR_COW_GC_NEED_ONLY && policy <= SMR_COW_GC_GREEDY ?
+		       0 : -EINVAL;
+}
+
 void smr_cow_set_error(struct smr_cow *c, int rc, const char *what)
 {
 	(void)what;

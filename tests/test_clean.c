@@ -852,6 +852,34 @@ static void test_power_cut(void)
 	free(buf);
 }
 
+/* A fresh filesystem @name opened with the cleaner's options of @o. */
+static void fx_new_opts(struct fx *f, const char *name,
+			const struct smr_cow_opts *o)
+{
+	fx_new(f, name);
+	fx_close(f);
+	SMR_ASSERT_OK(smr_dev_open(f->path, NULL, &f->dev));
+	SMR_ASSERT_OK(smr_cow_open(f->dev, o, &f->cow));
+	SMR_ASSERT_OK(smr_ns_open(f->cow, NULL, &f->ns));
+}
+
+/* Files f0..f(n-1) of FSZ bytes, f<i> of pattern i, their inodes in @ino;
+ * three zones' worth for n = 48. */
+static void write_files(struct fx *f, int n, uint64_t *ino)
+{
+	uint8_t *buf = malloc(FSZ);
+	char name[32];
+
+	CU_ASSERT_FATAL(buf != NULL);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		ino[i] = mkfile(f, name);
+		pattern(buf, FSZ, (uint64_t)i);
+		SMR_ASSERT_OK(write_file(f, ino[i], 0, buf, FSZ));
+	}
+	free(buf);
+}
+
 /* ------------------------------------------------------------------------
  * The background thread cleaning while files are written
  * ------------------------------------------------------------------------ */
@@ -871,11 +899,7 @@ static void test_background(void)
 	fx_new(&f, "bgref");
 	meta_run(&f, false, false, a);
 	fx_close(&f);
-	fx_new(&f, "bg");
-	fx_close(&f);
-	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
-	SMR_ASSERT_OK(smr_cow_open(f.dev, &o, &f.cow));
-	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
+	fx_new_opts(&f, "bg", &o);
 	meta_run(&f, false, true, b);
 	CU_ASSERT(!memcmp(a, b, META_FILES * FSZ));
 	{
@@ -922,23 +946,13 @@ static void test_auto_min_win(void)
 				  .gc_policy = SMR_COW_GC_GREEDY };
 	const int per_zone = (int)(ZONE / FSZ);
 	struct smr_cow_gc_stats st0, st1;
-	uint8_t *buf = malloc(FSZ);
 	uint64_t ino[48];
 	char name[32];
 	struct fx f;
 	int rc;
 
-	fx_new(&f, "minwin");
-	fx_close(&f);
-	SMR_ASSERT_OK(smr_dev_open(f.path, NULL, &f.dev));
-	SMR_ASSERT_OK(smr_cow_open(f.dev, &o, &f.cow));
-	SMR_ASSERT_OK(smr_ns_open(f.cow, NULL, &f.ns));
-	for (int i = 0; i < 48; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
-		ino[i] = mkfile(&f, name);
-		pattern(buf, FSZ, (uint64_t)i);
-		SMR_ASSERT_OK(write_file(&f, ino[i], 0, buf, FSZ));
-	}
+	fx_new_opts(&f, "minwin", &o);
+	write_files(&f, 48, ino);
 	/* One file in 16 of a full zone dies: too little for a pass. */
 	SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, "f0"));
 	SMR_ASSERT_OK(smr_ns_sync(f.ns));
@@ -963,7 +977,61 @@ static void test_auto_min_win(void)
 		CU_ASSERT(file_is(&f, ino[i], (uint64_t)i, FSZ));
 	audit(&f);
 	fx_close(&f);
-	free(buf);
+}
+
+/* ------------------------------------------------------------------------
+ * A remount's cleaner options (smr_cow_set_gc)
+ * ------------------------------------------------------------------------ */
+
+static void test_set_gc(void)
+{
+	/* As the daemon mounts with gc=off. */
+	struct smr_cow_opts o = { .gc_off = true, .gc_need_only = true };
+	const int per_zone = (int)(ZONE / FSZ);
+	struct smr_cow_gc_stats st0, st1;
+	uint64_t ino[48];
+	char name[32];
+	struct fx f;
+
+	fx_new_opts(&f, "setgc", &o);
+	write_files(&f, 48, ino);
+	for (int i = 0; i < per_zone / 2; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		SMR_ASSERT_OK(smr_ns_unlink(f.ns, &cr, ROOT, name));
+	}
+	SMR_ASSERT_OK(smr_ns_sync(f.ns));
+	SMR_ASSERT_OK(smr_cow_commit_forced(f.cow));
+	smr_cow_gc_stats(f.cow, &st0);
+	/* Only when needed: zones are free, so nothing is cleaned. */
+	CU_ASSERT_EQUAL(smr_cow_clean_auto(f.cow), 0);
+	/* Refused, and nothing changes: watermarks the device cannot have,
+	 * a high one not above the low one, a policy that is none. */
+	SMR_ASSERT_RC(smr_cow_set_gc(f.cow, SMR_COW_GC_GREEDY, NZONES, 0),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_cow_set_gc(f.cow, SMR_COW_GC_GREEDY, 2, NZONES),
+		      -EINVAL);
+	SMR_ASSERT_RC(smr_cow_set_gc(f.cow, SMR_COW_GC_GREEDY, 5, 5), -EINVAL);
+	SMR_ASSERT_RC(smr_cow_set_gc(f.cow, 7, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(smr_cow_clean_auto(f.cow), 0);
+	/* Watermarks alone keep cleaning to need only. */
+	SMR_ASSERT_OK(smr_cow_set_gc(f.cow, SMR_COW_GC_KEEP, NZONES - 2,
+				     NZONES - 1));
+	CU_ASSERT_EQUAL(smr_cow_clean_auto(f.cow), 0);
+	/* gc_high at or below the new low one, counting the one set. */
+	SMR_ASSERT_RC(smr_cow_set_gc(f.cow, SMR_COW_GC_KEEP, NZONES - 1, 0),
+		      -EINVAL);
+	/* A policy: the pass cleans ahead of need, up to the watermarks. */
+	SMR_ASSERT_OK(smr_cow_set_gc(f.cow, SMR_COW_GC_GREEDY, 0, 0));
+	CU_ASSERT(smr_cow_clean_auto(f.cow) >= 1);
+	smr_cow_gc_stats(f.cow, &st1);
+	CU_ASSERT(st1.gc_zones > st0.gc_zones);
+	/* And gc=off again. */
+	SMR_ASSERT_OK(smr_cow_set_gc(f.cow, SMR_COW_GC_NEED_ONLY, 0, 0));
+	CU_ASSERT_EQUAL(smr_cow_clean_auto(f.cow), 0);
+	for (int i = per_zone / 2; i < 48; i++)
+		CU_ASSERT(file_is(&f, ino[i], (uint64_t)i, FSZ));
+	audit(&f);
+	fx_close(&f);
 }
 
 /* ------------------------------------------------------------------------
@@ -1147,6 +1215,7 @@ static const struct smr_test tests[] = {
 	{ "power_cut", test_power_cut },
 	{ "background", test_background },
 	{ "auto_min_win", test_auto_min_win },
+	{ "set_gc", test_set_gc },
 	{ "unaligned_full", test_unaligned_full },
 	{ "busy_victim", test_busy_victim },
 	{ NULL, NULL },

@@ -24,6 +24,7 @@
 
 #include <endian.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1290,33 +1291,84 @@ void smr_cow_clean_for_meta(struct smr_cow *c)
 		(void)smr_cow_clean(c, SMR_COW_GC_GREEDY, 1);
 }
 
+/*
+ * The cleaner's options, which a remount changes (smr_cow_set_gc, under
+ * clean_lock) while the thread and writers read them (without): each is
+ * read and written whole, and a pass that sees some old and some new ones
+ * still gets a high watermark above the low one.
+ */
+static bool gc_need_only(const struct smr_cow *c)
+{
+	return __atomic_load_n(&c->opts.gc_need_only, __ATOMIC_RELAXED);
+}
+
 static unsigned int gc_low(const struct smr_cow *c)
 {
-	if (c->opts.gc_need_only)
+	unsigned int low = __atomic_load_n(&c->opts.gc_low, __ATOMIC_RELAXED);
+
+	if (gc_need_only(c))
 		return 1;
-	return c->opts.gc_low ? c->opts.gc_low : GC_LOW_ZONES;
+	return low ? low : GC_LOW_ZONES;
 }
 
 static unsigned int gc_high(const struct smr_cow *c)
 {
 	uint64_t zl = smr_dev_zone_cap(c->dev, c->info->nr_zones - 1);
+	unsigned int high = __atomic_load_n(&c->opts.gc_high, __ATOMIC_RELAXED);
 
-	if (c->opts.gc_need_only)
+	if (gc_need_only(c))
 		return 1;
-	if (!c->opts.gc_high && zl)
+	if (!high && zl)
 		return gc_low(c) + 1 +
 		       (unsigned int)SMR_MAX(1, SMR_MIN(GC_SPAN_BYTES / zl,
 						      c->info->nr_zones /
 						      GC_SPAN_PART));
-	return c->opts.gc_high > gc_low(c) ? c->opts.gc_high : gc_low(c) + 1;
+	return high > gc_low(c) ? high : gc_low(c) + 1;
+}
+
+int smr_cow_set_gc(struct smr_cow *c, int policy, unsigned int low,
+		   unsigned int high)
+{
+	unsigned int zones = c->info->zoned ? c->info->nr_zones : UINT_MAX;
+
+	if (policy != SMR_COW_GC_KEEP && policy != SMR_COW_GC_NEED_ONLY &&
+	    policy != SMR_COW_GC_COST_BENEFIT && policy != SMR_COW_GC_GREEDY)
+		return -EINVAL;
+	pthread_mutex_lock(&c->clean_lock);
+	if (!low)
+		low = c->opts.gc_low;
+	if (!high)
+		high = c->opts.gc_high;
+	if (low >= zones || high >= zones || (low && high && high <= low)) {
+		pthread_mutex_unlock(&c->clean_lock);
+		return -EINVAL;
+	}
+	if (policy != SMR_COW_GC_KEEP) {
+		__atomic_store_n(&c->opts.gc_need_only,
+				 policy == SMR_COW_GC_NEED_ONLY,
+				 __ATOMIC_RELAXED);
+		if (policy >= 0)
+			__atomic_store_n(&c->opts.gc_policy, policy,
+					 __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&c->opts.gc_low, low, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->opts.gc_high, high, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->clean_lock);
+	/* New watermarks may call for cleaning now. */
+	pthread_mutex_lock(&c->txn_lock);
+	c->gc_wake = true;
+	pthread_cond_signal(&c->gc_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+	return 0;
 }
 
 int smr_cow_clean_auto(struct smr_cow *c)
 {
-	enum smr_cow_gc_policy pol = c->opts.gc_policy == SMR_COW_GC_GREEDY ||
-						     c->opts.gc_need_only ?
-					     SMR_COW_GC_GREEDY :
-					     SMR_COW_GC_COST_BENEFIT;
+	enum smr_cow_gc_policy pol =
+		__atomic_load_n(&c->opts.gc_policy, __ATOMIC_RELAXED) ==
+				SMR_COW_GC_GREEDY || gc_need_only(c) ?
+			SMR_COW_GC_GREEDY :
+			SMR_COW_GC_COST_BENEFIT;
 	unsigned int low = gc_low(c), high = gc_high(c);
 	uint64_t fz, zl;
 	int rc = 0;

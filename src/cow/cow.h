@@ -783,6 +783,21 @@ int smr_cow_clean(struct smr_cow *c, enum smr_cow_gc_policy policy,
 		  unsigned int max_zones);
 
 /*
+ * A remount's cleaner options (gc=, gc_low=, gc_high=), for gc_need_only,
+ * gc_policy, gc_low and gc_high of the options: @policy SMR_COW_GC_KEEP
+ * keeps the policy, SMR_COW_GC_NEED_ONLY cleans only when a write needs
+ * space (gc=off), and an enum smr_cow_gc_policy cleans ahead of need by
+ * it; @low and @high 0 keep theirs. The thread takes them from its next
+ * pass, and is woken to. Returns 0, or -EINVAL with nothing changed where
+ * a watermark would reach the device's number of zones, gc_high (set)
+ * would not be above gc_low, or @policy is none of these.
+ */
+#define SMR_COW_GC_KEEP (-1)
+#define SMR_COW_GC_NEED_ONLY (-2)
+int smr_cow_set_gc(struct smr_cow *c, int policy, unsigned int low,
+		   unsigned int high);
+
+/*
  * One step of background cleaning, as the engine's thread does it: when
  * fewer than gc_low zones are free (and from then on until more than
  * gc_high are), clean by the policy of the options (greedily when fewer

@@ -109,9 +109,26 @@ static void ioc_remount(fuse_req_t req, const void *in_buf, size_t in_bufsz)
 	if (in.version != SMRFS_IOC_VERSION ||
 	    (in.flags & ~(SMRFS_REMOUNT_RO | SMRFS_REMOUNT_ATIME |
 			  SMRFS_REMOUNT_NODIRATIME)) ||
-	    in.atime > SMR_NS_STRICTATIME || in.commit_secs > 86400) {
+	    in.atime > SMR_NS_STRICTATIME || in.commit_secs > 86400 ||
+	    in.gc > SMRFS_REMOUNT_GC_OFF) {
 		fuse_reply_err(req, EINVAL);
 		return;
+	}
+	/* First what can be refused: a refusal then changes nothing. */
+	if (in.gc || in.gc_low || in.gc_high) {
+		static const int policy[] = {
+			[0] = SMR_COW_GC_KEEP,
+			[SMRFS_REMOUNT_GC_COST_BENEFIT] = SMR_COW_GC_COST_BENEFIT,
+			[SMRFS_REMOUNT_GC_GREEDY] = SMR_COW_GC_GREEDY,
+			[SMRFS_REMOUNT_GC_OFF] = SMR_COW_GC_NEED_ONLY,
+		};
+
+		rc = smr_ns_set_gc(NS(req), policy[in.gc], in.gc_low,
+				   in.gc_high);
+		if (rc) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
 	}
 	o.atime = (enum smr_ns_atime)in.atime;
 	o.nodiratime = in.flags & SMRFS_REMOUNT_NODIRATIME;

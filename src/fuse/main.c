@@ -62,6 +62,7 @@ struct mount_opts {
 	int fsync_log;     /* -1 = the default */
 	uint64_t cache_bytes;
 	bool gc_off;
+	bool gc_given;     /* gc= was given */
 	bool noacl;
 	bool writeback;
 	int gc_policy;     /* enum smr_cow_gc_policy */
@@ -308,6 +309,7 @@ static int parse_o(struct mount_opts *mo, const char *arg)
 				rc = -EINVAL;
 			}
 		} else if (!strncmp(o, "gc=", 3)) {
+			mo->gc_given = true;
 			if (!strcmp(o + 3, "greedy")) {
 				mo->gc_policy = SMR_COW_GC_GREEDY;
 			} else if (!strcmp(o + 3, "cost-benefit")) {
@@ -469,6 +471,22 @@ static int resolve_paths(struct mount_opts *mo)
 	return 0;
 }
 
+/* Why the daemon refused a remount (@err), for the message. */
+static void remount_refused(const struct mount_opts *mo,
+			    const struct smrfs_ioc_stat *st, int err)
+{
+	if (err == EROFS)
+		fprintf(stderr, PROG ": %s: read-only since it was mounted (-o "
+			"ro) or since an error; unmount it and mount it again "
+			"to write\n", mo->mnt);
+	else if (err == EINVAL && (mo->gc_low || mo->gc_high))
+		fprintf(stderr, PROG ": %s: gc_low and gc_high must be below "
+			"the device's %u zones, gc_high above gc_low (as "
+			"mounted, unless given)\n", mo->mnt, st->nr_zones);
+	else
+		fprintf(stderr, PROG ": %s: %s\n", mo->mnt, strerror(err));
+}
+
 /*
  * -o remount, as mount(8) runs it for a mounted smrfs (through
  * mount.fuse.smrfs: mount(8) goes by the type in the mount table). The
@@ -478,8 +496,8 @@ static int resolve_paths(struct mount_opts *mo)
  * writing nothing is under way. To writable, the daemon goes first, and
  * goes back should the kernel refuse. What the options do not name keeps
  * its value (mount(8) names them all, from the mount table); of the
- * options of smrfs itself, commit= changes, the others (gc=, cache=, ...)
- * stay those of the mount.
+ * options of smrfs itself, commit=, gc=, gc_low= and gc_high= change, the
+ * others (cache=, fsync=, ...) stay those of the mount.
  */
 static int do_remount(const struct mount_opts *mo)
 {
@@ -523,12 +541,32 @@ static int do_remount(const struct mount_opts *mo)
 		ir.atime = (uint32_t)mo->atime;
 	}
 	ir.commit_secs = mo->commit_secs;
+	ir.gc = !mo->gc_given ? 0 :
+		mo->gc_off ? SMRFS_REMOUNT_GC_OFF :
+		mo->gc_policy == SMR_COW_GC_GREEDY ?
+			     SMRFS_REMOUNT_GC_GREEDY :
+			     SMRFS_REMOUNT_GC_COST_BENEFIT;
+	ir.gc_low = mo->gc_low;
+	ir.gc_high = mo->gc_high;
+	/* To read-only the kernel goes first, and a refusal of the daemon's
+	 * then would leave the two apart: the cleaner's options, which the
+	 * daemon may refuse, go ahead alone, the daemon staying as it is. */
+	if (ro && (ir.gc || ir.gc_low || ir.gc_high)) {
+		struct smrfs_ioc_remount gc = {
+			.version = SMRFS_IOC_VERSION,
+			.flags = st.flags & SMRFS_STAT_READ_ONLY ?
+					 SMRFS_REMOUNT_RO : 0,
+			.gc = ir.gc, .gc_low = ir.gc_low, .gc_high = ir.gc_high,
+		};
+
+		if (ioctl(fd, SMRFS_IOC_REMOUNT, &gc)) {
+			remount_refused(mo, &st, errno);
+			goto out;
+		}
+		ir.gc = ir.gc_low = ir.gc_high = 0;
+	}
 	if (!ro && ioctl(fd, SMRFS_IOC_REMOUNT, &ir)) {
-		fprintf(stderr, PROG ": %s: %s\n", mo->mnt,
-			errno == EROFS ?
-			"read-only since it was mounted (-o ro) or since an "
-			"error; unmount it and mount it again to write" :
-			strerror(errno));
+		remount_refused(mo, &st, errno);
 		goto out;
 	}
 	if (mount(NULL, mo->mnt, NULL, flags, NULL)) {

@@ -9,8 +9,10 @@
  * the command number (_IOC_SIZE, at most 16 KiB - 1) and copies that many
  * bytes in (_IOC_WRITE) and out (_IOC_READ). The structs are fixed-size,
  * native-endian (caller and daemon run on one machine), and start with a
- * version: a daemon refuses a version it does not know with EINVAL, and new
- * fields are taken from the reserved space with a new version.
+ * version: a daemon refuses a version it does not know with EINVAL. New
+ * fields are taken from the reserved space, where zero means what a peer
+ * that does not know them does (an older daemon leaves a figure zero, and
+ * ignores a remount's option whose zero means "unchanged").
  *
  *   SMRFS_IOC_STAT   _IOR:  the whole of smrfsctl stat in one call.
  *   SMRFS_IOC_ZONES  _IOWR: zones [first, first + count) of the device,
@@ -143,12 +145,20 @@ _Static_assert(sizeof(struct smrfs_ioc_zones) < (1 << 14),
 #define SMRFS_REMOUNT_ATIME (1u << 1)      /* atime and NODIRATIME given */
 #define SMRFS_REMOUNT_NODIRATIME (1u << 2)
 
+/* Values of smrfs_ioc_remount.gc (gc=). */
+#define SMRFS_REMOUNT_GC_COST_BENEFIT 1
+#define SMRFS_REMOUNT_GC_GREEDY 2
+#define SMRFS_REMOUNT_GC_OFF 3
+
 struct smrfs_ioc_remount {
 	uint32_t version;        /* SMRFS_IOC_VERSION */
 	uint32_t flags;          /* SMRFS_REMOUNT_* */
 	uint32_t atime;          /* enum smr_ns_atime */
 	uint32_t commit_secs;    /* commit=; 0: unchanged */
-	uint32_t reserved[4];
+	uint32_t gc;             /* SMRFS_REMOUNT_GC_*; 0: unchanged */
+	uint32_t gc_low;         /* gc_low=; 0: unchanged */
+	uint32_t gc_high;        /* gc_high=; 0: unchanged */
+	uint32_t reserved;
 };
 
 _Static_assert(sizeof(struct smrfs_ioc_remount) == 32,

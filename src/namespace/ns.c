@@ -886,6 +886,12 @@ int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o,
 	return smr_cow_set_read_only(ns->cow, ro);
 }
 
+int smr_ns_set_gc(struct smr_ns *ns, int policy, unsigned int low,
+		  unsigned int high)
+{
+	return smr_cow_set_gc(ns->cow, policy, low, high);
+}
+
 void smr_ns_close(struct smr_ns *ns)
 {
 	if (!ns)

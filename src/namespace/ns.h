@@ -150,6 +150,11 @@ int smr_ns_open(struct smr_cow *cow, const struct smr_ns_opts *o,
 int smr_ns_remount(struct smr_ns *ns, const struct smr_ns_opts *o,
 		   unsigned int commit_secs, bool ro);
 
+/* A remount's cleaner options: smr_cow_set_gc(), whose result it returns.
+ * Made before smr_ns_remount(), so that a refusal changes nothing. */
+int smr_ns_set_gc(struct smr_ns *ns, int policy, unsigned int low,
+		  unsigned int high);
+
 /*
  * Describe the FS tree to the engine (smr_cow_tree_register): its name,
  * the item types it holds and how its keys print. smr_ns_open and

@@ -6,7 +6,8 @@
 # of the device taken then mounts with every file; a file open for writing
 # makes the kernel refuse it; writable again, writes work; the atime
 # options change with it; a filesystem mounted with -o ro, or a user who
-# did not mount it, cannot make it writable; commit= takes effect at once.
+# did not mount it, cannot make it writable; commit= takes effect at once,
+# and so do the cleaner's options, where a bad one changes nothing.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 Z=$T/zl
@@ -106,6 +107,56 @@ if command -v setpriv >/dev/null &&
 	opt ro && ro_stat || fail "a user's refused remount changed the mount"
 fi
 remount rw || fail "remount,rw again: $(cat "$T/remount.err")"
+umount_fs "$M"
+
+note "the cleaner's options change, or are refused with nothing changed"
+# Zones of 8 MiB, 32 of them: room for zones that only cleaning frees.
+"$CTL" zloop create "$T/z2" --capacity 256M --zone-size 8M --conv-zones 2 \
+	>/dev/null || fail "zloop create z2"
+"$MKFS" "$T/z2" >/dev/null || fail "mkfs z2"
+mount_fs "$T/z2" "$M" gc=off,commit=1
+runs() {
+	"$CTL" stat --json "$M" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["cleaner_runs"])'
+}
+# Two files written in turns, one deleted: zones half dead, which only
+# cleaning gives back.
+python3 - "$M" <<'EOF' || fail "interleaved writes"
+import os, sys
+chunk = os.urandom(1 << 20)
+fs = [open(os.path.join(sys.argv[1], n), 'wb') for n in ('a', 'b')]
+for i in range(12):
+    for f in fs:
+        f.write(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+for f in fs:
+    f.close()
+os.unlink(os.path.join(sys.argv[1], 'a'))
+EOF
+# (A commit of the timer's makes the deletion count.)
+r=$(runs)
+sleep 2.5
+[ "$(runs)" = "$r" ] || fail "gc=off: the cleaner ran ($r, $(runs))"
+# 32 zones: a watermark at 32 is refused, also on the way to read-only.
+expect_fail "remount,gc_low=32" remount gc_low=32
+grep -q "32 zones" "$T/remount.err" ||
+	fail "gc_low=32 refused without saying why: $(cat "$T/remount.err")"
+expect_fail "remount,ro,gc_high=32" remount ro,gc_high=32
+! opt ro && ! ro_stat || fail "a refused remount,ro changed the mount"
+remount gc=greedy,gc_low=30,gc_high=31 ||
+	fail "remount,gc=greedy: $(cat "$T/remount.err")"
+i=0
+until [ "$(runs)" -gt "$r" ]; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "gc=greedy,gc_low=30: the cleaner did not run"
+	sleep 0.1
+done
+# gc_high not above the gc_low of the mount.
+expect_fail "remount,gc_high=29" remount gc_high=29
+remount ro,gc=off || fail "remount,ro,gc=off: $(cat "$T/remount.err")"
+opt ro && ro_stat || fail "not read-only after remount,ro,gc=off"
+remount rw || fail "remount,rw: $(cat "$T/remount.err")"
 umount_fs "$M"
 
 note "mounted with -o ro: stays read-only"
