@@ -82,15 +82,18 @@ test)
 
 	# Kernel zoned devices, in a VM: the zbd backend's tests on each kind
 	# of device, and the whole filesystem (with overwrites that force
-	# cleaning, and fsck) on null_blk and on SCSI ZBC (the SMR disk path),
-	# both with conventional zones, and on NVMe ZNS without them, with a
-	# zone capacity below the zone size and 5 open and active zones at
-	# most, which the test requires smrfs to reach; with a smaller first
+	# cleaning, and fsck) on SCSI ZBC (the SMR disk path), with
+	# conventional zones, and on NVMe ZNS without them, with a zone
+	# capacity below the zone size and 5 open and active zones at most,
+	# which the test requires smrfs to reach; with a smaller first
 	# workload than make check-zoned's; and kill -9 of the daemon during a
 	# workload and at failpoints on null_blk (6 cycles, where make
-	# check-zoned runs 8: the whole run must stay under 20 minutes on two
-	# cores). Each configuration counts as one test; one whose VM could not
-	# start or timed out counts as failed.
+	# check-zoned runs 8). The whole run must stay under 20 minutes on two
+	# cores: make check-zoned also runs the filesystem on null_blk (whose
+	# conventional zones and writes the kills cover here), NVMe ZNS
+	# without limits and null_blk with limits and 512-byte blocks. Each
+	# configuration counts as one test; one whose VM could not start or
+	# timed out counts as failed.
 	zlog=$build/zoned-run.log
 	{
 		echo "=== kernel zoned devices (tests/zoned, in a VM)"
@@ -103,7 +106,7 @@ test)
 		then
 			ZBD_DEVICES="nullb zns smr" ZBD_TIMEOUT=300 \
 				sh "$top/tests/zoned/run-zbd-tests.sh" 2>&1 || zrc=1
-			FS_DEVICES="nullb smr zns-limits kill9" FS_FILL=20 \
+			FS_DEVICES="smr zns-limits kill9" FS_FILL=20 \
 				FS_KILL9_CYCLES=6 FS_TIMEOUT=600 \
 				sh "$top/tests/zoned/run-fs-tests.sh" 2>&1 || zrc=1
 		else
