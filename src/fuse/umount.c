@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,22 +99,83 @@ static int enter_namespace(const char *ns)
 	return 0;
 }
 
+/* How long the daemon has to say who it is. One that does not answer
+ * (stopped, or hung) is not waited for, and does not hold up the unmount,
+ * which does not need it. */
+#define ASK_SECS 5
+
+/*
+ * Ask the daemon of @mnt for its figures (SMRFS_IOC_STAT) into *@st. The
+ * open and the ioctl are FUSE requests, which a stopped or hung daemon
+ * never answers and only a fatal signal interrupts: a child asks, and is
+ * killed after ASK_SECS. Returns 0 or an errno value (ETIMEDOUT then).
+ */
+static int ask_daemon(const char *mnt, struct smrfs_ioc_stat *st)
+{
+	int pipefd[2], status, err = 0;
+	struct pollfd p;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return errno;
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (!pid) {
+		/* The figures, or the errno alone (less than PIPE_BUF: one
+		 * write, read whole). */
+		int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0 || ioctl(fd, SMRFS_IOC_STAT, st)) {
+			err = errno;
+			n = write(pipefd[1], &err, sizeof(err));
+		} else {
+			n = write(pipefd[1], st, sizeof(*st));
+		}
+		_exit(n > 0 ? 0 : 1);
+	}
+	close(pipefd[1]);
+	p = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+	while ((n = poll(&p, 1, ASK_SECS * 1000)) < 0 && errno == EINTR)
+		;
+	if (n == 0) {
+		kill(pid, SIGKILL);
+		err = ETIMEDOUT;
+	} else {
+		n = read(pipefd[0], st, sizeof(*st));
+		if (n == (ssize_t)sizeof(err))
+			memcpy(&err, st, sizeof(err));
+		else if (n != (ssize_t)sizeof(*st))
+			err = EIO;
+	}
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return err;
+}
+
 /*
  * A pidfd of the daemon that serves @mnt, or -1 where there is none to wait
- * for: the daemon is gone (the mount is dead), older (it does not name
- * itself), or in another pid namespace, where its pid names someone else.
+ * for: the daemon is gone (the mount is dead), does not answer, is older
+ * (it does not name itself), or is in another pid namespace, where its pid
+ * names someone else.
  */
 static int daemon_pidfd(const char *mnt, bool verbose)
 {
 	struct smrfs_ioc_stat st;
 	struct stat ns;
 	const char *why = NULL;
-	int fd, pidfd = -1;
+	int err, pidfd = -1;
 
 	memset(&st, 0, sizeof(st));
-	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, SMRFS_IOC_STAT, &st))
-		why = strerror(errno);
+	err = ask_daemon(mnt, &st);
+	if (err)
+		why = err == ETIMEDOUT ? "it does not answer" : strerror(err);
 	else if (!st.daemon_pid)
 		why = "a daemon that does not name itself";
 	else if (stat("/proc/self/ns/pid", &ns) ||
@@ -122,8 +184,6 @@ static int daemon_pidfd(const char *mnt, bool verbose)
 	else if ((pidfd = (int)syscall(SYS_pidfd_open,
 				       (pid_t)st.daemon_pid, 0)) < 0)
 		why = strerror(errno);
-	if (fd >= 0)
-		close(fd);
 	if (why && verbose)
 		printf(PROG ": %s: not waiting for the daemon: %s\n", mnt, why);
 	return pidfd;
@@ -274,11 +334,21 @@ int main(int argc, char **argv)
 	if (pidfd >= 0) {
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
+		int n, secs = 0;
+
 		if (verbose)
 			printf(PROG ": %s: unmounted; waiting for its daemon's "
 			       "last commit\n", mnt);
-		while (poll(&p, 1, -1) < 0 && errno == EINTR)
-			;
+		/* As long as it takes; after a while, say what for. */
+		while ((n = poll(&p, 1, 1000)) <= 0) {
+			if (n < 0 && errno != EINTR)
+				break;
+			if (n == 0 && ++secs == 10)
+				fprintf(stderr, PROG ": %s: unmounted; still "
+					"waiting for the daemon to write its "
+					"last commit (interrupting stops the "
+					"wait, not the commit)\n", mnt);
+		}
 	}
 	if (verbose)
 		printf(PROG ": %s: unmounted\n", mnt);

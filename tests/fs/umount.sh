@@ -4,7 +4,8 @@
 # once the daemon has written its last commit, exited and let go of the
 # device, so a check or a copy of the device right after it sees
 # everything; -r remounts a busy filesystem read-only; -l detaches at once
-# and does not wait; it unmounts nothing but an smrfs.
+# and does not wait; a stopped daemon does not hold it up; it unmounts
+# nothing but an smrfs.
 . "${srcdir:-.}/tests/fs/lib.sh"
 M=$T/mnt
 Z=$T/zl
@@ -85,6 +86,20 @@ sleep 0.3
 exec 3<&-
 wait_gone "$DAEMON" || fail "the daemon runs on after -l"
 wait "$DAEMON" || fail "the daemon's exit status (-l)"
+
+note "a daemon that does not answer: unmounted, not waited for"
+mount_fs "$Z" "$M"
+echo held >"$M/held" || fail "write held"
+kill -STOP "$DAEMON"
+# (timeout: a helper that hangs fails the test instead of hanging it.)
+timeout 60 "$UMOUNT" -v "$M" >"$T/out" 2>&1 ||
+	{ kill -CONT "$DAEMON"; fail "umount.smrfs, daemon stopped: $(cat "$T/out")"; }
+grep -q "does not answer" "$T/out" ||
+	{ kill -CONT "$DAEMON"; fail "a stopped daemon waited for: $(cat "$T/out")"; }
+! is_mounted "$M" || fail "still mounted (daemon stopped)"
+kill -CONT "$DAEMON"
+wait "$DAEMON" || fail "the stopped daemon's exit status"
+"$AUDIT" "$Z" || fail "audit after the stopped daemon's unmount"
 
 note "only an smrfs, and only a mounted one"
 status=0
