@@ -139,9 +139,13 @@ static void ioc_remount(fuse_req_t req, const void *in_buf, size_t in_bufsz)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	smr_info("remounted %s", in.flags & SMRFS_REMOUNT_RO ?
-					 "read-only: everything committed" :
-					 "read-write");
+	/* What the daemon is now; mount.smrfs sends the cleaner's options
+	 * of a remount to read-only ahead, with the state unchanged. */
+	smr_info("remount: %s%s",
+		 in.flags & SMRFS_REMOUNT_RO ?
+			 "read-only, everything committed" : "read-write",
+		 in.gc || in.gc_low || in.gc_high ?
+			 "; the cleaner's options changed" : "");
 	fuse_reply_ioctl(req, 0, NULL, 0);
 }
 

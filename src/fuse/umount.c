@@ -11,8 +11,9 @@
  * written, and a script that goes on to copy, check or detach the device
  * would find it busy or behind. umount(8) runs this helper for the type of
  * the mount table (fuse.smrfs, as umount.fuse.smrfs), with the options
- * above. The daemon names itself through SMRFS_IOC_STAT before the unmount;
- * afterwards a pidfd tells when it has exited.
+ * above. The daemon names itself through SMRFS_IOC_STAT before the unmount
+ * (one that does not answer within ASK_SECS is not waited for); afterwards
+ * a pidfd tells when it has exited.
  */
 #include <errno.h>
 #include <fcntl.h>
