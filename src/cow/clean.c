@@ -1326,6 +1326,15 @@ static unsigned int gc_high(const struct smr_cow *c)
 	return high > gc_low(c) ? high : gc_low(c) + 1;
 }
 
+/* Wake the thread for a pass (it sleeps while a pass found nothing). */
+static void gc_wake(struct smr_cow *c)
+{
+	pthread_mutex_lock(&c->txn_lock);
+	c->gc_wake = true;
+	pthread_cond_signal(&c->gc_cond);
+	pthread_mutex_unlock(&c->txn_lock);
+}
+
 int smr_cow_set_gc(struct smr_cow *c, int policy, unsigned int low,
 		   unsigned int high)
 {
@@ -1355,10 +1364,7 @@ int smr_cow_set_gc(struct smr_cow *c, int policy, unsigned int low,
 	__atomic_store_n(&c->opts.gc_high, high, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->clean_lock);
 	/* New watermarks may call for cleaning now. */
-	pthread_mutex_lock(&c->txn_lock);
-	c->gc_wake = true;
-	pthread_cond_signal(&c->gc_cond);
-	pthread_mutex_unlock(&c->txn_lock);
+	gc_wake(c);
 	return 0;
 }
 
@@ -1471,10 +1477,7 @@ void smr_cow_gc_kick(struct smr_cow *c, uint64_t len)
 		return;
 	if (free_zones(c) >= gc_low(c))
 		return;
-	pthread_mutex_lock(&c->txn_lock);
-	c->gc_wake = true;
-	pthread_cond_signal(&c->gc_cond);
-	pthread_mutex_unlock(&c->txn_lock);
+	gc_wake(c);
 }
 
 int smr_cow_gc_start(struct smr_cow *c)
